@@ -1,0 +1,8 @@
+"""clusterplan: optimal designs for GPU training clusters.
+
+Public API: ``from solver import load_instance, solve``.
+"""
+
+from solver.loading import load_instance
+
+__all__ = ["load_instance"]

@@ -1,0 +1,102 @@
+"""The `clusterplan` command line: thin typer commands, parse -> api -> render.
+
+Contract: with --json a command prints exactly one JSON document on stdout; logs,
+progress and errors go to stderr. Exit codes: 0 result, 1 internal error, 2 usage,
+3 invalid instance, 4 infeasible, 5 no solution within the limits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from solver.errors import ClusterplanError, InvalidInstance
+
+app = typer.Typer(
+    name="clusterplan",
+    help="Optimal designs for large GPU training clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
+
+# Modules under solver/commands/ that register their commands on `app`.
+COMMAND_MODULES: tuple[str, ...] = ("catalog", "fabric")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def run(action: Callable[[], Any]) -> Any:
+    """Run a command body; map clusterplan errors to messages and exit codes."""
+    try:
+        return action()
+    except InvalidInstance as exc:
+        stderr.print(f"[bold red]invalid input[/] {exc.source}:", highlight=False)
+        for problem in exc.problems:
+            stderr.print(f"  - {problem}", highlight=False, markup=False)
+        raise typer.Exit(exc.exit_code) from None
+    except ClusterplanError as exc:
+        stderr.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(exc.exit_code) from None
+
+
+def emit_json(document: Any) -> None:
+    """Print one JSON document on stdout (the --json contract)."""
+    sys.stdout.write(json.dumps(document, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+@app.command()
+def validate(
+    instance: Annotated[Path, typer.Argument(help="Instance file (TOML or JSON).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Check an instance file; list every problem with its field path (exit 3)."""
+    from solver.loading import load_instance
+
+    inst = run(lambda: load_instance(instance))
+    summary = {"valid": True, "name": inst.name, "gpus": inst.choices.gpus,
+               "fabrics": [f.switch for f in inst.choices.fabrics]}
+    if as_json:
+        emit_json(summary)
+    else:
+        stdout.print(f"[green]valid[/] {instance}: {inst.name}")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of instance files."""
+    from solver.schema.document import instance_document_schema
+
+    emit_json(instance_document_schema())
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"solver.commands.{_module}").register(app)
+
+
+def main() -> None:
+    try:
+        app()
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
+        stderr.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}",
+                     highlight=False, markup=False)
+        sys.exit(1)

@@ -1,0 +1,170 @@
+"""Load instance files (TOML, or JSON) and the shipped catalog into validated objects.
+
+Every problem in a file is reported at once, each naming its field path, as an
+``InvalidInstance`` error (CLI exit code 3). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from solver.errors import InvalidInstance
+from solver.schema import Catalog, Instance, Workload
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+INSTANCES_DIR = REPO_ROOT / "instances"
+CATALOG_DIR = INSTANCES_DIR / "catalog"
+WORKLOADS_DIR = INSTANCES_DIR / "workloads"
+DEFAULT_INSTANCE = INSTANCES_DIR / "h100-100k.toml"
+CATALOG_KINDS = ("gpu", "switch", "nic", "medium")
+
+
+def format_validation_error(err: ValidationError, prefix: str = "") -> list[str]:
+    """One 'field.path: message' line per pydantic error."""
+    lines = []
+    for e in err.errors():
+        path = ".".join(str(p) for p in (prefix, *e["loc"]) if p != "")
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        lines.append(f"{path or '(top level)'}: {msg}")
+    return lines
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """Parse a TOML or JSON file into a dict; syntax errors become InvalidInstance."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInstance([f"{path}: no such file"], str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInstance([f"{path}: cannot read ({exc})"], str(path)) from None
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text, parse_constant=_reject_constant)
+        else:
+            data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, ValueError) as exc:
+        kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
+        raise InvalidInstance([f"{path}: not valid {kind}: {exc}"], str(path)) from None
+    if not isinstance(data, dict):
+        raise InvalidInstance([f"{path}: the document must be a table/object"], str(path))
+    return data
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def _keyed_items(data: dict[str, Any]) -> dict[str, Any]:
+    """Catalog files are tables keyed by id; copy the key into each item's `id`."""
+    return {key: {"id": key, **value} if isinstance(value, dict) else value
+            for key, value in data.items()}
+
+
+def raw_catalog() -> dict[str, Any]:
+    """The shipped catalog as plain data: {kind: {id: fields}, 'facility': fields}."""
+    raw: dict[str, Any] = {kind: _keyed_items(read_document(CATALOG_DIR / f"{kind}.toml"))
+                           for kind in CATALOG_KINDS}
+    raw["facility"] = {"id": "default", **read_document(CATALOG_DIR / "facility.toml")}
+    return raw
+
+
+def load_catalog() -> Catalog:
+    try:
+        return Catalog.model_validate(raw_catalog())
+    except ValidationError as err:
+        raise InvalidInstance(format_validation_error(err, "catalog"), "catalog") from None
+
+
+def apply_overrides(raw: dict[str, Any], overrides: Any) -> tuple[dict[str, Any], list[str]]:
+    """Apply `[catalog.<kind>.<id>]` tables of an instance to the shipped catalog.
+
+    An overridden figure's source becomes {kind='override'}. Unknown kinds and ids are
+    reported; unknown fields are left for the schema to reject with their path.
+    """
+    merged, problems = copy.deepcopy(raw), []
+    if not isinstance(overrides, dict):
+        return merged, ["catalog: must be a table of overrides"]
+    for kind in sorted(overrides):
+        items = overrides[kind]
+        if kind == "facility":
+            items = {"default": items}
+        elif kind not in merged:
+            problems.append(f"catalog.{kind}: unknown catalog kind "
+                            f"(known: {', '.join((*CATALOG_KINDS, 'facility'))})")
+            continue
+        if not isinstance(items, dict):
+            problems.append(f"catalog.{kind}: must be a table")
+            continue
+        for item_id in sorted(items):
+            fields = items[item_id]
+            target = merged["facility"] if kind == "facility" else merged[kind].get(item_id)
+            where = f"catalog.{kind}" if kind == "facility" else f"catalog.{kind}.{item_id}"
+            if not isinstance(fields, dict):
+                problems.append(f"{where}: must be a table of field overrides")
+                continue
+            if target is None:
+                # A new item: it must be complete and sourced like a shipped one.
+                merged[kind][item_id] = {"id": item_id, **fields}
+                continue
+            for field, value in fields.items():
+                if field == "sources":
+                    target.setdefault("sources", {}).update(value)
+                    continue
+                target[field] = value
+                target.setdefault("sources", {})[field] = {
+                    "url": "instance://catalog-override", "kind": "override"}
+    return merged, problems
+
+
+def load_workload(ref: str | dict[str, Any], where: str = "workload") -> Workload:
+    """A workload from a shipped id, a file path, or an inline table."""
+    if isinstance(ref, str):
+        path = Path(ref)
+        if not path.suffix:
+            path = WORKLOADS_DIR / f"{ref}.toml"
+            if not path.exists():
+                known = ", ".join(sorted(p.stem for p in WORKLOADS_DIR.glob("*.toml")))
+                raise InvalidInstance([f"{where}: unknown workload '{ref}' (known: {known})"])
+        data = read_document(path)
+        ref = data.get("workload", data)
+    try:
+        return Workload.model_validate(ref)
+    except ValidationError as err:
+        raise InvalidInstance(format_validation_error(err, where)) from None
+
+
+def instance_from_dict(data: dict[str, Any], source: str = "instance") -> Instance:
+    """Validate a parsed instance document; every problem is reported at once."""
+    data = copy.deepcopy(data)
+    catalog, problems = apply_overrides(raw_catalog(), data.pop("catalog", {}))
+    workload = data.get("workload")
+    if isinstance(workload, str):
+        try:
+            data["workload"] = load_workload(workload).model_dump()
+        except InvalidInstance as exc:
+            problems += exc.problems
+            data.pop("workload")
+    data["catalog"] = catalog
+    try:
+        instance = Instance.model_validate(data)
+    except ValidationError as err:
+        problems += format_validation_error(err)
+    if problems:
+        raise InvalidInstance(problems, source)
+    return instance
+
+
+def load_instance(path: str | Path | None = None) -> Instance:
+    """Load and validate an instance file (default: the shipped 100k-H100 campus)."""
+    path = Path(path) if path is not None else DEFAULT_INSTANCE
+    return instance_from_dict(read_document(path), str(path))

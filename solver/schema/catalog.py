@@ -1,0 +1,203 @@
+"""Component catalog schema: GPU systems, switches, NICs, link media, facility defaults.
+
+Every numeric figure of a catalog item must have an entry in the item's ``sources``
+table (field name -> Source); ``Catalog`` checks that on load, so an unsourced figure
+cannot enter the catalog.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", max_length=64)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Source(StrictModel):
+    url: str = Field(min_length=8)
+    """Where the figure comes from (URL, or DOI/arXiv address)."""
+    kind: Literal["datasheet", "estimate", "derived", "assumption", "override"] = "datasheet"
+    by: str | None = None
+    """Whose estimate, when kind is estimate/assumption."""
+    note: str | None = None
+
+
+class SourcedItem(StrictModel):
+    id: Slug
+    name: str
+    sources: dict[str, Source]
+    """Field name -> source. Every numeric field of the item needs one."""
+
+    def numeric_fields(self) -> list[str]:
+        out = []
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, bool) or name in ("id", "name", "sources"):
+                continue
+            if isinstance(value, int | float | dict) and value not in ({},):
+                out.append(name)
+        return sorted(out)
+
+    @model_validator(mode="after")
+    def _every_figure_sourced(self) -> SourcedItem:
+        missing = [f for f in self.numeric_fields() if f not in self.sources]
+        if missing:
+            raise ValueError(f"{self.id}: figures without a source: {', '.join(missing)}")
+        unknown = sorted(set(self.sources) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"{self.id}: sources name unknown fields: {', '.join(unknown)}")
+        return self
+
+
+Precision = Literal["bf16", "fp8", "fp4"]
+Generation = Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3"]
+
+
+class GpuSystem(SourcedItem):
+    """A GPU system: an 8-GPU HGX/DGX node, or a rack-scale NVL72 (one 'node' = one rack)."""
+
+    vendor: Literal["nvidia", "amd"]
+    generation: Generation
+    gpus_per_node: PositiveInt
+    """GPUs per node; for NVL72 systems the node is the whole rack (72)."""
+    nvlink_domain_gpus: PositiveInt
+    """GPUs in one scale-up (NVLink / Infinity Fabric) domain."""
+    bf16_tflops: PositiveFloat
+    """Dense BF16 tensor TFLOP/s per GPU."""
+    fp8_tflops: PositiveFloat | None = None
+    fp4_tflops: PositiveFloat | None = None
+    hbm_gib: PositiveFloat
+    """Usable HBM per GPU [GiB]."""
+    hbm_tbps: PositiveFloat
+    """HBM bandwidth per GPU [TB/s]."""
+    nvlink_gbytes_per_s: PositiveFloat
+    """Scale-up bandwidth per GPU, bidirectional aggregate [GB/s]."""
+    gpu_power_w: PositiveFloat
+    """GPU TDP [W]."""
+    node_other_power_w: PositiveFloat
+    """Rest-of-node power per node (CPUs, memory, fans, NVSwitch, front-end NICs) [W],
+    excluding GPUs and back-end NICs."""
+    node_price_usd: PositiveFloat
+    """Price of one node without back-end NICs [USD]."""
+    default_nic: Slug
+    nics_per_node: PositiveInt
+    """Back-end (scale-out) NIC ports per node; one per GPU on NVIDIA systems."""
+    frontend_gbps_per_node: PositiveFloat
+    """Front-end (storage/checkpoint/data) Ethernet bandwidth per node [Gb/s]."""
+    node_rack_units: PositiveInt
+    """Height of one node [U] (NVL72: the whole rack, 48)."""
+    max_nodes_per_rack: PositiveInt
+    """Nodes per rack at the design's rack power (air: 4 HGX; NVL72: 1)."""
+    liquid_cooled: bool = False
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak per GPU at `precision`, falling back to the next wider format."""
+        for p in ("fp4", "fp8", "bf16")[("fp4", "fp8", "bf16").index(precision):]:
+            value = getattr(self, f"{p}_tflops")
+            if value is not None:
+                return value
+        return self.bf16_tflops
+
+
+class Switch(SourcedItem):
+    family: Literal["infiniband", "ethernet"]
+    product_line: Literal["quantum", "spectrum-x", "tomahawk"]
+    radix_by_gbps: dict[int, PositiveInt]
+    """Ports available at each link speed (e.g. 64 at 400G, 128 at 200G)."""
+    in_network_reduction: bool
+    """SHARP-style in-network all-reduce (halves DP traffic per GPU, up to 2x)."""
+    required_nic: Slug | None = None
+    """A NIC the fabric requires (Spectrum-X needs BlueField-3 SuperNICs)."""
+    power_w: PositiveFloat
+    """Typical power without optics [W]."""
+    price_usd: PositiveFloat
+    rack_units: PositiveInt
+
+    def radix(self, gbps: int) -> int:
+        if gbps not in self.radix_by_gbps:
+            raise KeyError(f"switch {self.id} has no ports at {gbps} Gb/s "
+                           f"(has {sorted(self.radix_by_gbps)})")
+        return self.radix_by_gbps[gbps]
+
+
+class Nic(SourcedItem):
+    port_gbps: PositiveInt
+    """Speed of the port that faces the back-end fabric [Gb/s]."""
+    families: list[Literal["infiniband", "ethernet"]]
+    power_w: PositiveFloat
+    price_usd: PositiveFloat
+
+
+MediumKind = Literal["dac", "acc", "aec", "aoc", "multimode", "singlemode", "coherent"]
+
+
+class Medium(SourcedItem):
+    """A way to build one link: a cable assembly, or a transceiver pair plus fibre."""
+
+    kind: MediumKind
+    gbps: PositiveInt
+    """Link speed it carries [Gb/s]."""
+    reach_m: PositiveFloat
+    links_per_module: PositiveInt = 1
+    """Links one module/cable end serves (2 for twin-port OSFP)."""
+    price_usd_per_end: NonNegativeFloat
+    """Price of one end: one transceiver module, or half a cable assembly [USD]."""
+    power_w_per_end: NonNegativeFloat
+    fiber_usd_per_link: NonNegativeFloat = 0.0
+    """Passive fibre/patching per link for transceiver media [USD]."""
+
+    @property
+    def is_transceiver(self) -> bool:
+        return self.kind in ("multimode", "singlemode", "coherent")
+
+
+class Facility(SourcedItem):
+    pue: Annotated[float, Field(ge=1, le=3, allow_inf_nan=False)]
+    build_usd_per_mw: PositiveFloat
+    """Facility construction cost per MW of critical IT [USD/MW]."""
+    electricity_usd_per_kwh: PositiveFloat
+    non_server_it_fraction: Fraction
+    """Storage, front-end, management IT as a fraction of server+fabric power."""
+    storage_usd_per_node: NonNegativeFloat
+    """Storage and front-end network capex per node [USD]."""
+    rack_usd: NonNegativeFloat
+    """Rack, PDU and cabling infrastructure per rack [USD]."""
+    years: PositiveInt
+    """Default TCO horizon [years]."""
+
+
+class Catalog(StrictModel):
+    gpu: dict[Slug, GpuSystem]
+    switch: dict[Slug, Switch]
+    nic: dict[Slug, Nic]
+    medium: dict[Slug, Medium]
+    facility: Facility
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Catalog:
+        problems = []
+        for kind in ("gpu", "switch", "nic", "medium"):
+            for key, item in getattr(self, kind).items():
+                if key != item.id:
+                    problems.append(f"{kind}.{key}: id '{item.id}' differs from its key")
+        for g in self.gpu.values():
+            if g.default_nic not in self.nic:
+                problems.append(f"gpu.{g.id}.default_nic: unknown nic '{g.default_nic}'")
+        for s in self.switch.values():
+            if s.required_nic is not None and s.required_nic not in self.nic:
+                problems.append(f"switch.{s.id}.required_nic: unknown nic '{s.required_nic}'")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def kinds(self) -> tuple[str, ...]:
+        return ("gpu", "switch", "nic", "medium", "facility")

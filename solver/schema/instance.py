@@ -1,0 +1,159 @@
+"""Instance schema: what to design, under which limits, from which choices."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from solver.schema.catalog import (
+    Catalog,
+    Fraction,
+    PositiveFloat,
+    PositiveInt,
+    Slug,
+    StrictModel,
+)
+from solver.schema.workload import Workload
+
+
+class Limits(StrictModel):
+    budget_usd: PositiveFloat
+    """Capital budget (or TCO budget when budget_basis = 'tco') [USD]."""
+    it_power_mw: PositiveFloat
+    """Critical IT power available on the site [MW]."""
+    budget_basis: Literal["capex", "tco"] = "capex"
+    min_gpus: Annotated[int, Field(ge=0)] = 0
+    """Smallest acceptable number of training GPUs (spares excluded)."""
+    max_gpus: PositiveInt | None = None
+    deadline_days: PositiveFloat | None = None
+    """Train the workload's train_tokens within this many days."""
+
+    @model_validator(mode="after")
+    def _gpu_range(self) -> Limits:
+        if self.max_gpus is not None and self.max_gpus < self.min_gpus:
+            raise ValueError(f"max_gpus {self.max_gpus} is below min_gpus {self.min_gpus}")
+        return self
+
+
+class Building(StrictModel):
+    name: Slug
+    it_power_mw: PositiveFloat
+    """Critical IT power this building can supply [MW]."""
+    max_racks: PositiveInt | None = None
+    """Rack positions available (space limit)."""
+
+
+class CableLengths(StrictModel):
+    """Typical routed length of each link class by layout style [m]."""
+
+    node_leaf_rail_optimized_m: PositiveFloat = 30.0
+    """Node to its rail leaf, leaves at the end of row (rail-optimized)."""
+    node_leaf_middle_of_rack_m: PositiveFloat = 3.0
+    """Node to a leaf in the middle of its rack group."""
+    leaf_spine_m: PositiveFloat = 50.0
+    spine_core_m: PositiveFloat = 300.0
+    between_buildings_m: PositiveFloat = 1000.0
+
+
+class Site(StrictModel):
+    name: str = "site"
+    buildings: list[Building] = Field(min_length=1)
+    cable_lengths: CableLengths = CableLengths()
+    rack_power_kw: PositiveFloat = 40.0
+    """Power one rack position can take [kW] (air-cooled HGX ~40, liquid NVL72 ~130)."""
+
+    @model_validator(mode="after")
+    def _unique_buildings(self) -> Site:
+        names = [b.name for b in self.buildings]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate building names: {', '.join(dupes)}")
+        return self
+
+
+class FabricChoice(StrictModel):
+    """One scale-out fabric option the optimiser may choose."""
+
+    switch: Slug
+    tiers: Annotated[int, Field(ge=1, le=5)] | None = None
+    """Switch tiers; omitted = the fewest that fit the largest design."""
+    pods: PositiveInt | None = None
+    """Split the cluster into this many equal pods joined by an oversubscribed top tier."""
+    oversubscription: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
+    """Down:up bandwidth ratio between pods (1 = non-blocking)."""
+
+
+class Choices(StrictModel):
+    gpus: list[Slug] = Field(min_length=1)
+    fabrics: list[FabricChoice] = Field(min_length=1)
+    rail_optimized: list[bool] = Field(default=[True, False], min_length=1)
+    nic_attachment: list[Literal["single", "twin"]] = Field(default=["single"], min_length=1)
+    """'single': one single-port NIC cage per GPU; 'twin': twin-port cages, half the node-end
+    transceivers (Cedar-style modules)."""
+
+
+class Objective(StrictModel):
+    kind: Literal["max_effective_throughput", "min_capex", "min_tco"] = "max_effective_throughput"
+    required_tokens_per_s: PositiveFloat | None = None
+    """Effective throughput to reach when minimising cost [tokens/s]."""
+    assumed_mfu: Fraction = 0.40
+    """Model FLOPs utilisation used until the performance model replaces it."""
+    overhead_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.10
+    """Share of wall-clock time lost to failures and checkpoints until the reliability
+    model replaces it."""
+    years: PositiveInt | None = None
+    """TCO horizon [years]; default from the catalog's facility."""
+
+
+class Reliability(StrictModel):
+    min_goodput: Fraction | None = None
+    availability_target: Fraction = 0.999
+    max_blast_radius_gpus: PositiveInt | None = None
+    spare_fraction: Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)] = 0.0
+    """Hot-spare nodes as a fraction of training nodes (until the reliability model
+    chooses spares)."""
+
+
+CatalogOverrides = dict[str, dict[str, dict[str, Any]]]
+
+
+class Instance(StrictModel):
+    schema_version: Literal[1] = 1
+    name: Slug
+    description: str = ""
+    workload: Workload
+    limits: Limits
+    site: Site
+    choices: Choices
+    objective: Objective = Objective()
+    reliability: Reliability = Reliability()
+    catalog: Catalog
+    """The shipped catalog with the instance's overrides applied."""
+
+    @model_validator(mode="after")
+    def _choices_in_catalog(self) -> Instance:
+        problems = []
+        for i, g in enumerate(self.choices.gpus):
+            if g not in self.catalog.gpu:
+                problems.append(f"choices.gpus[{i}]: unknown GPU system '{g}' "
+                                f"(known: {', '.join(sorted(self.catalog.gpu))})")
+        for i, f in enumerate(self.choices.fabrics):
+            if f.switch not in self.catalog.switch:
+                problems.append(f"choices.fabrics[{i}].switch: unknown switch '{f.switch}' "
+                                f"(known: {', '.join(sorted(self.catalog.switch))})")
+        if self.objective.kind != "max_effective_throughput" and not (
+            self.objective.required_tokens_per_s or self.limits.deadline_days
+        ):
+            problems.append(f"objective.kind: '{self.objective.kind}' needs "
+                            "objective.required_tokens_per_s or limits.deadline_days")
+        if self.limits.deadline_days and not self.workload.train_tokens:
+            problems.append("limits.deadline_days: the workload has no train_tokens")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def years(self) -> int:
+        return self.objective.years or self.catalog.facility.years
+
