@@ -1,0 +1,544 @@
+"""Exact scale-out fabric model: folded-Clos (fat-tree) switch, link and media counts.
+
+Notation: ``k`` is the switch radix at the link speed, ``h = k/2``. A non-top switch uses
+``h`` ports down and ``h`` ports up (non-blocking); a top-tier switch uses all ``k`` ports
+down. An ``L``-tier tree therefore attaches at most ``2·h^L`` endpoints
+(:func:`max_endpoints`): ``k=64`` gives 2,048 (2 tiers) and 65,536 (3 tiers); ``k=128``
+gives 8,192 and 524,288. A full 3-tier ``k``-ary fat tree has ``5k²/4`` switches.
+
+Construction (bottom-up, exact for partial builds):
+
+* **Leaves.** Rail-optimized: each leaf carries one rail of ``h`` nodes, so a scalable
+  unit of ``h`` nodes needs ``ports_per_node`` leaves and ``leaves = rails·⌈nodes/h⌉``.
+  Middle-of-rack: each leaf serves all ports of ``⌊h/ports_per_node⌋`` whole nodes.
+  Every deployed leaf is wired with all ``h`` uplinks (NVIDIA builds the full scalable
+  unit's leaf-spine cabling even when it is partly populated).
+* **Groups and planes.** Tier-``t`` switches come in groups; a tier-``(t+1)`` group joins
+  up to ``h`` tier-``t`` groups. Plane ``j`` of a group is the ``j``-th switch of each of
+  its ``m`` sub-groups. The plane gets ``S`` upper switches with ``S | h``, each lower
+  switch sending ``h/S`` links to each of them (balanced Clos wiring), and ``S`` is the
+  fewest divisor satisfying the upper switches' down-port budget ``m·h/S ≤ h``.
+* **Top tier.** The top joins up to ``2h`` groups (down budget ``k``). Planes with the same
+  ``m`` may share top switches: ``c`` planes per top group with ``c·m·h/S ≤ k``; the
+  count is ``⌈planes/c⌉·S``, minimised over ``S | h``.
+* **Pods.** The cluster splits into ``pods`` equal pods (each built for ``⌈nodes/pods⌉``
+  nodes), each an ``L``-tier tree whose top switches keep ports for uplinks:
+  a pod-top switch with ``d`` downlinks has ``u ≥ ⌈d/R⌉`` uplinks (``R`` =
+  oversubscription) and ``d + u ≤ k``. A single super tier joins the pods: the same
+  pod-top position across all pods forms a plane of ``pods`` switches, planes share
+  super switches as in the top tier. Pod-top and super sizes are chosen together to use
+  the fewest switches; a larger ``R`` only enlarges the feasible set, so it never adds
+  switches.
+
+Units: counts are whole switches / links; lengths in metres, money in USD, power in W.
+Every function is pure and fast (no I/O); it is called for thousands of candidate sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+TIER_NAMES: tuple[str, ...] = ("node", "leaf", "spine", "core", "super", "hyper", "apex")
+"""Names of the levels, node first; link class ``t`` is ``f"{TIER_NAMES[t-1]}-{TIER_NAMES[t]}"``.
+
+So the keys of ``lengths_m`` for :func:`choose_media` are, in tier order: ``node-leaf``,
+``leaf-spine``, ``spine-core``, ``core-super``, ``super-hyper``, ``hyper-apex``. With pods,
+the last class of the fabric is the one that joins the pods (e.g. ``core-super`` for pods
+of 3 tiers)."""
+
+MAX_TIERS = len(TIER_NAMES) - 1
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    nodes: int
+    """Compute nodes attached (spares included by the caller)."""
+    ports_per_node: int
+    """Back-end NIC ports per node = rails (8 for HGX, 72 for an NVL72 rack)."""
+    radix: int
+    """Switch ports at the link speed."""
+    tiers: int | None = None
+    """Switch tiers (per pod when pods > 1); None = the fewest that fit."""
+    pods: int = 1
+    """Pods joined by an oversubscribed top tier."""
+    oversubscription: float = 1.0
+    """Down:up ratio of the pods' uplinks (1 = non-blocking)."""
+    rail_optimized: bool = True
+
+
+@dataclass(frozen=True)
+class LinkClass:
+    name: str
+    """``node-leaf``, ``leaf-spine``, ``spine-core``, ``core-super``, ... (tier order)."""
+    tier: int
+    """1 = node-to-leaf; ``t`` = links arriving at tier ``t`` from below."""
+    links: int
+
+
+@dataclass(frozen=True)
+class Fabric:
+    spec: FabricSpec
+    endpoints: int
+    """Node ports attached = nodes · ports_per_node."""
+    radix: int
+    tiers: int
+    """Switch tiers a packet may cross, the pods' super tier included."""
+    max_endpoints: int
+    """Endpoints this radix/tier/pod structure can attach when fully built."""
+    pods: int
+    pod_tiers: int
+    """Tiers inside one pod (= ``tiers`` when ``pods == 1``)."""
+    switches_per_tier: tuple[int, ...]
+    """Leaf first."""
+    links_per_tier: tuple[int, ...]
+    """Node-to-leaf first; entry ``t`` counts the links arriving at tier ``t+1``."""
+    uplinks_per_tier: tuple[int, ...]
+    """Links leaving each tier upwards (0 for the top), counted from the upper ends."""
+    max_ports_used_per_tier: tuple[int, ...]
+    """Most ports (down + up) any one switch of the tier uses; never above ``radix``."""
+    link_classes: tuple[LinkClass, ...]
+
+    @property
+    def switches_total(self) -> int:
+        return sum(self.switches_per_tier)
+
+
+def max_endpoints(radix: int, tiers: int) -> int:
+    """Endpoints of a full non-blocking ``tiers``-tier fat tree: ``2·(k/2)^L``."""
+    _check_radix(radix)
+    if tiers < 1:
+        raise ValueError(f"tiers must be >= 1, got {tiers}")
+    return 2 * (radix // 2) ** tiers
+
+
+def fewest_tiers(endpoints: int, radix: int) -> int:
+    """Smallest ``L`` with ``2·(k/2)^L ≥ endpoints``."""
+    if endpoints < 1:
+        raise ValueError(f"endpoints must be >= 1, got {endpoints}")
+    _check_radix(radix)
+    tiers = 1
+    while max_endpoints(radix, tiers) < endpoints:
+        tiers += 1
+    return tiers
+
+
+def scalable_unit_nodes(radix: int, ports_per_node: int, rail_optimized: bool) -> int:
+    """Nodes served by one leaf group, the natural build step.
+
+    Rail-optimized: ``k/2`` nodes (one leaf per rail). Middle-of-rack: the
+    ``⌊(k/2)/ports_per_node⌋`` whole nodes one leaf serves.
+    """
+    _check_radix(radix)
+    half = radix // 2
+    if rail_optimized:
+        return half
+    per_leaf = half // ports_per_node
+    if per_leaf < 1:
+        raise ValueError(f"middle-of-rack needs ports_per_node <= radix/2 "
+                         f"({ports_per_node} > {half}); use rail-optimized wiring")
+    return per_leaf
+
+
+def _check_radix(radix: int) -> None:
+    if radix < 2 or radix % 2:
+        raise ValueError(f"radix must be an even number >= 2, got {radix}")
+
+
+@lru_cache(maxsize=None)
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def _fewest_divisor_at_least(n: int, need: int) -> int:
+    """Smallest divisor of ``n`` that is ``≥ need`` (``need ≤ n``)."""
+    return next(d for d in _divisors(n) if d >= need)
+
+
+@dataclass(frozen=True)
+class _Level:
+    """The switch groups of one tier: ``full`` identical groups of ``full_size`` switches,
+    then at most one trailing partial group of ``last_size`` switches (0 = none)."""
+
+    full: int
+    full_size: int
+    last_size: int
+
+    @property
+    def switches(self) -> int:
+        return self.full * self.full_size + self.last_size
+
+    @property
+    def groups(self) -> int:
+        return self.full + (1 if self.last_size else 0)
+
+
+def _plane_classes(full: int, full_size: int, last_size: int) -> list[tuple[int, int]]:
+    """(planes, sub-groups per plane) for a group of ``full`` sub-groups of ``full_size``
+    switches plus one of ``last_size`` (≤ full_size; 0 = absent)."""
+    if full == 0:
+        return [(last_size, 1)]
+    if last_size == 0:
+        return [(full_size, full)]
+    return [(n, m) for n, m in ((last_size, full + 1), (full_size - last_size, full)) if n]
+
+
+def _middle_group(half: int, classes: list[tuple[int, int]]) -> tuple[int, int, int]:
+    """Switches, downlinks and most ports used of one non-top group over its planes."""
+    switches = down = most = 0
+    for planes, m in classes:
+        s = _fewest_divisor_at_least(half, m)
+        switches += planes * s
+        down += planes * m * half
+        most = max(most, m * half // s + half)
+    return switches, down, most
+
+
+def _middle_level(below: _Level, half: int) -> tuple[_Level, int, int]:
+    """Next tier up: chunk the groups below into groups of ``half`` sub-groups."""
+    chunks, rest = divmod(below.full, half)
+    size = down = most = 0
+    if chunks:
+        size, d, most = _middle_group(half, _plane_classes(half, below.full_size, 0))
+        down = chunks * d
+    last = 0
+    if rest or below.last_size:
+        last, d, m = _middle_group(
+            half, _plane_classes(rest, below.full_size, below.last_size))
+        down += d
+        most = max(most, m)
+    return _Level(chunks, size, last), down, most
+
+
+def _fewest_bins(small: int, big: int, m: int, cap: int) -> int | None:
+    """Fewest bins of capacity ``cap`` holding ``small`` items of size ``m`` and ``big``
+    of size ``m+1``; None if an item does not fit.
+
+    A bin with ``t`` items holds at most ``g(t) = min(t, cap - t·m)`` big ones; ``g`` is
+    concave, so spreading the items evenly over ``B`` bins maximises the big items they
+    hold, and the smallest feasible ``B`` is exact (hence monotone in the items).
+    """
+    if m > cap or (big and m + 1 > cap):
+        return None
+    items = small + big
+    per = cap // m
+    bins = max(-(-(small * m + big * (m + 1)) // cap), -(-items // per))
+    while True:
+        t0, r = divmod(items, bins)
+        if t0 + (r > 0) <= per and (
+                r * min(t0 + 1, cap - (t0 + 1) * m) + (bins - r) * min(t0, cap - t0 * m)
+                >= big):
+            return bins
+        bins += 1
+
+
+@lru_cache(maxsize=65536)
+def _shared_top(small: int, big: int, m: int, up_each: int, radix: int) -> tuple[int, int]:
+    """Fewest top switches over planes of lower switches with ``up_each`` uplinks each:
+    ``small`` planes of ``m`` lower switches and ``big`` planes of ``m+1``.
+
+    Top switches come in groups of ``S | up_each``; every lower switch of a group's planes
+    sends ``up_each/S`` links to each of the ``S`` (balanced wiring), so a group takes
+    planes whose lower switches sum to at most ``⌊k/(up_each/S)⌋`` (bin packing, exact).
+    Returns (switches, most ports used on one top switch); (0, 0) if impossible.
+    """
+    best = (0, 0)
+    for s in _divisors(up_each):
+        per_link = up_each // s
+        cap = radix // per_link
+        bins = _fewest_bins(small, big, m, cap)
+        if bins is None:
+            continue
+        if best == (0, 0) or bins * s < best[0]:
+            fullest = -(-(small + big) // bins)
+            best = (bins * s, min(cap, fullest * m + min(fullest, big)) * per_link)
+    return best
+
+
+def _top_level(below: _Level, half: int, radix: int) -> tuple[int, int, int]:
+    """The top tier over every group below: switches, downlinks, most ports used."""
+    classes = _plane_classes(below.full, below.full_size, below.last_size)
+    low = min(m for _, m in classes)
+    small = sum(n for n, m in classes if m == low)
+    big = sum(n for n, m in classes if m != low)
+    switches, most = _shared_top(small, big, low, half, radix)
+    down = sum(n * m * half for n, m in classes)
+    return switches, down, most
+
+
+@lru_cache(maxsize=65536)
+def _pod_top_and_super(planes: int, m: int, half: int, radix: int, pods: int,
+                       ratio: float) -> tuple[int, int, int, int, int] | None:
+    """Pod-top switches per pod and super switches for one plane class, chosen together.
+
+    Each plane of a pod has ``S | h`` pod-top switches with ``d = m·h/S`` downlinks and
+    ``u ≥ ⌈d/R⌉`` uplinks, ``d + u ≤ k``. Returns (pod-top per pod, uplinks per pod,
+    super switches, pod-top most ports, super most ports), or None if impossible.
+    """
+    best: tuple[int, int, int, int, int] | None = None
+    best_key: tuple[int, int] | None = None
+    for s in _divisors(half):
+        d = m * half // s
+        for u in range(max(1, math.ceil(d / ratio - 1e-9)), radix - d + 1):
+            supers, used = _shared_top(planes * s, 0, pods, u, radix)
+            if supers == 0:
+                continue
+            key = (pods * planes * s + supers, u)
+            if best_key is None or key < best_key:
+                best_key = key
+                best = (planes * s, planes * s * u, supers, d + u, used)
+    return best
+
+
+def _leaves(spec: FabricSpec, nodes: int, half: int) -> int:
+    per_leaf = scalable_unit_nodes(spec.radix, spec.ports_per_node, spec.rail_optimized)
+    if spec.rail_optimized:
+        return spec.ports_per_node * math.ceil(nodes / per_leaf)
+    return math.ceil(nodes / per_leaf)
+
+
+def _leaf_capacity(tiers: int, half: int) -> int:
+    """Most leaves an L-tier tree (L ≥ 2) joins: ``2·h^(L-1)``."""
+    return 2 * half ** (tiers - 1)
+
+
+def _check_spec(spec: FabricSpec) -> None:
+    problems = []
+    if spec.nodes < 1:
+        problems.append(f"nodes must be >= 1 (got {spec.nodes})")
+    if spec.ports_per_node < 1:
+        problems.append(f"ports_per_node must be >= 1 (got {spec.ports_per_node})")
+    if spec.radix < 2 or spec.radix % 2:
+        problems.append(f"radix must be an even number >= 2 (got {spec.radix})")
+    if spec.tiers is not None and not 1 <= spec.tiers <= MAX_TIERS - (spec.pods > 1):
+        problems.append(f"tiers must be 1..{MAX_TIERS - (spec.pods > 1)} (got {spec.tiers})")
+    if spec.pods < 1:
+        problems.append(f"pods must be >= 1 (got {spec.pods})")
+    if not spec.oversubscription >= 1 or math.isinf(spec.oversubscription):
+        problems.append(f"oversubscription must be a finite number >= 1 "
+                        f"(got {spec.oversubscription})")
+    if problems:
+        raise ValueError("invalid fabric spec: " + "; ".join(problems))
+
+
+def design_fabric(spec: FabricSpec) -> Fabric:
+    """Exact switch and link counts per tier for ``spec``; ValueError if it cannot be built."""
+    _check_spec(spec)
+    if spec.pods > 1:
+        return _design_pods(spec)
+    endpoints = spec.nodes * spec.ports_per_node
+    half = spec.radix // 2
+    if spec.tiers == 1 or (spec.tiers is None and endpoints <= spec.radix):
+        if endpoints > spec.radix:
+            raise ValueError(f"{endpoints} endpoints do not fit one {spec.radix}-port switch "
+                             f"(1 tier); need {fewest_tiers(endpoints, spec.radix)} tiers")
+        return _assemble(spec, endpoints, max_endpoints(spec.radix, 1), 1, 1,
+                         [1], [endpoints], [0], [endpoints])
+    leaves = _leaves(spec, spec.nodes, half)
+    tiers = spec.tiers if spec.tiers is not None else _fewest_leaf_tiers(leaves, half)
+    if leaves > _leaf_capacity(tiers, half):
+        raise ValueError(
+            f"{spec.nodes} nodes x {spec.ports_per_node} ports need {leaves} leaves; a "
+            f"{tiers}-tier radix-{spec.radix} fabric holds {_leaf_capacity(tiers, half)} "
+            f"({max_endpoints(spec.radix, tiers)} endpoints); use "
+            f"{_fewest_leaf_tiers(leaves, half)} tiers or pods")
+    switches, down, up, most = _tree(leaves, tiers, half, spec.radix)
+    links = [endpoints, *down[1:]]
+    most[0] = max(most[0], _leaf_down_used(spec, half) + half)
+    return _assemble(spec, endpoints, max_endpoints(spec.radix, tiers), 1, tiers,
+                     switches, links, up, most)
+
+
+def _fewest_leaf_tiers(leaves: int, half: int) -> int:
+    tiers = 2
+    while _leaf_capacity(tiers, half) < leaves:
+        tiers += 1
+    return tiers
+
+
+def _leaf_down_used(spec: FabricSpec, half: int) -> int:
+    if spec.rail_optimized:
+        return min(half, spec.nodes)
+    return min(half // spec.ports_per_node, spec.nodes) * spec.ports_per_node
+
+
+def _tree(leaves: int, tiers: int, half: int,
+          radix: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Switches, downlinks, uplinks and most ports used per tier of an L-tier tree whose
+    top uses all ports down (L ≥ 2)."""
+    level = _Level(leaves, 1, 0)
+    switches, down, up, most = [leaves], [0], [leaves * half], [half]
+    for _ in range(2, tiers):
+        level, d, m = _middle_level(level, half)
+        switches.append(level.switches)
+        down.append(d)
+        up.append(level.switches * half)
+        most.append(m)
+    top, d, m = _top_level(level, half, radix)
+    switches.append(top)
+    down.append(d)
+    up.append(0)
+    most.append(m)
+    return switches, down, up, most
+
+
+def _design_pods(spec: FabricSpec) -> Fabric:
+    """``pods`` equal pods of ``L`` tiers joined by one oversubscribed super tier."""
+    endpoints = spec.nodes * spec.ports_per_node
+    half = spec.radix // 2
+    pod_nodes = math.ceil(spec.nodes / spec.pods)
+    leaves = _leaves(spec, pod_nodes, half)
+    if spec.tiers == 1:
+        raise ValueError("pods need at least 2 tiers each (leaf and pod top)")
+    if spec.pods > spec.radix:
+        raise ValueError(f"{spec.pods} pods exceed the {spec.radix} ports of a super switch")
+    if spec.tiers is not None:
+        tiers = spec.tiers
+        result = _pod_structure(leaves, tiers, half, spec)
+        if result is None:
+            raise ValueError(
+                f"a pod of {pod_nodes} nodes x {spec.ports_per_node} ports ({leaves} leaves) "
+                f"does not fit {tiers} tiers at radix {spec.radix} with "
+                f"{spec.oversubscription}:1 uplinks")
+    else:
+        tiers, result = 2, _pod_structure(leaves, 2, half, spec)
+        while result is None:
+            tiers += 1
+            if tiers > MAX_TIERS - 1:
+                raise ValueError(f"a pod of {pod_nodes} nodes does not fit "
+                                 f"{MAX_TIERS - 1} tiers at radix {spec.radix}")
+            result = _pod_structure(leaves, tiers, half, spec)
+    switches, down, up, most, pod_capacity = result
+    links = [endpoints, *down[1:]]
+    most[0] = max(most[0], _leaf_down_used(spec, half) + half)
+    return _assemble(spec, endpoints, spec.pods * pod_capacity, spec.pods, tiers,
+                     switches, links, up, most)
+
+
+def _pod_structure(leaves: int, tiers: int, half: int, spec: FabricSpec
+                   ) -> tuple[list[int], list[int], list[int], list[int], int] | None:
+    """Whole-cluster per-tier counts for pods of ``tiers`` tiers, or None if a pod does
+    not fit. Also returns the endpoints one pod of this shape can hold."""
+    pods, radix, ratio = spec.pods, spec.radix, spec.oversubscription
+    # Pod-top planes hold at most m_max sub-groups: m + ceil(m/R) <= k with S = h.
+    m_max = max(m for m in range(1, radix + 1) if m + math.ceil(m / ratio - 1e-9) <= radix)
+    if leaves > m_max * half ** (tiers - 2):
+        return None
+    level = _Level(leaves, 1, 0)
+    switches, down, up, most = [leaves], [0], [leaves * half], [half]
+    for _ in range(2, tiers):
+        level, d, m = _middle_level(level, half)
+        switches.append(level.switches)
+        down.append(d)
+        up.append(level.switches * half)
+        most.append(m)
+    tops = top_up = supers = top_most = super_most = 0
+    for planes, m in _plane_classes(level.full, level.full_size, level.last_size):
+        best = _pod_top_and_super(planes, m, half, radix, pods, ratio)
+        if best is None:
+            return None
+        n, u, s, tm, sm = best
+        tops, top_up, supers = tops + n, top_up + u, supers + s
+        top_most, super_most = max(top_most, tm), max(super_most, sm)
+    pod_down = sum(p * m * half for p, m in
+                   _plane_classes(level.full, level.full_size, level.last_size))
+    switches = [pods * x for x in switches] + [pods * tops, supers]
+    down = [pods * x for x in down] + [pods * pod_down, pods * top_up]
+    up = [pods * x for x in up] + [pods * top_up, 0]
+    most += [top_most, super_most]
+    return switches, down, up, most, m_max * half ** (tiers - 1)
+
+
+def _assemble(spec: FabricSpec, endpoints: int, capacity: int, pods: int, pod_tiers: int,
+              switches: list[int], links: list[int], up: list[int],
+              most: list[int]) -> Fabric:
+    classes = tuple(LinkClass(f"{TIER_NAMES[t]}-{TIER_NAMES[t + 1]}", t + 1, links[t])
+                    for t in range(len(switches)))
+    return Fabric(spec=spec, endpoints=endpoints, radix=spec.radix, tiers=len(switches),
+                  max_endpoints=capacity, pods=pods, pod_tiers=pod_tiers,
+                  switches_per_tier=tuple(switches), links_per_tier=tuple(links),
+                  uplinks_per_tier=tuple(up), max_ports_used_per_tier=tuple(most),
+                  link_classes=classes)
+
+
+# ---------------------------------------------------------------------------------------
+# Media
+
+
+class MediumLike(Protocol):
+    """A way to build one link (the catalog's Medium satisfies this by attribute names)."""
+
+    id: str
+    kind: str
+    gbps: int
+    reach_m: float
+    links_per_module: int
+    price_usd_per_end: float
+    power_w_per_end: float
+    fiber_usd_per_link: float
+
+    @property
+    def is_transceiver(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class MediaLine:
+    """The medium chosen for one link class and what it takes.
+
+    Transceiver media: ``transceivers`` modules (switch ends carry ``links_per_module``
+    links each; node ends one link each, or two with twin-port NIC cages) and ``cables``
+    = one fibre patch per link. Cable media (DAC/ACC/AEC/AOC): ``cables`` assemblies of
+    ``links_per_module`` links, two priced ends each, no transceivers.
+    """
+
+    link_class: str
+    medium_id: str
+    kind: str
+    links: int
+    length_m: float
+    transceivers: int
+    cables: int
+    capex_usd: float
+    power_w: float
+
+
+def media_line(link_class: LinkClass, medium: MediumLike, length_m: float,
+               twin_port_nics: bool = False) -> MediaLine:
+    """Counts, capex and power of building ``link_class`` with ``medium``."""
+    links = link_class.links
+    if medium.is_transceiver:
+        switch_end = math.ceil(links / medium.links_per_module)
+        if link_class.tier == 1:
+            other_end = math.ceil(links / 2) if twin_port_nics else links
+        else:
+            other_end = switch_end
+        modules = switch_end + other_end
+        return MediaLine(link_class.name, medium.id, medium.kind, links, length_m, modules,
+                         links, modules * medium.price_usd_per_end
+                         + links * medium.fiber_usd_per_link,
+                         modules * medium.power_w_per_end)
+    cables = math.ceil(links / medium.links_per_module)
+    return MediaLine(link_class.name, medium.id, medium.kind, links, length_m, 0, cables,
+                     2 * cables * medium.price_usd_per_end, 2 * cables * medium.power_w_per_end)
+
+
+def choose_media(fabric: Fabric, lengths_m: dict[str, float], media: Sequence[MediumLike],
+                 gbps: int, twin_port_nics: bool = False) -> tuple[MediaLine, ...]:
+    """Cheapest medium (capex, then power, then id) per link class whose reach covers the
+    class's length in ``lengths_m`` (keys: see :data:`TIER_NAMES`) at ``gbps``."""
+    missing = [c.name for c in fabric.link_classes if c.name not in lengths_m]
+    if missing:
+        raise ValueError(f"no length for link class(es) {', '.join(missing)}")
+    lines = []
+    for link_class in fabric.link_classes:
+        length = lengths_m[link_class.name]
+        options = [media_line(link_class, m, length, twin_port_nics) for m in media
+                   if m.gbps == gbps and m.reach_m >= length]
+        if not options:
+            raise ValueError(f"no medium at {gbps} Gb/s reaches {length} m "
+                             f"for link class {link_class.name}")
+        lines.append(min(options, key=lambda x: (x.capex_usd, x.power_w, x.medium_id)))
+    return tuple(lines)
