@@ -1,0 +1,101 @@
+"""Analytic training performance model (Megatron-style), calibrated on public runs.
+
+Public API (used by the design MILP and `clusterplan perf`):
+    evaluate(workload, system, network, par) -> PerfResult
+    search(workload, system, network, gpus, fixed=None) -> PerfResult
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from models.perf.flops import Arch, arch_of
+from models.perf.memory import GIB
+from models.perf.search import (
+    best_index,
+    candidate_grid,
+    degree_checks,
+    evaluate_grid,
+)
+from models.perf.types import (
+    RECOMPUTE_MODES,
+    GpuSystemLike,
+    NetworkSpec,
+    Parallelism,
+    PerfResult,
+    WorkloadLike,
+    peak_tflops,
+)
+
+__all__ = ["NetworkSpec", "Parallelism", "PerfResult", "evaluate", "search",
+           "invalid_degrees", "peak_tflops", "arch_of", "Arch"]
+
+BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "pipeline_bubble",
+                  "dp_comm", "optimizer")
+
+
+def invalid_degrees(workload: WorkloadLike, system: GpuSystemLike, par: Parallelism,
+                    gpus: int | None = None) -> list[str]:
+    """Why `par` cannot run (empty = it can). `gpus` given: the product must equal it."""
+    arch = arch_of(workload)
+    problems = degree_checks(arch, system, par.tp, par.pp, par.cp, par.ep, par.vpp, par.dp)
+    if par.recompute not in RECOMPUTE_MODES:
+        problems.append(f"--recompute {par.recompute} is not one of "
+                        f"{', '.join(RECOMPUTE_MODES)}")
+    if gpus is not None and par.gpus != gpus:
+        problems.append(f"--tp*--pp*--cp*--dp = {par.gpus} differs from --gpus {gpus}")
+    for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch"):
+        if getattr(par, name) < 1:
+            problems.append(f"--{name.replace('_', '-')} must be >= 1")
+    return problems
+
+
+def _result(arch: Arch, res: Mapping[str, np.ndarray], grid: Mapping[str, np.ndarray],
+            i: int, gpus: int) -> PerfResult:
+    par = Parallelism(tp=int(grid["tp"][i]), pp=int(grid["pp"][i]), dp=int(grid["dp"][i]),
+                      cp=int(grid["cp"][i]), ep=int(grid["ep"][i]), vpp=int(grid["vpp"][i]),
+                      micro_batch=int(grid["mb"][i]),
+                      recompute=RECOMPUTE_MODES[int(grid["rc"][i])])
+    mem = {k: float(np.broadcast_to(v, res["step"].shape)[i]) / GIB
+           for k, v in res["memory"].items() if k != "total"}
+    return PerfResult(
+        step_time_s=float(res["step"][i]), tokens_per_s=float(res["tokens_per_s"][i]),
+        model_tflops_per_gpu=float(res["model_tflops_per_gpu"][i]),
+        mfu=float(res["mfu"][i]), hfu=float(res["hfu"][i]),
+        memory_gib_per_gpu=float(res["memory_gib"][i]), fits=bool(res["fits"][i]),
+        parallelism=par,
+        breakdown={k: float(np.broadcast_to(res[k], res["step"].shape)[i])
+                   for k in BREAKDOWN_KEYS},
+        gpus=gpus, gpus_used=par.gpus, memory_breakdown_gib=mem)
+
+
+def evaluate(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec,
+             par: Parallelism) -> PerfResult:
+    """Step time, throughput, MFU/HFU and memory of one configuration on par.gpus GPUs.
+    Raises ValueError if the degrees are impossible (see invalid_degrees)."""
+    problems = invalid_degrees(workload, system, par)
+    if problems:
+        raise ValueError("; ".join(problems))
+    arch = arch_of(workload)
+    grid = {"tp": np.array([par.tp]), "pp": np.array([par.pp]), "dp": np.array([par.dp]),
+            "cp": np.array([par.cp]), "ep": np.array([par.ep]), "vpp": np.array([par.vpp]),
+            "mb": np.array([par.micro_batch]),
+            "rc": np.array([RECOMPUTE_MODES.index(par.recompute)])}
+    res = evaluate_grid(arch, system, network, grid, par.gpus)
+    return _result(arch, res, grid, 0, par.gpus)
+
+
+def search(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec, gpus: int,
+           fixed: Mapping[str, int | str] | None = None) -> PerfResult:
+    """Best-throughput configuration that fits memory on at most `gpus` GPUs (degrees in
+    `fixed` held). If nothing fits, the least-memory candidate with fits=False.
+    Raises ValueError if no candidate exists at all."""
+    arch = arch_of(workload)
+    grid = candidate_grid(arch, system, gpus, fixed)
+    if len(grid["tp"]) == 0:
+        raise ValueError(f"no parallel configuration of {workload.name} fits in {gpus} GPUs"
+                         + (f" with {dict(fixed)}" if fixed else ""))
+    res = evaluate_grid(arch, system, network, grid, gpus)
+    return _result(arch, res, grid, best_index(res), gpus)

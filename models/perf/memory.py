@@ -1,0 +1,88 @@
+"""Memory per GPU [bytes] for a grid of parallel configurations (numpy, vectorised).
+
+Model (Megatron-LM with sequence parallelism and the distributed optimizer):
+- weights bf16 (2 B/param), gradients fp32 (4 B/param, Megatron's main grads), Adam
+  optimizer state fp32 master + m + v (12 B/param) sharded over the data-parallel
+  group (dp*cp ranks; routed experts over their own dp*cp/ep ranks);
+- parameters per GPU: non-expert / (tp*pp) + routed experts / (tp*ep*pp) (expert
+  tensor parallelism = tp), plus the embedding or output layer V*h/tp on the first and
+  last stage (both when pp = 1);
+- activations per layer per micro-batch (Korthikanti et al. 2022, arXiv 2205.05198,
+  eq. 1-2, generalised to GQA, gated and MoE FFNs), with sequence parallelism dividing
+  everything by tp and context parallelism dividing the sequence by cp:
+    attention   s*b*h*(7 + 4*r)          (r = kv_heads/heads; 11 for MHA)
+                + 5*a*s^2*b only without recomputation (softmax, its dropout)
+    layer norms 4*s*b*h
+    FFN dense   s*b*(3h + c*f)           (c = 6 gated, 4 otherwise; 19*s*b*h for f=4h)
+    FFN MoE     s*b*(3h + k*(2h + c*f_e) + n_shared*c*f_e)
+  'full' recomputation keeps only each layer's input (2*s*b*h) plus one layer's
+  working set; the first pipeline stage holds min(pp, m) micro-batches in flight,
+  times (1 + (pp-1)/(pp*vpp)) with interleaving;
+- output logits in fp32 for one micro-batch (4*s*b*V/tp) on the last stage;
+- a fixed reserve for the CUDA context, NCCL buffers and allocator fragmentation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.perf.flops import Arch
+
+GIB = 2.0 ** 30
+RESERVED_BYTES = 4.0 * GIB
+"""CUDA context, NCCL buffers, allocator fragmentation per GPU. Assumption (clusterplan
+estimate from typical Megatron runs leaving 3-6 GB unreachable); source:
+https://github.com/NVIDIA/Megatron-LM (memory reports in training logs)."""
+
+WEIGHT_BYTES, GRAD_BYTES, OPTIMIZER_BYTES = 2.0, 4.0, 12.0
+RC_NONE, RC_SELECTIVE, RC_FULL = 0, 1, 2
+
+
+def params_per_gpu(arch: Arch, tp, pp, ep) -> tuple[np.ndarray, np.ndarray]:
+    """(non-expert incl. embedding, routed expert) parameters on the busiest stage."""
+    stages_embed = np.where(pp == 1, 2.0, 1.0)
+    dense = (arch.params_nonexpert / (tp * pp)
+             + stages_embed * arch.vocab * arch.hidden / tp)
+    # experts of a stage: pp splits layers evenly
+    expert = arch.params_expert / (tp * ep * pp)
+    return dense, expert
+
+
+def activation_bytes_per_layer(arch: Arch, tp, cp, mb, rc) -> np.ndarray:
+    """Stored activations of one layer for one micro-batch [bytes] (averaged over
+    dense and MoE layers)."""
+    h, s_l = arch.hidden, arch.seq_len / cp
+    c = 6.0 if arch.gated else 4.0
+    attn = 7.0 + 4.0 * arch.kv_ratio
+    norms = 4.0
+    ffn_dense = 3.0 + c * arch.ffn / h
+    ffn_moe = 3.0 + arch.top_k * (2.0 + c * arch.expert_ffn / h) \
+        + arch.shared_experts * c * arch.expert_ffn / h
+    frac_moe = arch.moe_layers / arch.layers
+    per_token_h = attn + norms + (1 - frac_moe) * ffn_dense + frac_moe * ffn_moe
+    selective = s_l * mb * h * per_token_h / tp
+    scores = 5.0 * arch.heads * s_l * s_l * mb / tp
+    full_input = 2.0 * s_l * mb * h / tp
+    return np.where(rc == RC_NONE, selective + scores,
+                    np.where(rc == RC_SELECTIVE, selective, full_input))
+
+
+def memory_bytes(arch: Arch, tp, pp, dp, cp, ep, vpp, mb, rc, m) -> dict[str, np.ndarray]:
+    """Memory per GPU by component [bytes]; `m` = micro-batches per pipeline per step."""
+    dense, expert = params_per_gpu(arch, tp, pp, ep)
+    shard_dense = dp * cp
+    shard_expert = np.maximum(dp * cp / ep, 1.0)
+    weights = WEIGHT_BYTES * (dense + expert)
+    grads = GRAD_BYTES * (dense + expert)
+    optimizer = OPTIMIZER_BYTES * (dense / shard_dense + expert / shard_expert)
+    layers_per_stage = np.ceil(arch.layers / (pp * vpp)) * vpp
+    in_flight = np.minimum(pp, m) * np.where(vpp > 1, 1.0 + (pp - 1) / (pp * vpp), 1.0)
+    per_layer = activation_bytes_per_layer(arch, tp, cp, mb, rc)
+    working = np.where(rc == RC_FULL,
+                       activation_bytes_per_layer(arch, tp, cp, mb, RC_SELECTIVE), 0.0)
+    logits = 4.0 * (arch.seq_len / cp) * mb * arch.vocab / tp
+    activations = per_layer * layers_per_stage * in_flight + working + logits
+    total = weights + grads + optimizer + activations + RESERVED_BYTES
+    return {"weights": weights, "gradients": grads, "optimizer": optimizer,
+            "activations": activations, "reserved": np.full_like(total, RESERVED_BYTES),
+            "total": total}

@@ -1,0 +1,151 @@
+"""Vectorised evaluation of configuration grids and the parallelism search.
+
+The search enumerates a fixed candidate set (independent of the GPU count) and keeps
+the configurations that fit in `gpus`: more GPUs only add candidates, so the best
+throughput is monotone non-decreasing in the GPU count (extra GPUs idle at worst).
+Data parallelism is chosen through the sequences per data-parallel rank r:
+dp = ceil(global_batch / r) (the last rank may get fewer sequences; the step takes the
+time of r). GPUs beyond tp*pp*cp*dp are idle.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+
+import numpy as np
+
+from models.perf.calibration import efficiency_for
+from models.perf.flops import Arch
+from models.perf.memory import GIB, RC_FULL, RC_NONE, memory_bytes
+from models.perf.timing import step_components
+from models.perf.types import RECOMPUTE_MODES, GpuSystemLike, NetworkSpec, peak_tflops
+
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+PP_CHOICES = (1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128)
+VPP_CHOICES = (1, 2, 3, 4, 6, 8)
+CP_CHOICES = (1, 2, 4, 8, 16, 32)
+MIN_TOKENS_PER_CP_RANK = 4096
+"""Context parallelism is only searched while each rank keeps >= this many tokens of a
+sequence (below that the ring exchange dominates; Llama 3 used CP only for 128k)."""
+MICRO_BATCH_CHOICES = (1, 2, 4, 8)
+
+
+def _per_rank_choices(global_batch: int) -> np.ndarray:
+    """Sequences per DP rank searched: 1..16, then steps of ~1.25x up to the batch."""
+    values, r = list(range(1, 17)), 16
+    while r < global_batch:
+        r = int(np.ceil(r * 1.25 / 4) * 4)
+        values.append(r)
+    return np.array(sorted({v for v in values if v <= global_batch} | {global_batch}))
+
+
+def degree_checks(arch: Arch, system: GpuSystemLike, tp: int, pp: int, cp: int, ep: int,
+                  vpp: int, dp: int | None = None) -> list[str]:
+    """Reasons a set of degrees is impossible (empty list = possible). Each names the
+    option at fault."""
+    problems = []
+    if tp > system.nvlink_domain_gpus:
+        problems.append(f"--tp {tp} exceeds the NVLink domain of "
+                        f"{system.nvlink_domain_gpus} GPUs")
+    if arch.heads % tp:
+        problems.append(f"--tp {tp} does not divide the {arch.heads} attention heads")
+    if pp * vpp > arch.layers:
+        problems.append(f"--pp {pp} x --vpp {vpp} exceeds the {arch.layers} layers")
+    if vpp > 1 and pp == 1:
+        problems.append(f"--vpp {vpp} needs --pp > 1")
+    if arch.seq_len % cp:
+        problems.append(f"--cp {cp} does not divide seq_len {arch.seq_len}")
+    if ep > 1 and not arch.is_moe:
+        problems.append(f"--ep {ep} given for a dense model")
+    if arch.is_moe and arch.experts % ep:
+        problems.append(f"--ep {ep} does not divide the {arch.experts} experts")
+    if dp is not None:
+        if (dp * cp) % ep:
+            problems.append(f"--ep {ep} does not divide dp*cp = {dp * cp}")
+        if dp > arch.global_batch:
+            problems.append(f"--dp {dp} exceeds the global batch of "
+                            f"{arch.global_batch} sequences")
+    return problems
+
+
+def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
+                   fixed: Mapping[str, int | str] | None = None) -> dict[str, np.ndarray]:
+    """All candidate configurations for at most `gpus` GPUs, honouring `fixed` degrees
+    (keys tp, pp, dp, cp, ep, vpp, micro_batch, recompute)."""
+    fixed = dict(fixed or {})
+
+    def choices(key: str, default: tuple) -> tuple:
+        return (fixed[key],) if key in fixed else default
+
+    ep_default = tuple(e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+                       if arch.experts % e == 0) if arch.is_moe else (1,)
+    cp_default = tuple(c for c in CP_CHOICES
+                       if arch.seq_len % c == 0 and arch.seq_len // c >= MIN_TOKENS_PER_CP_RANK
+                       or c == 1)
+    outer = []
+    for tp, pp, vpp, cp, ep in itertools.product(
+            choices("tp", TP_CHOICES), choices("pp", PP_CHOICES), choices("vpp", VPP_CHOICES),
+            choices("cp", cp_default), choices("ep", ep_default)):
+        if tp * pp * cp > gpus or degree_checks(arch, system, tp, pp, cp, ep, vpp):
+            continue
+        outer.append((tp, pp, vpp, cp, ep))
+    rc_codes = tuple(RECOMPUTE_MODES.index(r) for r in choices("recompute", RECOMPUTE_MODES))
+    mbs = choices("micro_batch", MICRO_BATCH_CHOICES)
+    if "dp" in fixed:
+        dps = np.array([fixed["dp"]])
+    else:
+        dps = np.unique(np.ceil(arch.global_batch / _per_rank_choices(arch.global_batch)))
+    if not outer:
+        return {k: np.zeros(0, dtype=np.int64)
+                for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "mb", "rc")}
+    o = np.array(outer, dtype=np.int64)
+    inner = np.array(list(itertools.product(dps, mbs, rc_codes)), dtype=np.int64)
+    idx_o = np.repeat(np.arange(len(o)), len(inner))
+    idx_i = np.tile(np.arange(len(inner)), len(o))
+    g = {"tp": o[idx_o, 0], "pp": o[idx_o, 1], "vpp": o[idx_o, 2], "cp": o[idx_o, 3],
+         "ep": o[idx_o, 4], "dp": inner[idx_i, 0], "mb": inner[idx_i, 1],
+         "rc": inner[idx_i, 2]}
+    per_rank = np.ceil(arch.global_batch / g["dp"])
+    keep = ((g["tp"] * g["pp"] * g["cp"] * g["dp"] <= gpus)
+            & ((g["dp"] * g["cp"]) % g["ep"] == 0)
+            & (g["mb"] <= per_rank) & (g["dp"] <= arch.global_batch))
+    if "micro_batch" not in fixed:    # micro-batches that split the rank's batch evenly
+        keep &= (per_rank % g["mb"] == 0)
+    return {k: v[keep] for k, v in g.items()}
+
+
+def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
+                  grid: Mapping[str, np.ndarray], gpus: int,
+                  efficiency: tuple[float, float, float] | None = None) -> dict[str, np.ndarray]:
+    """Step time, throughput, MFU/HFU and memory of every configuration in `grid`.
+
+    MFU/HFU and model TFLOP/s per GPU are over all `gpus` (idle ones included)."""
+    gemm_max, half_dim, low = efficiency or efficiency_for(system.generation, arch.precision)
+    comp = step_components(arch, system, network, grid["tp"], grid["pp"], grid["dp"],
+                           grid["cp"], grid["ep"], grid["vpp"], grid["mb"], grid["rc"],
+                           gemm_max, half_dim, low)
+    mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
+                       grid["vpp"], grid["mb"], grid["rc"], comp["m"])
+    step = comp["step"]
+    tokens = arch.global_batch * arch.seq_len
+    peak = peak_tflops(system, arch.precision) * 1e12
+    model_flops = arch.model_flops_per_step
+    rc = grid["rc"]
+    extra = np.where(rc == RC_FULL, arch.fwd_gemm - 2.0 * arch.vocab * arch.hidden
+                     + arch.fwd_attn_core, np.where(rc == RC_NONE, 0.0, arch.fwd_attn_core))
+    hw_flops = model_flops + extra * tokens
+    per_gpu = model_flops / step / gpus
+    return {**comp, "tokens_per_s": tokens / step, "model_tflops_per_gpu": per_gpu / 1e12,
+            "mfu": per_gpu / peak, "hfu": hw_flops / step / gpus / peak,
+            "memory_gib": mem["total"] / GIB, "fits": mem["total"] <= system.hbm_gib * GIB,
+            "memory": mem}
+
+
+def best_index(result: Mapping[str, np.ndarray]) -> int:
+    """Highest-throughput configuration that fits (first in grid order on ties); if none
+    fits, the one needing the least memory."""
+    fits = result["fits"]
+    if fits.any():
+        return int(np.argmax(np.where(fits, result["tokens_per_s"], -np.inf)))
+    return int(np.argmin(result["memory_gib"]))
