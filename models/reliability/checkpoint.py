@@ -1,0 +1,158 @@
+"""Checkpoint size, write and reload time, restart time, and the optimal interval.
+
+Sizes in GB (1e9 bytes), bandwidths in GB/s, times in seconds.
+"""
+
+from __future__ import annotations
+
+from math import sqrt
+from typing import Protocol
+
+from models.reliability.design import ReliabilityInputs
+from models.reliability.rates import ReliabilityRates
+
+# Bytes per parameter of the working weights a checkpoint stores, by training precision.
+# FP8/FP4 training (Transformer Engine, MS-AMP style) keeps BF16 weights and casts to
+# the narrow format on the fly, so the stored weights stay 2 bytes.
+WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "fp4": 2.0}
+# Optimizer state bytes per parameter: Adam keeps fp32 m and v; SGD fp32 momentum.
+OPTIMIZER_BYTES = {"adam": 8.0, "sgd": 4.0, "none": 0.0}
+# Mixed precision keeps an fp32 master copy of the weights (4 bytes) unless the
+# working weights already are fp32.
+MASTER_BYTES = 4.0
+
+
+class MoEShape(Protocol):
+    experts: int
+    top_k: int
+    expert_ffn_hidden: int
+    shared_experts: int
+    moe_layer_freq: int
+
+
+class TransformerShape(Protocol):
+    """The workload fields the parameter count needs (solver.schema.Workload has them)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int | None
+    ffn_hidden: int | None
+    gated_mlp: bool
+    vocab: int
+    moe: MoEShape | None
+
+
+def param_count(w: TransformerShape) -> float:
+    """Total parameters of a decoder-only transformer (all experts counted).
+
+    Per layer: attention 2*h^2 (Q, O) + 2*h*kv*d_head (K, V), d_head = h/heads;
+    FFN m*h*f with m = 3 for a gated MLP (SwiGLU) else 2; an MoE layer holds
+    (experts + shared_experts) such FFNs of width expert_ffn_hidden plus a router
+    h*experts; two norms 2*h. Every moe_layer_freq-th layer is MoE. Embedding and an
+    untied output head add 2*vocab*h, the final norm h. Biases are ignored.
+    Check: Llama 3 405B (126 layers, h 16384, 128/8 heads, f 53248, vocab 128256)
+    gives 405.9e9.
+    """
+    h = w.hidden
+    kv = w.kv_heads or w.heads
+    attention = 2 * h * h + 2 * h * kv * (h // w.heads)
+    m = 3 if w.gated_mlp else 2
+    dense_ffn = m * h * (w.ffn_hidden or 4 * h)
+    moe_layers = 0
+    moe_ffn = 0
+    if w.moe is not None:
+        moe_layers = w.layers // w.moe.moe_layer_freq
+        moe_ffn = ((w.moe.experts + w.moe.shared_experts) * m * h * w.moe.expert_ffn_hidden
+                   + h * w.moe.experts)
+    per_layer_common = attention + 2 * h
+    body = (w.layers * per_layer_common + (w.layers - moe_layers) * dense_ffn
+            + moe_layers * moe_ffn)
+    return float(body + 2 * w.vocab * h + h)
+
+
+def bytes_per_param(precision: str, optimizer: str = "adam") -> float:
+    """Checkpoint bytes per parameter: weights + fp32 master copy + optimizer state.
+
+    bf16 + Adam: 2 + 4 + 8 = 14 bytes (BLOOM: 2.3 TB for 176e9 parameters).
+    """
+    if precision not in WEIGHT_BYTES:
+        raise ValueError(f"unknown precision {precision!r} (known: {', '.join(WEIGHT_BYTES)})")
+    if optimizer not in OPTIMIZER_BYTES:
+        raise ValueError(f"unknown optimizer {optimizer!r} (known: {', '.join(OPTIMIZER_BYTES)})")
+    master = 0.0 if precision == "fp32" else MASTER_BYTES
+    return WEIGHT_BYTES[precision] + master + OPTIMIZER_BYTES[optimizer]
+
+
+def checkpoint_size_gb(params: float, precision: str, optimizer: str = "adam") -> float:
+    """Size of one full checkpoint [GB] = params * bytes_per_param / 1e9."""
+    if params <= 0:
+        raise ValueError(f"params must be positive (got {params})")
+    return params * bytes_per_param(precision, optimizer) / 1e9
+
+
+def checkpoint_write_s(inputs: ReliabilityInputs, rates: ReliabilityRates) -> float:
+    """delta: time the job stalls per checkpoint [s].
+
+    storage: S / B_storage (aggregate bandwidth shared by all nodes).
+    in-memory (Gemini, SOSP'23): each GPU copies its shard S/G to host memory at
+    host_copy rate, and each node sends its shard S/N to a peer host over the back
+    end; counted in series (Gemini overlaps the peer copy with training, so this is
+    an upper bound).
+    """
+    s = inputs.checkpoint_size_gb
+    if inputs.recovery == "storage":
+        return s / inputs.checkpoint_gbps
+    return (s / inputs.gpus / rates.host_copy_gbytes_per_s_per_gpu
+            + s / inputs.nodes / inputs.peer_gbytes_per_s_per_node)
+
+
+def checkpoint_load_s(inputs: ReliabilityInputs, rates: ReliabilityRates) -> float:
+    """Time to reload the last checkpoint on restart [s].
+
+    storage: S / B_storage (reads assumed as fast as writes).
+    in-memory: the replacement node fetches the lost shard S/N from its peer over
+    the back end while the others reload from local host memory (S/G at host_copy);
+    the slower of the two.
+    """
+    s = inputs.checkpoint_size_gb
+    if inputs.recovery == "storage":
+        return s / inputs.checkpoint_gbps
+    return max(s / inputs.nodes / inputs.peer_gbytes_per_s_per_node,
+               s / inputs.gpus / rates.host_copy_gbytes_per_s_per_gpu)
+
+
+def job_init_s(gpus: int, rates: ReliabilityRates) -> float:
+    """Job (re)initialisation before training resumes [s]:
+    init_ref_s * (G / init_ref_gpus) ** init_exponent (MLPerf init-to-run-start, a
+    lower bound: it grows with scale)."""
+    return rates.init_ref_s * (gpus / rates.init_ref_gpus) ** rates.init_exponent
+
+
+def restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates, swap_spare: bool = True) -> float:
+    """R: detection + hot-spare swap (if a node was lost) + init + checkpoint reload [s]."""
+    swap = rates.replace_s if swap_spare else 0.0
+    return (rates.detect_s + swap + job_init_s(inputs.gpus, rates)
+            + checkpoint_load_s(inputs, rates))
+
+
+def young_interval(delta_s: float, mtbf_s: float) -> float:
+    """Young (1974): tau_opt = sqrt(2 * delta * M) [s] (first-order)."""
+    if delta_s < 0 or mtbf_s <= 0:
+        raise ValueError("need delta_s >= 0 and mtbf_s > 0")
+    return sqrt(2.0 * delta_s * mtbf_s)
+
+
+def daly_interval(delta_s: float, mtbf_s: float, restart_s: float) -> float:
+    """Daly (2006) higher-order optimum compute time between checkpoints [s].
+
+    tau_opt = sqrt(2 delta M) * (1 + sqrt(delta/(2M))/3 + delta/(18 M)) - delta
+    for delta < 2M, else M. In Daly's model the restart time R scales the wall time
+    by exp(R/M) and so does not move the optimum; it is checked, not used.
+    """
+    if delta_s < 0 or mtbf_s <= 0 or restart_s < 0:
+        raise ValueError("need delta_s >= 0, mtbf_s > 0, restart_s >= 0")
+    if delta_s >= 2.0 * mtbf_s:
+        return mtbf_s
+    x = delta_s / (2.0 * mtbf_s)
+    return sqrt(2.0 * delta_s * mtbf_s) * (1.0 + sqrt(x) / 3.0 + x / 9.0) - delta_s

@@ -1,0 +1,96 @@
+"""Closed-form goodput: the useful fraction of wall-clock time (Daly's model).
+
+With exponential interruptions of mean M, a checkpoint every tau seconds of compute
+that stalls the job delta seconds, and a restart R after each interruption (restarts
+may themselves be interrupted), Daly (2006) gives the expected wall time per unit of
+useful work, hence
+
+    goodput = tau / (M * exp(R/M) * (exp((tau + delta)/M) - 1)).
+
+With several failure classes i (rate share w_i, restart R_i) and a wait W_i for
+healthy nodes before the restart (a fixed delay that further failures do not reset),
+the renewal argument behind Daly's formula gives
+
+    goodput = tau * q / ((M + W) * (exp((tau + delta)/M) - 1)),
+    q = sum_i w_i exp(-R_i/M),  W = sum_i w_i P(spares short)_i * W_i.
+
+A node failure short of spares waits for the next repair (about r / (mu + 1) with mu
+nodes in repair); a leaf failure waits for the switch replacement.
+"""
+
+from __future__ import annotations
+
+from math import exp
+
+from models.reliability.checkpoint import checkpoint_write_s, daly_interval, restart_s
+from models.reliability.design import ReliabilityInputs, ReliabilityResult
+from models.reliability.rates import (
+    ReliabilityRates,
+    failure_classes,
+    interruption_breakdown,
+    node_failure_rate,
+)
+from models.reliability.spares import repair_probability, spare_availability, spares_needed
+
+
+def goodput_fraction(tau_s: float, delta_s: float, mtbf_s: float, restart_s: float) -> float:
+    """Daly's goodput for one restart time: tau / (M e^{R/M} (e^{(tau+delta)/M} - 1))."""
+    if tau_s <= 0 or delta_s < 0 or mtbf_s <= 0 or restart_s < 0:
+        raise ValueError("need tau_s > 0, delta_s >= 0, mtbf_s > 0, restart_s >= 0")
+    return tau_s / (mtbf_s * exp(restart_s / mtbf_s) * (exp((tau_s + delta_s) / mtbf_s) - 1.0))
+
+
+def choose_spares(inputs: ReliabilityInputs, rates: ReliabilityRates) -> int:
+    """The given spares, else the fewest meeting the availability target for node
+    failures (spares_needed over node_repair_h)."""
+    if inputs.spare_nodes is not None:
+        return inputs.spare_nodes
+    return spares_needed(inputs.nodes, node_failure_rate(inputs, rates), rates.node_repair_h,
+                         inputs.availability_target)
+
+
+def restart_terms(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int,
+                  mtbf_s: float) -> tuple[float, float]:
+    """(q, W): q = sum_i w_i exp(-R_i / M) over failure classes (restarts must survive
+    without a new failure); W = sum_i w_i P(no spare)_i * wait_i, the mean wait for
+    healthy nodes per interruption [s] (a fixed delay that failures do not reset)."""
+    classes = failure_classes(inputs, rates)
+    total = sum(c.rate_per_h for c in classes)
+    lam = node_failure_rate(inputs, rates)
+    in_repair = (inputs.nodes + spares) * repair_probability(lam, rates.node_repair_h)
+    r_swap = restart_s(inputs, rates, swap_spare=True)
+    r_fabric = restart_s(inputs, rates, swap_spare=False)
+    q = wait = 0.0
+    for c in classes:
+        w = c.rate_per_h / total
+        if not c.needs_spare:
+            q += w * exp(-r_fabric / mtbf_s)
+            continue
+        q += w * exp(-r_swap / mtbf_s)
+        room = spares - c.nodes_lost  # spares left for other repairs after this failure
+        p_ok = 0.0 if room < 0 else spare_availability(inputs.nodes, room, lam,
+                                                        rates.node_repair_h)
+        wait_s = 3600.0 * (rates.node_repair_h / (in_repair + 1.0) if c.nodes_lost == 1
+                           else c.out_h)
+        wait += w * (1.0 - p_ok) * wait_s
+    return q, wait
+
+
+def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityResult:
+    """Interruption rate, checkpoint interval, restart, spares and goodput of a design."""
+    breakdown = interruption_breakdown(inputs, rates)
+    per_day = sum(breakdown.values())
+    mtbf_s = 86400.0 / per_day
+    delta = checkpoint_write_s(inputs, rates)
+    r = restart_s(inputs, rates, swap_spare=True)
+    tau = daly_interval(delta, mtbf_s, r)
+    spares = choose_spares(inputs, rates)
+    q, wait = restart_terms(inputs, rates, spares, mtbf_s)
+    value = tau * q / ((mtbf_s + wait) * (exp((tau + delta) / mtbf_s) - 1.0))
+    availability = spare_availability(inputs.nodes, spares, node_failure_rate(inputs, rates),
+                                      rates.node_repair_h)
+    return ReliabilityResult(
+        interruptions_per_day=per_day, mtbf_hours=mtbf_s / 3600.0, checkpoint_write_s=delta,
+        checkpoint_interval_s=tau, restart_s=r, goodput=value, spare_nodes=spares,
+        availability_target=inputs.availability_target, availability=availability,
+        breakdown=breakdown)
