@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Protocol
 
 TIER_NAMES: tuple[str, ...] = ("node", "leaf", "spine", "core", "super", "hyper", "apex")
@@ -148,7 +148,7 @@ def _check_radix(radix: int) -> None:
         raise ValueError(f"radix must be an even number >= 2, got {radix}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _divisors(n: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, n + 1) if n % d == 0)
 
@@ -488,10 +488,13 @@ class MediumLike(Protocol):
 class MediaLine:
     """The medium chosen for one link class and what it takes.
 
-    Transceiver media: ``transceivers`` modules (switch ends carry ``links_per_module``
-    links each; node ends one link each, or two with twin-port NIC cages) and ``cables``
-    = one fibre patch per link. Cable media (DAC/ACC/AEC/AOC): ``cables`` assemblies of
-    ``links_per_module`` links, two priced ends each, no transceivers.
+    Transceiver media: ``transceivers`` modules, ``⌈links/links_per_module⌉`` at each
+    switch end; at the node end of node-leaf links one per link, or one per two links with
+    twin-port NIC cages; ``cables`` = one fibre patch per link. Cable media
+    (DAC/ACC/AEC/AOC): ``cables`` assemblies of ``links_per_module`` links, no transceivers.
+    Money and power are per link end: ``price_usd_per_end / links_per_module`` for each of
+    the ``2·links`` ends (plus ``fiber_usd_per_link`` per link), so a twin-port module costs
+    what its two link ends cost, whichever end it sits at.
     """
 
     link_class: str
@@ -509,20 +512,20 @@ def media_line(link_class: LinkClass, medium: MediumLike, length_m: float,
                twin_port_nics: bool = False) -> MediaLine:
     """Counts, capex and power of building ``link_class`` with ``medium``."""
     links = link_class.links
+    ends = 2 * links
+    capex = ends * medium.price_usd_per_end / medium.links_per_module
+    power = ends * medium.power_w_per_end / medium.links_per_module
     if medium.is_transceiver:
         switch_end = math.ceil(links / medium.links_per_module)
         if link_class.tier == 1:
             other_end = math.ceil(links / 2) if twin_port_nics else links
         else:
             other_end = switch_end
-        modules = switch_end + other_end
-        return MediaLine(link_class.name, medium.id, medium.kind, links, length_m, modules,
-                         links, modules * medium.price_usd_per_end
-                         + links * medium.fiber_usd_per_link,
-                         modules * medium.power_w_per_end)
-    cables = math.ceil(links / medium.links_per_module)
-    return MediaLine(link_class.name, medium.id, medium.kind, links, length_m, 0, cables,
-                     2 * cables * medium.price_usd_per_end, 2 * cables * medium.power_w_per_end)
+        return MediaLine(link_class.name, medium.id, medium.kind, links, length_m,
+                         switch_end + other_end, links,
+                         capex + links * medium.fiber_usd_per_link, power)
+    return MediaLine(link_class.name, medium.id, medium.kind, links, length_m, 0,
+                     math.ceil(links / medium.links_per_module), capex, power)
 
 
 def choose_media(fabric: Fabric, lengths_m: dict[str, float], media: Sequence[MediumLike],

@@ -262,13 +262,16 @@ def test_choose_media_cheapest_that_reaches():
     assert [(x.link_class, x.medium_id) for x in lines] == [
         ("node-leaf", "sr4"), ("leaf-spine", "dr4")]
     node_leaf, leaf_spine = lines
-    # 1024 links: 512 twin-port modules at the leaves + 1024 single modules at the nodes.
+    # 1024 links: 512 twin-port modules at the leaves + 1024 single modules at the nodes;
+    # money per link end (half a twin-port module) plus fibre per link.
     assert node_leaf.transceivers == 512 + 1024
-    assert node_leaf.capex_usd == 1536 * 800.0 + 1024 * 20.0
+    assert node_leaf.capex_usd == 2048 * 400.0 + 1024 * 20.0
+    assert node_leaf.power_w == 2048 * 4.0
     assert leaf_spine.transceivers == 2 * 512
     twin = choose_media(fabric, {"node-leaf": 30.0, "leaf-spine": 100.0}, MEDIA, 400,
                         twin_port_nics=True)
     assert twin[0].transceivers == 512 + 512
+    assert twin[0].capex_usd == node_leaf.capex_usd
     mor = design_fabric(FabricSpec(nodes=128, ports_per_node=8, radix=64,
                                    rail_optimized=False))
     copper = choose_media(mor, {"node-leaf": 3.0, "leaf-spine": 100.0}, MEDIA, 400)

@@ -1,0 +1,158 @@
+"""Catalog and site data -> inputs of ``models.fabric``, and the fabric bill of materials.
+
+Shared by ``clusterplan fabric`` and the solve pipeline:
+
+* :func:`resolve_fabric_parts` picks the back-end NIC (``switch.required_nic`` when set,
+  e.g. BlueField-3 for Spectrum-X, else ``gpu.default_nic``), the link speed (the NIC's
+  ``port_gbps``) and the switch radix at that speed.
+* :func:`link_lengths` maps ``CableLengths`` to the fabric's link-class names:
+
+  ============== =====================================================================
+  link class     CableLengths field
+  ============== =====================================================================
+  node-leaf      ``node_leaf_rail_optimized_m`` (rail-optimized: leaves at the end of
+                 the row, so the node end leaves the rack) or
+                 ``node_leaf_middle_of_rack_m`` (leaf in the rack group: copper)
+  leaf-spine     ``leaf_spine_m``
+  spine-core     ``spine_core_m``
+  core-super and ``between_buildings_m`` (a 4th tier, or the tier joining pods, spans
+  above          halls/buildings on a 100k-GPU campus)
+  ============== =====================================================================
+
+* :func:`frontend_network` sizes the front-end (storage/checkpoint) Ethernet.
+* :func:`fabric_report` is the ``clusterplan fabric --json`` document.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from models.fabric import Fabric, FabricSpec, MediaLine, choose_media, design_fabric
+from solver.errors import InvalidInstance
+from solver.schema import CableLengths, Catalog, GpuSystem, Nic, Switch
+
+FRONTEND_SWITCH = "tomahawk5"
+"""Front-end Ethernet switch (generic 51.2T box) and its port speed [Gb/s]."""
+FRONTEND_GBPS = 400
+
+
+@dataclass(frozen=True)
+class FabricParts:
+    gpu: GpuSystem
+    switch: Switch
+    nic: Nic
+    gbps: int
+    """Back-end link speed = the NIC's port speed [Gb/s]."""
+    radix: int
+    """Switch ports at ``gbps``."""
+
+
+def resolve_fabric_parts(catalog: Catalog, gpu_id: str, switch_id: str,
+                         gpu_field: str = "gpu", switch_field: str = "switch") -> FabricParts:
+    """GPU system, switch, NIC, speed and radix; every problem reported with its field name."""
+    problems = []
+    gpu = catalog.gpu.get(gpu_id)
+    switch = catalog.switch.get(switch_id)
+    if gpu is None:
+        problems.append(f"{gpu_field}: unknown gpu system '{gpu_id}' "
+                        f"(known: {', '.join(sorted(catalog.gpu))})")
+    if switch is None:
+        problems.append(f"{switch_field}: unknown switch '{switch_id}' "
+                        f"(known: {', '.join(sorted(catalog.switch))})")
+    if problems:
+        raise InvalidInstance(problems, "fabric")
+    nic = catalog.nic[switch.required_nic or gpu.default_nic]
+    if switch.family not in nic.families:
+        problems.append(f"{switch_field}: {switch.family} switch '{switch.id}' cannot attach "
+                        f"NIC '{nic.id}' ({'/'.join(nic.families)})")
+    elif nic.port_gbps not in switch.radix_by_gbps:
+        problems.append(f"{switch_field}: switch '{switch.id}' has no {nic.port_gbps} Gb/s "
+                        f"ports for NIC '{nic.id}' (has {sorted(switch.radix_by_gbps)} Gb/s)")
+    if problems:
+        raise InvalidInstance(problems, "fabric")
+    return FabricParts(gpu, switch, nic, nic.port_gbps, switch.radix(nic.port_gbps))
+
+
+def link_lengths(lengths: CableLengths, fabric: Fabric) -> dict[str, float]:
+    """Routed length [m] of every link class of ``fabric`` (mapping in the module doc)."""
+    by_class = {
+        "node-leaf": (lengths.node_leaf_rail_optimized_m if fabric.spec.rail_optimized
+                      else lengths.node_leaf_middle_of_rack_m),
+        "leaf-spine": lengths.leaf_spine_m,
+        "spine-core": lengths.spine_core_m,
+    }
+    return {c.name: by_class.get(c.name, lengths.between_buildings_m)
+            for c in fabric.link_classes}
+
+
+def frontend_network(nodes: int, gpu: GpuSystem, catalog: Catalog) -> Fabric:
+    """Front-end Ethernet: ``⌈frontend_gbps_per_node / 400⌉`` ports per node on a
+    non-blocking fat tree of Tomahawk-5 switches at 400G, middle-of-rack (rail-grouped if a
+    node has more ports than half a switch), fewest tiers
+    (2 up to 8,192 ports, 3 beyond). Its capex and power are not added here: the
+    facility's ``storage_usd_per_node`` and ``non_server_it_fraction`` already cover it."""
+    radix = catalog.switch[FRONTEND_SWITCH].radix(FRONTEND_GBPS)
+    ports = math.ceil(gpu.frontend_gbps_per_node / FRONTEND_GBPS)
+    return design_fabric(FabricSpec(nodes=nodes, ports_per_node=ports, radix=radix,
+                                    rail_optimized=ports > radix // 2))
+
+
+def fabric_report(fabric: Fabric, parts: FabricParts, media: tuple[MediaLine, ...],
+                  frontend: Fabric) -> dict[str, Any]:
+    """The ``clusterplan fabric --json`` document: counts, media, capex and power.
+
+    capex = switches + back-end NICs + media; power likewise [W]."""
+    nics = fabric.endpoints
+    transceivers: Counter[str] = Counter()
+    cables: Counter[str] = Counter()
+    for line in media:
+        if line.transceivers:
+            transceivers[line.medium_id] += line.transceivers
+        cables[line.medium_id] += line.cables
+    switch_capex = fabric.switches_total * parts.switch.price_usd
+    switch_power = fabric.switches_total * parts.switch.power_w
+    media_capex = sum(x.capex_usd for x in media)
+    media_power = sum(x.power_w for x in media)
+    return {
+        "gpu": parts.gpu.id, "switch": parts.switch.id, "nic": parts.nic.id,
+        "gbps": parts.gbps, "nodes": fabric.spec.nodes,
+        "ports_per_node": fabric.spec.ports_per_node,
+        "rail_optimized": fabric.spec.rail_optimized,
+        "endpoints": fabric.endpoints, "radix": fabric.radix, "tiers": fabric.tiers,
+        "pod_tiers": fabric.pod_tiers, "max_endpoints": fabric.max_endpoints,
+        "pods": fabric.pods, "oversubscription": fabric.spec.oversubscription,
+        "switches_per_tier": list(fabric.switches_per_tier),
+        "switches_total": fabric.switches_total,
+        "links_per_tier": list(fabric.links_per_tier),
+        "link_classes": [
+            {"name": x.link_class, "links": x.links, "length_m": x.length_m,
+             "medium": x.medium_id, "kind": x.kind, "transceivers": x.transceivers,
+             "cables": x.cables, "capex_usd": x.capex_usd, "power_w": x.power_w}
+            for x in media],
+        "transceivers": dict(sorted(transceivers.items())),
+        "cables": dict(sorted(cables.items())),
+        "capex_usd": switch_capex + nics * parts.nic.price_usd + media_capex,
+        "power_w": switch_power + nics * parts.nic.power_w + media_power,
+        "capex_breakdown_usd": {"switches": switch_capex, "nics": nics * parts.nic.price_usd,
+                                "media": media_capex},
+        "power_breakdown_w": {"switches": switch_power, "nics": nics * parts.nic.power_w,
+                              "media": media_power},
+        "frontend": {"switch": FRONTEND_SWITCH, "gbps": FRONTEND_GBPS,
+                     "ports_per_node": frontend.spec.ports_per_node,
+                     "tiers": frontend.tiers, "switches": frontend.switches_total,
+                     "switches_per_tier": list(frontend.switches_per_tier),
+                     "links": sum(frontend.links_per_tier)},
+    }
+
+
+def design_with_media(parts: FabricParts, spec: FabricSpec, lengths: CableLengths,
+                      catalog: Catalog, twin_port: bool) -> tuple[Fabric, tuple[MediaLine, ...]]:
+    """Design the fabric and choose the cheapest medium per link class."""
+    fabric = design_fabric(spec)
+    media = choose_media(fabric, link_lengths(lengths, fabric),
+                         sorted(catalog.medium.values(), key=lambda m: m.id), parts.gbps,
+                         twin_port)
+    return fabric, media
