@@ -130,7 +130,7 @@ def load_workload(ref: str | dict[str, Any], where: str = "workload") -> Workloa
     """A workload from a shipped id, a file path, or an inline table."""
     if isinstance(ref, str):
         path = Path(ref)
-        if not path.suffix:
+        if not path.suffix or (WORKLOADS_DIR / f"{ref}.toml").exists():  # ids may hold dots
             path = WORKLOADS_DIR / f"{ref}.toml"
             if not path.exists():
                 known = ", ".join(sorted(p.stem for p in WORKLOADS_DIR.glob("*.toml")))

@@ -40,6 +40,7 @@ class Arch:
     # forward FLOPs per token, whole model
     fwd_gemm: float          # all GEMMs (attention projections, FFN/experts, router, logits)
     fwd_attn_core: float     # QK^T and AV
+    fwd_routed: float        # the routed-expert share of fwd_gemm (0 for dense models)
     # parameters
     params_nonexpert: float  # per-layer weights that every TP rank shards (attn, dense FFN,
                              # shared experts, router), all layers
@@ -111,7 +112,9 @@ def arch_of(wl: WorkloadLike) -> Arch:
                 gated=wl.gated_mlp, vocab=v, seq_len=s, global_batch=wl.global_batch,
                 precision=wl.precision, experts=experts, top_k=top_k, expert_ffn=f_e,
                 shared_experts=shared, moe_layers=n_moe, fwd_gemm=fwd_gemm,
-                fwd_attn_core=fwd_attn_core, params_nonexpert=float(params_nonexpert),
+                fwd_attn_core=fwd_attn_core,
+                fwd_routed=2.0 * n_moe * top_k * expert_params if n_moe else 0.0,
+                params_nonexpert=float(params_nonexpert),
                 params_expert=float(params_expert),
                 params_embedding=params_embedding)
 

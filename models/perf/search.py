@@ -1,11 +1,12 @@
 """Vectorised evaluation of configuration grids and the parallelism search.
 
-The search enumerates a fixed candidate set (independent of the GPU count) and keeps
-the configurations that fit in `gpus`: more GPUs only add candidates, so the best
-throughput is monotone non-decreasing in the GPU count (extra GPUs idle at worst).
-Data parallelism is chosen through the sequences per data-parallel rank r:
-dp = ceil(global_batch / r) (the last rank may get fewer sequences; the step takes the
-time of r). GPUs beyond tp*pp*cp*dp are idle.
+The search enumerates tp, pp, vpp, cp, ep, micro-batch and recompute over fixed
+choice sets; for each combination the data-parallel degree follows from the GPU count
+(`data_parallel_degree`): the fewest micro-batches per rank m the GPUs allow, then the
+smallest dp giving that m. GPUs beyond tp*pp*cp*dp are idle (uneven batches: ranks get
+ceil(global_batch/dp) sequences, padded to m*micro_batch; the step takes that time).
+More GPUs never increase m, and equal m gives the same dp, so the best throughput is
+monotone non-decreasing in the GPU count.
 """
 
 from __future__ import annotations
@@ -29,15 +30,6 @@ MIN_TOKENS_PER_CP_RANK = 4096
 """Context parallelism is only searched while each rank keeps >= this many tokens of a
 sequence (below that the ring exchange dominates; Llama 3 used CP only for 128k)."""
 MICRO_BATCH_CHOICES = (1, 2, 4, 8)
-
-
-def _per_rank_choices(global_batch: int) -> np.ndarray:
-    """Sequences per DP rank searched: 1..16, then steps of ~1.25x up to the batch."""
-    values, r = list(range(1, 17)), 16
-    while r < global_batch:
-        r = int(np.ceil(r * 1.25 / 4) * 4)
-        values.append(r)
-    return np.array(sorted({v for v in values if v <= global_batch} | {global_batch}))
 
 
 def degree_checks(arch: Arch, system: GpuSystemLike, tp: int, pp: int, cp: int, ep: int,
@@ -92,27 +84,38 @@ def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
         outer.append((tp, pp, vpp, cp, ep))
     rc_codes = tuple(RECOMPUTE_MODES.index(r) for r in choices("recompute", RECOMPUTE_MODES))
     mbs = choices("micro_batch", MICRO_BATCH_CHOICES)
-    if "dp" in fixed:
-        dps = np.array([fixed["dp"]])
-    else:
-        dps = np.unique(np.ceil(arch.global_batch / _per_rank_choices(arch.global_batch)))
+    names = ("tp", "pp", "vpp", "cp", "ep", "mb", "rc")
     if not outer:
-        return {k: np.zeros(0, dtype=np.int64)
-                for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "mb", "rc")}
+        return {k: np.zeros(0, dtype=np.int64) for k in (*names, "dp")}
     o = np.array(outer, dtype=np.int64)
-    inner = np.array(list(itertools.product(dps, mbs, rc_codes)), dtype=np.int64)
+    inner = np.array(list(itertools.product(mbs, rc_codes)), dtype=np.int64)
     idx_o = np.repeat(np.arange(len(o)), len(inner))
     idx_i = np.tile(np.arange(len(inner)), len(o))
-    g = {"tp": o[idx_o, 0], "pp": o[idx_o, 1], "vpp": o[idx_o, 2], "cp": o[idx_o, 3],
-         "ep": o[idx_o, 4], "dp": inner[idx_i, 0], "mb": inner[idx_i, 1],
-         "rc": inner[idx_i, 2]}
-    per_rank = np.ceil(arch.global_batch / g["dp"])
-    keep = ((g["tp"] * g["pp"] * g["cp"] * g["dp"] <= gpus)
+    g = dict(zip(names, (*o[idx_o].T, *inner[idx_i].T), strict=True))
+    if "dp" in fixed:
+        g["dp"] = np.full(len(idx_o), int(fixed["dp"]), dtype=np.int64)
+    else:
+        g["dp"] = data_parallel_degree(arch.global_batch, gpus, g)
+    per_rank = np.ceil(arch.global_batch / np.maximum(g["dp"], 1))
+    keep = ((g["dp"] >= 1) & (g["tp"] * g["pp"] * g["cp"] * g["dp"] <= gpus)
             & ((g["dp"] * g["cp"]) % g["ep"] == 0)
             & (g["mb"] <= per_rank) & (g["dp"] <= arch.global_batch))
-    if "micro_batch" not in fixed:    # micro-batches that split the rank's batch evenly
-        keep &= (per_rank % g["mb"] == 0)
     return {k: v[keep] for k, v in g.items()}
+
+
+def data_parallel_degree(global_batch: int, gpus: int,
+                         g: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The data-parallel degree the search uses for each (tp, pp, cp, ep, mb): the
+    fewest micro-batches per rank the GPUs allow, then the smallest dp that achieves
+    them (fewer GPUs busy, less DP traffic). Step time falls with the micro-batch count
+    and memory with dp, so smaller dp are dominated; dp must be a multiple of
+    q = ep/gcd(ep, cp) (EP groups are carved from dp*cp). 0 = no valid dp."""
+    q = g["ep"] // np.gcd(g["ep"], g["cp"])
+    dp_max = np.minimum(gpus // (g["tp"] * g["pp"] * g["cp"]), global_batch)
+    dp_q = (dp_max // q) * q
+    m_min = np.ceil(np.ceil(global_batch / np.maximum(dp_q, 1)) / g["mb"])
+    dp = np.ceil(np.ceil(global_batch / (m_min * g["mb"])) / q) * q
+    return np.where(dp_q >= 1, dp, 0).astype(np.int64)
 
 
 def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,

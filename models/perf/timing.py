@@ -10,7 +10,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       narrow shards run tensor cores less efficiently); F counts model FLOPs plus
       recomputation; FP8/FP4 runs do GEMMs at that precision's peak times the
       precision's efficiency, the attention core (FlashAttention) in BF16;
-      plus memory-bound kernels: ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * h bytes per token
+      routed-expert GEMMs slowed by t/(t + EXPERT_HALF_TOKENS), t = tokens per local
+      expert and micro-batch (small grouped GEMMs); plus memory-bound kernels: ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * h bytes per token
       and layer (sequence-parallel shard) at HBM bandwidth;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
@@ -62,6 +63,10 @@ OPTIMIZER_BYTES_PER_PARAM = 32.0
 """HBM traffic of one Adam update per locally owned parameter [bytes] (read fp32
 master, m, v, grad; write master, m, v, bf16 param)."""
 HBM_EFFICIENCY = 0.8
+EXPERT_HALF_TOKENS = 256.0
+"""Tokens per local expert and micro-batch at which grouped expert GEMMs run at half
+the efficiency of large GEMMs (the GEMM M dimension must fill 128-256-row tensor-core
+tiles; clusterplan assumption). Tokens per local expert = ep * b*s/cp * top_k/experts."""
 ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN = 120.0
 """HBM traffic of the memory-bound (non-GEMM) kernels per token, per layer, per hidden
 unit, forward + backward [bytes]: layer norms, activations, dropout, residuals, bias,
@@ -110,7 +115,12 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     t_elementwise = (tokens_mb / (cp * tp) * h * ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN
                      * layers_stage * np.where(rc == RC_FULL, 1.3, 1.0)
                      / (system.hbm_tbps * 1e12 * HBM_EFFICIENCY))
-    t_compute = f_gemm / (peak_gemm * gemm_eff) + t_core + t_elementwise
+    f_routed = tokens_mb * (3.0 * arch.fwd_routed + np.where(rc == RC_FULL, arch.fwd_routed,
+                                                             0.0)) * imbalance / shard
+    expert_tokens = ep * tokens_mb / cp * arch.top_k / arch.experts
+    expert_eff = expert_tokens / (expert_tokens + EXPERT_HALF_TOKENS)
+    t_gemm = ((f_gemm - f_routed) + f_routed / expert_eff) / (peak_gemm * gemm_eff)
+    t_compute = t_gemm + t_core + t_elementwise
 
     act_bytes = tokens_mb / cp * h * 2.0      # the micro-batch's hidden states on this CP rank
     n_coll = np.where(rc == RC_FULL, 12.0, 8.0)
