@@ -16,7 +16,7 @@ Shared by ``clusterplan fabric`` and the solve pipeline:
   leaf-spine     ``leaf_spine_m``
   spine-core     ``spine_core_m``
   core-super and ``between_buildings_m`` (a 4th tier, or the tier joining pods, spans
-  above          halls/buildings on a 100k-GPU campus)
+  above          the buildings of a campus); ``spine_core_m`` on a single-building site
   ============== =====================================================================
 
 * :func:`frontend_network` sizes the front-end (storage/checkpoint) Ethernet.
@@ -76,7 +76,8 @@ def resolve_fabric_parts(catalog: Catalog, gpu_id: str, switch_id: str,
     return FabricParts(gpu, switch, nic, nic.port_gbps, switch.radix(nic.port_gbps))
 
 
-def link_lengths(lengths: CableLengths, fabric: Fabric) -> dict[str, float]:
+def link_lengths(lengths: CableLengths, fabric: Fabric,
+                 single_building: bool = False) -> dict[str, float]:
     """Routed length [m] of every link class of ``fabric`` (mapping in the module doc)."""
     by_class = {
         "node-leaf": (lengths.node_leaf_rail_optimized_m if fabric.spec.rail_optimized
@@ -84,8 +85,8 @@ def link_lengths(lengths: CableLengths, fabric: Fabric) -> dict[str, float]:
         "leaf-spine": lengths.leaf_spine_m,
         "spine-core": lengths.spine_core_m,
     }
-    return {c.name: by_class.get(c.name, lengths.between_buildings_m)
-            for c in fabric.link_classes}
+    top = lengths.spine_core_m if single_building else lengths.between_buildings_m
+    return {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
 
 
 def frontend_network(nodes: int, gpu: GpuSystem, catalog: Catalog) -> Fabric:
@@ -149,10 +150,11 @@ def fabric_report(fabric: Fabric, parts: FabricParts, media: tuple[MediaLine, ..
 
 
 def design_with_media(parts: FabricParts, spec: FabricSpec, lengths: CableLengths,
-                      catalog: Catalog, twin_port: bool) -> tuple[Fabric, tuple[MediaLine, ...]]:
+                      catalog: Catalog, twin_port: bool, single_building: bool = False
+                      ) -> tuple[Fabric, tuple[MediaLine, ...]]:
     """Design the fabric and choose the cheapest medium per link class."""
     fabric = design_fabric(spec)
-    media = choose_media(fabric, link_lengths(lengths, fabric),
+    media = choose_media(fabric, link_lengths(lengths, fabric, single_building),
                          sorted(catalog.medium.values(), key=lambda m: m.id), parts.gbps,
                          twin_port)
     return fabric, media

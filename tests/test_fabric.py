@@ -339,3 +339,17 @@ def test_cli_bad_input_exits_3_naming_the_option(args, option):
     result = _cli(*args, "--json")
     assert result.exit_code == 3
     assert option in result.stderr
+
+
+def test_link_lengths_map_cable_length_fields_to_link_classes():
+    from solver.fabric_inputs import link_lengths
+    from solver.schema import CableLengths
+
+    lengths = CableLengths(node_leaf_rail_optimized_m=31.0, node_leaf_middle_of_rack_m=2.5,
+                           leaf_spine_m=51.0, spine_core_m=301.0, between_buildings_m=1001.0)
+    four = design_fabric(FabricSpec(nodes=12_500, ports_per_node=8, radix=64))
+    assert link_lengths(lengths, four) == {"node-leaf": 31.0, "leaf-spine": 51.0,
+                                           "spine-core": 301.0, "core-super": 1001.0}
+    assert link_lengths(lengths, four, single_building=True)["core-super"] == 301.0
+    mor = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, rail_optimized=False))
+    assert link_lengths(lengths, mor) == {"node-leaf": 2.5, "leaf-spine": 51.0}

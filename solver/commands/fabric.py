@@ -40,15 +40,17 @@ def build(gpus: int, gpu: str, switch: str, tiers: int | None, oversubscription:
     if instance is not None:
         inst = load_instance(instance)
         catalog, lengths = inst.catalog, inst.site.cable_lengths
+        single_building = len(inst.site.buildings) == 1
     else:
-        catalog, lengths = load_catalog(), CableLengths()
+        catalog, lengths, single_building = load_catalog(), CableLengths(), False
     parts = resolve_fabric_parts(catalog, gpu, switch, "--gpu", "--switch")
     nodes = math.ceil(gpus / parts.gpu.gpus_per_node)
     spec = FabricSpec(nodes=nodes, ports_per_node=parts.gpu.nics_per_node, radix=parts.radix,
                       tiers=tiers, pods=pods, oversubscription=oversubscription,
                       rail_optimized=rail_optimized)
     try:
-        fabric, media = design_with_media(parts, spec, lengths, catalog, twin_port)
+        fabric, media = design_with_media(parts, spec, lengths, catalog, twin_port,
+                                          single_building)
     except ValueError as exc:
         raise InvalidInstance([f"--tiers/--pods/--oversubscription: {exc}"], "fabric") from None
     report = fabric_report(fabric, parts, media, frontend_network(nodes, parts.gpu, catalog))
