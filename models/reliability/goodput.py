@@ -14,8 +14,9 @@ the renewal argument behind Daly's formula gives
     goodput = tau * q / ((M + W) * (exp((tau + delta)/M) - 1)),
     q = sum_i w_i exp(-R_i/M),  W = sum_i w_i P(spares short)_i * W_i.
 
-A node failure short of spares waits for the next repair (about r / (mu + 1) with mu
-nodes in repair); a leaf failure waits for the switch replacement.
+A node failure short of spares finds s + 1 nodes in repair and waits for the first
+to return (about r / (s + 2), residual repair times being uniform); a leaf failure
+waits for the switch replacement.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from models.reliability.rates import (
     interruption_breakdown,
     node_failure_rate,
 )
-from models.reliability.spares import repair_probability, spare_availability, spares_needed
+from models.reliability.spares import spare_availability, spares_needed
 
 
 def goodput_fraction(tau_s: float, delta_s: float, mtbf_s: float, restart_s: float) -> float:
@@ -57,7 +58,6 @@ def restart_terms(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
     classes = failure_classes(inputs, rates)
     total = sum(c.rate_per_h for c in classes)
     lam = node_failure_rate(inputs, rates)
-    in_repair = (inputs.nodes + spares) * repair_probability(lam, rates.node_repair_h)
     r_swap = restart_s(inputs, rates, swap_spare=True)
     r_fabric = restart_s(inputs, rates, swap_spare=False)
     q = wait = 0.0
@@ -70,7 +70,7 @@ def restart_terms(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
         room = spares - c.nodes_lost  # spares left for other repairs after this failure
         p_ok = 0.0 if room < 0 else spare_availability(inputs.nodes, room, lam,
                                                         rates.node_repair_h)
-        wait_s = 3600.0 * (rates.node_repair_h / (in_repair + 1.0) if c.nodes_lost == 1
+        wait_s = 3600.0 * (rates.node_repair_h / (spares + 2.0) if c.nodes_lost == 1
                            else c.out_h)
         wait += w * (1.0 - p_ok) * wait_s
     return q, wait

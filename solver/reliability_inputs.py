@@ -1,0 +1,133 @@
+"""Inputs of the reliability model from the catalog: rates, GPU systems, switches.
+
+The reliability catalog (instances/catalog/reliability.toml) is loaded here, not by
+solver.loading; GPU systems, NICs and switches are read item by item from their
+catalog files so the command works while other catalog files are being written.
+Every problem is raised as InvalidInstance (exit code 3) naming the option or field.
+"""
+
+from __future__ import annotations
+
+from math import ceil, log
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from models.reliability import (
+    ReliabilityInputs,
+    ReliabilityRates,
+    checkpoint_size_gb,
+    param_count,
+)
+from models.reliability.topology import nonblocking_clos
+from solver.errors import InvalidInstance
+from solver.loading import CATALOG_DIR, format_validation_error, read_document
+from solver.schema import GpuSystem, Nic, Switch, Workload
+from solver.schema.reliability import ReliabilityCatalog
+
+RELIABILITY_CATALOG = CATALOG_DIR / "reliability.toml"
+
+
+def load_reliability_catalog(path: Path = RELIABILITY_CATALOG) -> ReliabilityCatalog:
+    """Validate reliability.toml: every rate and figure with {url, kind, by, note}."""
+    try:
+        return ReliabilityCatalog.model_validate(read_document(path))
+    except ValidationError as err:
+        raise InvalidInstance(format_validation_error(err, "reliability"), str(path)) from None
+
+
+def reliability_rates(catalog: ReliabilityCatalog, generation: str) -> ReliabilityRates:
+    """The model's rates [1/h] and recovery figures for a GPU generation.
+
+    The init-time exponent comes from the two MLPerf points:
+    b = ln(init_large / init_ref) / ln(G_large / G_ref).
+    """
+    if generation not in catalog.gpu:
+        raise InvalidInstance([f"reliability.gpu: no failure rate for GPU generation "
+                               f"'{generation}' (known: {', '.join(sorted(catalog.gpu))})"])
+    rec = catalog.recovery
+    exponent = (log(rec.init_large_s.value / rec.init_ref_s.value)
+                / log(rec.init_large_gpus.value / rec.init_ref_gpus.value))
+    return ReliabilityRates(
+        gpu_per_h=catalog.gpu[generation].per_hour,
+        node_rest_per_gpu_h=catalog.node_rest.per_hour,
+        nic_per_h=catalog.nic.per_hour,
+        optic_link_per_h={k: v.per_hour for k, v in sorted(catalog.optic.items())},
+        copper_link_per_h={k: v.per_hour for k, v in sorted(catalog.copper.items())},
+        switch_per_h=catalog.switch.per_hour,
+        fabric_interrupt_fraction=rec.fabric_interrupt_fraction.value,
+        detect_s=rec.detect_s.value,
+        replace_s=rec.replace_s.value,
+        init_ref_s=rec.init_ref_s.value,
+        init_ref_gpus=rec.init_ref_gpus.value,
+        init_exponent=exponent,
+        host_copy_gbytes_per_s_per_gpu=rec.host_copy_gbytes_per_s_per_gpu.value,
+        node_repair_h=rec.node_repair_h.value,
+        switch_replace_h=rec.switch_replace_h.value,
+    )
+
+
+def catalog_item(kind: str, item_id: str, model: type[BaseModel], option: str) -> Any:
+    """One validated item of instances/catalog/<kind>.toml; unknown ids name `option`."""
+    items = read_document(CATALOG_DIR / f"{kind}.toml")
+    if item_id not in items:
+        raise InvalidInstance([f"{option}: unknown {kind} '{item_id}' "
+                               f"(known: {', '.join(sorted(items))})"])
+    try:
+        return model.model_validate({"id": item_id, **items[item_id]})
+    except ValidationError as err:
+        raise InvalidInstance(format_validation_error(err, f"catalog.{kind}.{item_id}")) from None
+
+
+def default_switch(port_gbps: int) -> str:
+    """The first catalog switch (by id) with ports at the NIC's speed."""
+    items = read_document(CATALOG_DIR / "switch.toml")
+    for switch_id in sorted(items):
+        radix = items[switch_id].get("radix_by_gbps", {})
+        if str(port_gbps) in radix or port_gbps in radix:
+            return switch_id
+    raise InvalidInstance([f"--switch: no catalog switch has {port_gbps} Gb/s ports"])
+
+
+def workload_checkpoint_gb(workload: Workload) -> float:
+    """Checkpoint size of a workload: param_count x bytes per parameter (Adam)."""
+    return checkpoint_size_gb(param_count(workload), workload.precision)
+
+
+def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload: Workload,
+                  rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
+                  availability_target: float) -> ReliabilityInputs:
+    """ReliabilityInputs for a non-blocking fat tree of `switch` over the design.
+
+    Rail-optimized: every NIC-to-leaf link optical (multimode); middle-of-rack: those
+    links are copper (DAC). Inter-switch links single-mode. Storage bandwidth
+    defaults to the nodes' front-end bandwidth: nodes x frontend_gbps_per_node / 8.
+    """
+    problems = []
+    if gpus <= 0:
+        problems.append(f"--gpus: must be positive (got {gpus})")
+    if checkpoint_gbps is not None and not checkpoint_gbps > 0:
+        problems.append(f"--checkpoint-gbps: must be positive (got {checkpoint_gbps})")
+    if nic.port_gbps not in switch.radix_by_gbps:
+        problems.append(f"--switch: {switch.id} has no {nic.port_gbps} Gb/s ports for "
+                        f"{gpu.id}'s NIC {nic.id} (has {sorted(switch.radix_by_gbps)})")
+    if problems:
+        raise InvalidInstance(problems, "options")
+    nodes = ceil(gpus / gpu.gpus_per_node)
+    radix = switch.radix(nic.port_gbps)
+    clos = nonblocking_clos(nodes * gpu.nics_per_node, radix)
+    bandwidth = (checkpoint_gbps if checkpoint_gbps is not None
+                 else nodes * gpu.frontend_gbps_per_node / 8.0)
+    links = gpu.nics_per_node
+    return ReliabilityInputs(
+        gpus=gpus, gpus_per_node=gpu.gpus_per_node,
+        node_links_optical=links if rail_optimized else 0,
+        node_links_copper=0 if rail_optimized else links,
+        switches=clos.switches, switch_links_optical=clos.inter_switch_links,
+        rail_optimized=rail_optimized,
+        checkpoint_size_gb=workload_checkpoint_gb(workload), checkpoint_gbps=bandwidth,
+        recovery=recovery, node_optic_kind="multimode", switch_optic_kind="singlemode",
+        node_copper_kind="dac", leaf_down_ports=max(1, radix // 2),
+        peer_gbytes_per_s_per_node=links * nic.port_gbps / 8.0,
+        availability_target=availability_target)
