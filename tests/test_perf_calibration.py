@@ -64,11 +64,7 @@ def load_runs() -> list[CalibrationRun]:
             fixed: dict[str, int | str] = {"tp": tp, "pp": pp, "dp": gpus // (tp * pp)}
             if family == "NAR21":
                 fixed["recompute"] = "full"
-                metric, measured = "hfu", _num(row["mfu"] or row["hfu"]) or _num(
-                    row["hfu"])
-                measured = _num(row["hfu"]) if row["hfu"] else None
-                if measured is None:   # '% of peak' reported in the mfu/hfu columns
-                    measured = float(row["tflops_per_gpu"]) / 312.0 * 100
+                metric, measured = "hfu", _num(row["hfu"])   # '% of peak' incl. recompute
             else:
                 metric, measured = "mfu", _num(row["mfu"])
             if family == "KOR22":
@@ -87,3 +83,31 @@ def by_generation(runs):
     for r in runs:
         out.setdefault(r.system.generation, []).append(r)
     return out
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return load_runs()
+
+
+def test_fit_reproduces_the_shipped_constants(runs):
+    for gen, rs in sorted(by_generation(runs).items()):
+        assert fit_generation(rs) == pytest.approx(FITTED[(gen, "bf16")]), gen
+
+
+def test_error_per_run_and_mape(runs):
+    rows, errors = [], []
+    for gen, rs in sorted(by_generation(runs).items()):
+        gm, hd = FITTED[(gen, "bf16")]
+        pred = predict_runs(rs, np.array([gm]), np.array([hd]))[0]
+        for r, p in zip(rs, pred, strict=True):
+            err = (p - r.measured) / r.measured
+            errors.append(abs(err))
+            rows.append(f"| {r.run_id} | {r.metric.upper()} | {r.measured:.1%} | {p:.1%} | "
+                        f"{err:+.1%} |")
+            assert abs(err) < 0.25, r.run_id
+    print("\n| run | metric | published | model | error |\n|---|---|---|---|---|")
+    print("\n".join(rows))
+    print(f"MAPE {np.mean(errors):.1%} over {len(errors)} runs")
+    assert len(errors) == 25
+    assert np.mean(errors) <= 0.10

@@ -83,7 +83,7 @@ def moe_layer_count(layers: int, freq: int) -> int:
 
 def arch_of(wl: WorkloadLike) -> Arch:
     """Derive shapes, parameter counts [parameters] and forward FLOPs [FLOP/token]."""
-    h, l, s, v = wl.hidden, wl.layers, wl.seq_len, wl.vocab
+    h, n_layers, s, v = wl.hidden, wl.layers, wl.seq_len, wl.vocab
     kv_heads = wl.kv_heads or wl.heads
     kv_ratio = kv_heads / wl.heads
     ffn = wl.ffn_hidden or 4 * h
@@ -93,22 +93,22 @@ def arch_of(wl: WorkloadLike) -> Arch:
     moe = wl.moe
     if moe is not None:
         experts, top_k, f_e = moe.experts, moe.top_k, moe.expert_ffn_hidden
-        shared, n_moe = moe.shared_experts, moe_layer_count(l, moe.moe_layer_freq)
+        shared, n_moe = moe.shared_experts, moe_layer_count(n_layers, moe.moe_layer_freq)
     else:
         experts, top_k, f_e, shared, n_moe = 1, 1, ffn, 0, 0
     expert_params = mats * h * f_e
-    n_dense = l - n_moe
-    params_nonexpert = (l * attn_params + n_dense * dense_ffn_params
+    n_dense = n_layers - n_moe
+    params_nonexpert = (n_layers * attn_params + n_dense * dense_ffn_params
                         + n_moe * (shared * expert_params + h * experts))
     params_expert = n_moe * experts * expert_params if n_moe else 0.0
     params_embedding = 2.0 * v * h
     # forward FLOPs per token = 2 * (weights a token multiplies) + attention core
     active_ffn = n_dense * dense_ffn_params + n_moe * ((top_k + shared) * expert_params
                                                        + h * experts)
-    fwd_gemm = 2.0 * (l * attn_params + active_ffn + v * h)   # output layer only (the
+    fwd_gemm = 2.0 * (n_layers * attn_params + active_ffn + v * h)   # output layer only (the
     # input embedding is a lookup)
-    fwd_attn_core = 4.0 * s * h * l
-    return Arch(layers=l, hidden=h, heads=wl.heads, kv_ratio=kv_ratio, ffn=ffn,
+    fwd_attn_core = 4.0 * s * h * n_layers
+    return Arch(layers=n_layers, hidden=h, heads=wl.heads, kv_ratio=kv_ratio, ffn=ffn,
                 gated=wl.gated_mlp, vocab=v, seq_len=s, global_batch=wl.global_batch,
                 precision=wl.precision, experts=experts, top_k=top_k, expert_ffn=f_e,
                 shared_experts=shared, moe_layers=n_moe, fwd_gemm=fwd_gemm,

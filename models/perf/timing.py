@@ -11,8 +11,9 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       recomputation; FP8/FP4 runs do GEMMs at that precision's peak times the
       precision's efficiency, the attention core (FlashAttention) in BF16;
       routed-expert GEMMs slowed by t/(t + EXPERT_HALF_TOKENS), t = tokens per local
-      expert and micro-batch (small grouped GEMMs); plus memory-bound kernels: ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * h bytes per token
-      and layer (sequence-parallel shard) at HBM bandwidth;
+      expert and micro-batch (small grouped GEMMs); plus memory-bound kernels:
+      ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * h bytes per token and layer
+      (sequence-parallel shard) at HBM bandwidth;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;

@@ -1,0 +1,236 @@
+"""Performance model: FLOP closed forms, hand-computed memory, evaluate/search
+behaviour, CP-SAT mapping against exhaustive enumeration, and the `perf` command."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from models.perf import NetworkSpec, Parallelism, arch_of, evaluate, search
+from models.perf.mapping import Level, map_groups, map_groups_exhaustive
+from models.perf.memory import GIB, RESERVED_BYTES
+
+
+def gpt(layers=96, hidden=12288, heads=96, seq=2048, batch=1536, vocab=51200, **kw):
+    return SimpleNamespace(name="gpt", layers=layers, hidden=hidden, heads=heads,
+                           kv_heads=kw.get("kv_heads"), ffn_hidden=kw.get("ffn"),
+                           gated_mlp=kw.get("gated", False), vocab=vocab, seq_len=seq,
+                           global_batch=batch, precision=kw.get("precision", "bf16"),
+                           moe=kw.get("moe"))
+
+
+A100 = SimpleNamespace(generation="ampere", gpus_per_node=8, nvlink_domain_gpus=8,
+                       bf16_tflops=312.0, fp8_tflops=None, fp4_tflops=None, hbm_gib=80.0,
+                       hbm_tbps=2.039, nvlink_gbytes_per_s=600.0)
+H100 = SimpleNamespace(generation="hopper", gpus_per_node=8, nvlink_domain_gpus=8,
+                       bf16_tflops=989.4, fp8_tflops=1978.9, fp4_tflops=None, hbm_gib=80.0,
+                       hbm_tbps=3.35, nvlink_gbytes_per_s=900.0)
+IB = NetworkSpec(400.0, False)
+
+
+def test_dense_flops_match_megatron_closed_form():
+    for n_l, h, s, v in [(96, 12288, 2048, 51200), (24, 2048, 4096, 131072)]:
+        a = arch_of(gpt(layers=n_l, hidden=h, heads=h // 128, seq=s, vocab=v))
+        closed = 72 * n_l * h * h * (1 + s / (6 * h) + v / (12 * n_l * h))
+        assert a.model_flops_per_token == pytest.approx(closed, rel=1e-12)
+        assert a.params_total == pytest.approx(12 * n_l * h * h + 2 * v * h)
+
+
+def test_moe_flops_count_only_active_experts():
+    moe = SimpleNamespace(experts=8, top_k=2, expert_ffn_hidden=1024, shared_experts=0,
+                          moe_layer_freq=2)
+    a = arch_of(gpt(layers=4, hidden=512, heads=4, seq=128, vocab=1000, moe=moe))
+    h, f = 512, 1024
+    attn = 4 * h * h
+    dense_layers, moe_layers = 2, 2
+    fwd = 2 * (4 * attn + dense_layers * 2 * h * 4 * h + moe_layers * (2 * 2 * h * f + 8 * h)
+               + 1000 * h) + 4 * 128 * h * 4
+    assert a.model_flops_per_token == pytest.approx(3 * fwd)
+    assert a.params_expert == pytest.approx(moe_layers * 8 * 2 * h * f)
+    assert a.params_active < a.params_total
+
+
+def test_memory_matches_hand_computation():
+    """GPT-3 175B, tp8 pp8 dp16, mb1, vpp3, selective: Korthikanti's 34*s*b*h*L/t per
+    in-flight factor (1 + (p-1)/(p*v)), 18 B/param with a 12 B optimizer share / dp."""
+    wl = gpt()
+    r = evaluate(wl, A100, IB, Parallelism(8, 8, 16, vpp=3, micro_batch=1))
+    h, v, n_l = 12288, 51200, 96
+    p_stage = 12 * h * h * n_l / 64 + v * h / 8
+    assert r.memory_breakdown_gib["weights"] == pytest.approx(2 * p_stage / GIB)
+    assert r.memory_breakdown_gib["gradients"] == pytest.approx(4 * p_stage / GIB)
+    assert r.memory_breakdown_gib["optimizer"] == pytest.approx(12 * p_stage / 16 / GIB)
+    act = 34 * 2048 * h * n_l / 8 * (1 + 7 / 24) + 4 * 2048 * v / 8
+    assert r.memory_breakdown_gib["activations"] == pytest.approx(act / GIB)
+    total = (18 * p_stage - 12 * p_stage * 15 / 16 + act + RESERVED_BYTES) / GIB
+    assert r.memory_gib_per_gpu == pytest.approx(total)
+    assert r.fits
+
+
+def test_breakdown_sums_to_step_and_metrics_are_consistent():
+    wl = gpt()
+    r = evaluate(wl, A100, IB, Parallelism(8, 8, 16, vpp=3, micro_batch=1))
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time_s)
+    assert r.tokens_per_s == pytest.approx(1536 * 2048 / r.step_time_s)
+    flops = arch_of(wl).model_flops_per_step
+    assert r.model_tflops_per_gpu == pytest.approx(flops / r.step_time_s / 1024 / 1e12)
+    assert r.mfu == pytest.approx(r.model_tflops_per_gpu / 312.0)
+    assert r.hfu > r.mfu      # selective recompute adds the attention core
+
+
+def test_recompute_trades_memory_for_time():
+    wl = gpt()
+    res = {rc: evaluate(wl, A100, IB, Parallelism(8, 8, 16, micro_batch=1, recompute=rc))
+           for rc in ("none", "selective", "full")}
+    assert res["full"].memory_gib_per_gpu < res["selective"].memory_gib_per_gpu \
+        < res["none"].memory_gib_per_gpu
+    assert res["full"].step_time_s > res["selective"].step_time_s > res["none"].step_time_s
+    assert res["full"].hfu > res["full"].mfu
+
+
+def test_oversubscription_and_sharp_move_dp_time():
+    wl = gpt(layers=24, hidden=2048, heads=16, seq=4096, batch=192, vocab=131072)
+    par = Parallelism(1, 1, 48, micro_batch=1)
+    flat = evaluate(wl, H100, NetworkSpec(400.0, False), par)
+    sharp = evaluate(wl, H100, NetworkSpec(400.0, True), par)
+    split = evaluate(wl, H100, NetworkSpec(400.0, False, pod_gpus=16, oversubscription=8),
+                     par)
+    assert sharp.breakdown["dp_comm"] < flat.breakdown["dp_comm"]
+    assert split.breakdown["dp_comm"] > flat.breakdown["dp_comm"]
+
+
+def test_config_that_does_not_fit_still_returns_numbers():
+    r = evaluate(gpt(), A100, IB, Parallelism(1, 1, 8, micro_batch=1))
+    assert not r.fits and r.memory_gib_per_gpu > 80 and r.step_time_s > 0
+
+
+def test_impossible_degrees_raise():
+    with pytest.raises(ValueError, match="--tp 16"):
+        evaluate(gpt(), A100, IB, Parallelism(16, 1, 1))
+    with pytest.raises(ValueError, match="heads"):
+        evaluate(gpt(heads=96), A100, IB, Parallelism(64, 1, 1))
+
+
+def test_search_fits_and_is_monotone_in_gpus():
+    wl = gpt()
+    prev = 0.0
+    for n in (256, 300, 512, 700, 1024, 1536, 2048, 3000):
+        r = search(wl, A100, IB, n)
+        assert r.fits and r.gpus_used <= n and r.gpus == n
+        assert r.tokens_per_s >= prev * (1 - 1e-12)
+        prev = r.tokens_per_s
+        best = evaluate(wl, A100, IB, r.parallelism)
+        assert best.tokens_per_s == pytest.approx(r.tokens_per_s)
+
+
+def test_search_honours_fixed_degrees_and_beats_them():
+    wl = gpt()
+    free = search(wl, A100, IB, 1024)
+    fixed = search(wl, A100, IB, 1024, {"tp": 8, "pp": 16, "vpp": 1})
+    assert (fixed.parallelism.tp, fixed.parallelism.pp, fixed.parallelism.vpp) == (8, 16, 1)
+    assert free.tokens_per_s >= fixed.tokens_per_s
+
+
+def test_moe_search_uses_expert_parallelism():
+    moe = SimpleNamespace(experts=64, top_k=8, expert_ffn_hidden=1024, shared_experts=1,
+                          moe_layer_freq=1)
+    wl = gpt(layers=32, hidden=4096, heads=32, seq=4096, batch=1024, gated=True,
+             ffn=11008, moe=moe)
+    r = search(wl, H100, IB, 512)
+    assert r.fits and r.parallelism.ep > 1
+    assert r.breakdown["ep_comm"] > 0
+
+
+def test_fp8_is_faster_than_bf16_on_hopper():
+    wl = gpt(layers=80, hidden=8192, heads=64, seq=4096, batch=512)
+    bf16 = search(wl, H100, IB, 512)
+    fp8 = search(gpt(layers=80, hidden=8192, heads=64, seq=4096, batch=512, precision="fp8"),
+                 H100, IB, 512)
+    assert 1.1 < fp8.tokens_per_s / bf16.tokens_per_s < 2.0
+
+
+# --- CP-SAT mapping --------------------------------------------------------------------
+
+HIER = [Level("nvlink", 8, 4), Level("leaf", 32, 1), Level("pod", 128, 7),
+        Level("cluster", None, 0)]
+CASES = [
+    ({"tp": 4, "pp": 4, "dp": 8, "cp": 2}, {"tp": 100, "pp": 5, "dp": 3, "cp": 20}),
+    ({"tp": 8, "pp": 2, "dp": 16}, {"tp": 50, "pp": 10, "dp": 1}),
+    ({"tp": 2, "ep": 4, "pp": 3, "dp": 6}, {"tp": 40, "ep": 30, "pp": 2, "dp": 5}),
+    ({"tp": 2, "pp": 8, "dp": 4}, {"tp": 1, "pp": 9, "dp": 8}),
+    ({"tp": 1, "cp": 4, "pp": 2, "dp": 64}, {"tp": 0, "cp": 25, "pp": 4, "dp": 2}),
+]
+
+
+@pytest.mark.parametrize(("degrees", "volumes"), CASES)
+def test_cpsat_mapping_equals_exhaustive_optimum(degrees, volumes):
+    a = map_groups(HIER, degrees, volumes)
+    b = map_groups_exhaustive(HIER, degrees, volumes)
+    assert a is not None and b is not None
+    assert a.cost == b.cost
+    for d, n in degrees.items():
+        assert int(np.prod(a.factors[d])) == n
+    assert all(x == 1 for x in a.factors["tp"][1:])
+
+
+def test_mapping_keeps_heavy_traffic_inside_and_tp_in_nvlink():
+    a = map_groups(HIER, {"tp": 8, "pp": 4, "dp": 8}, {"tp": 100, "pp": 10, "dp": 1})
+    assert a.crosses["tp"] == ()
+    assert "pod" not in a.crosses["pp"] and "pod" in a.crosses["dp"]
+    assert map_groups(HIER, {"tp": 16, "dp": 2}, {"tp": 1, "dp": 1}) is None
+
+
+# --- CLI -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cli():
+    from solver.commands import perf
+
+    app = typer.Typer()
+    perf.register(app)
+    app.command("noop")(lambda: None)   # keep `perf` a named sub-command
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, ["perf", *args])
+
+
+def test_cli_search_json_contract(cli):
+    res = cli("--workload", "llama3-405b", "--gpu", "h100-sxm", "--gpus", "2048", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    for key in ("step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu",
+                "memory_gib_per_gpu", "fits", "parallelism", "breakdown"):
+        assert key in doc
+    assert set(doc["parallelism"]) == {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch",
+                                       "recompute"}
+    assert doc["fits"] is True and doc["mode"] == "search"
+
+
+def test_cli_evaluate_and_not_fitting(cli):
+    args = ["--workload", "gpt3-175b", "--gpu", "a100-sxm-80gb", "--gpus", "64", "--tp", "8",
+            "--pp", "1", "--dp", "8", "--cp", "1", "--ep", "1", "--vpp", "1",
+            "--micro-batch", "1", "--recompute", "none", "--json"]
+    res = cli(*args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["mode"] == "evaluate" and doc["fits"] is False
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--tp", "16", "--pp", "1", "--dp", "4"], "--tp 16"),
+    (["--tp", "8", "--pp", "2", "--dp", "5"], "--gpus"),
+    (["--tp", "7"], "heads"),
+    (["--recompute", "some"], "--recompute"),
+])
+def test_cli_impossible_degrees_exit_3(cli, args, needle):
+    full = ["--workload", "gpt3-175b", "--gpu", "h100-sxm", "--gpus", "64", *args]
+    if "--dp" in args:
+        full += ["--cp", "1", "--ep", "1", "--vpp", "1", "--micro-batch", "1",
+                 "--recompute", "selective"]
+    res = cli(*full)
+    assert res.exit_code == 3
+    assert needle in res.output
