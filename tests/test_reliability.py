@@ -194,10 +194,11 @@ def test_more_spares_never_lower_availability():
 
 
 # ---- simulator ------------------------------------------------------------------------
-@pytest.mark.parametrize(("gpus", "days", "runs"),
-                         [(512, 365, 120), (4096, 120, 100), (32768, 30, 60)])
-def test_closed_form_within_simulation_ci(gpus, days, runs):
-    inputs = design(gpus)
+@pytest.mark.parametrize(("gpus", "rail", "days", "runs"),
+                         [(512, True, 365, 120), (4096, False, 120, 100),
+                          (32768, True, 30, 60)])
+def test_closed_form_within_simulation_ci(gpus, rail, days, runs):
+    inputs = design(gpus, rail=rail)
     closed = goodput(inputs, RATES).goodput
     mean, low, high = simulate(inputs, RATES, days, runs, seed=7)
     assert low <= closed <= high, (closed, mean, low, high)
