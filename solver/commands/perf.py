@@ -97,10 +97,12 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
     return doc
 
 
-def register(app: typer.Typer) -> None:
-    def opt(name: str, help_: str):
-        return typer.Option(name, help=help_)
+def opt(name: str, help_: str):
+    """A typer option (module level: string annotations resolve in module globals)."""
+    return typer.Option(name, help=help_)
 
+
+def register(app: typer.Typer) -> None:
     @app.command()
     def perf(
         workload: Annotated[str, opt("--workload", "Workload id or file.")],
@@ -124,7 +126,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Step time, throughput, MFU and memory of a job; searches omitted degrees."""
-        from solver.cli import emit_json, run, stdout
+        from solver.cli_common import emit_json, run, stdout
 
         degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp,
                    "micro_batch": micro_batch}
