@@ -528,6 +528,29 @@ def media_line(link_class: LinkClass, medium: MediumLike, length_m: float,
                      math.ceil(links / medium.links_per_module), capex, power)
 
 
+def media_reaching(media: Sequence[MediumLike], gbps: int, length_m: float) -> list[MediumLike]:
+    """Media at ``gbps`` whose reach covers ``length_m``, sorted by id."""
+    return sorted((m for m in media if m.gbps == gbps and m.reach_m >= length_m),
+                  key=lambda m: m.id)
+
+
+def non_dominated_media(media: Sequence[MediumLike]) -> list[MediumLike]:
+    """Media that no other medium beats on both cost and power per link (ties: smaller id).
+
+    A dominated medium is never part of an optimal design while price and power enter the
+    design only through budget, power and cost; cost per link = 2 * price_per_end /
+    links_per_module + fiber_usd_per_link, power per link = 2 * power_per_end / lpm."""
+    def key(m: MediumLike) -> tuple[float, float, str]:
+        return (2 * m.price_usd_per_end / m.links_per_module + m.fiber_usd_per_link,
+                2 * m.power_w_per_end / m.links_per_module, m.id)
+
+    keep: list[MediumLike] = []
+    for m in sorted(media, key=key):
+        if not any(key(k)[0] <= key(m)[0] and key(k)[1] <= key(m)[1] for k in keep):
+            keep.append(m)
+    return sorted(keep, key=lambda m: m.id)
+
+
 def choose_media(fabric: Fabric, lengths_m: dict[str, float], media: Sequence[MediumLike],
                  gbps: int, twin_port_nics: bool = False) -> tuple[MediaLine, ...]:
     """Cheapest medium (capex, then power, then id) per link class whose reach covers the
@@ -538,8 +561,8 @@ def choose_media(fabric: Fabric, lengths_m: dict[str, float], media: Sequence[Me
     lines = []
     for link_class in fabric.link_classes:
         length = lengths_m[link_class.name]
-        options = [media_line(link_class, m, length, twin_port_nics) for m in media
-                   if m.gbps == gbps and m.reach_m >= length]
+        options = [media_line(link_class, m, length, twin_port_nics)
+                   for m in media_reaching(media, gbps, length)]
         if not options:
             raise ValueError(f"no medium at {gbps} Gb/s reaches {length} m "
                              f"for link class {link_class.name}")

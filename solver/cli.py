@@ -8,16 +8,13 @@ progress and errors go to stderr. Exit codes: 0 result, 1 internal error, 2 usag
 from __future__ import annotations
 
 import importlib
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from solver.errors import ClusterplanError, InvalidInstance
+from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
 
 app = typer.Typer(
     name="clusterplan",
@@ -26,40 +23,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
-
 # Modules under solver/commands/ that register their commands on `app`.
-COMMAND_MODULES: tuple[str, ...] = ("catalog", "fabric")
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-
-
-def run(action: Callable[[], Any]) -> Any:
-    """Run a command body; map clusterplan errors to messages and exit codes."""
-    try:
-        return action()
-    except InvalidInstance as exc:
-        stderr.print(f"[bold red]invalid input[/] {exc.source}:", highlight=False)
-        for problem in exc.problems:
-            stderr.print(f"  - {problem}", highlight=False, markup=False)
-        raise typer.Exit(exc.exit_code) from None
-    except ClusterplanError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(exc.exit_code) from None
-
-
-def emit_json(document: Any) -> None:
-    """Print one JSON document on stdout (the --json contract)."""
-    sys.stdout.write(json.dumps(document, indent=2, default=_json_default) + "\n")
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+COMMAND_MODULES: tuple[str, ...] = ("catalog", "fabric", "solve", "reliability", "perf")
 
 
 @app.command()

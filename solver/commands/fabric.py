@@ -59,7 +59,7 @@ def build(gpus: int, gpu: str, switch: str, tiers: int | None, oversubscription:
 
 def render(doc: dict[str, Any]) -> None:
     """Readable rich tables of a fabric document on stdout."""
-    from solver.cli import stdout
+    from solver.cli_common import stdout
 
     head = Table(title=f"{doc['gpus']:,} x {doc['gpu']} on {doc['switch']} + {doc['nic']} "
                        f"at {doc['gbps']}G", show_header=False)
@@ -90,7 +90,7 @@ def render(doc: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Attach the `fabric` command to the CLI app."""
-    from solver.cli import emit_json, run
+    from solver.cli_common import emit_json, run
 
     @app.command()
     def fabric(

@@ -1,0 +1,124 @@
+"""Data of the design MILP: the candidate designs and the limits, as plain numbers.
+
+A *configuration* fixes the discrete technology choices (GPU system, switch, tiers,
+pods, oversubscription, rail-optimized or middle-of-rack, NIC attachment, and the medium
+of every link class among the non-dominated media that reach). A *candidate* is a
+configuration at one size of its scalable-unit ladder, with every size-dependent
+quantity evaluated exactly by the analytic models (fabric switch and link counts,
+spares, throughput, goodput). The MILP chooses a configuration and its size, and places
+scalable units and network equipment in buildings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.power_cost import BomLine
+
+
+@dataclass(frozen=True)
+class MediaAssignment:
+    """The medium every link of one link class is built with."""
+
+    link_class: str
+    tier: int
+    medium: str
+    kind: str
+    length_m: float
+
+
+@dataclass(frozen=True)
+class Config:
+    key: str
+    gpu: str
+    switch: str
+    nic: str
+    tiers: int | None
+    pods: int
+    oversubscription: float
+    rail_optimized: bool
+    nic_attachment: str
+    su_nodes: int
+    """Nodes per scalable unit (the size step)."""
+    node_power_w: float
+    """One node with its back-end NICs [W]."""
+    su_racks: int
+    """Compute racks per scalable unit."""
+    media: tuple[MediaAssignment, ...]
+    """Medium of each link class, tier order."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    config: str
+    nodes: int
+    """Training nodes."""
+    spare_nodes: int
+    gpus: int
+    """Training GPUs."""
+    tiers: int
+    switches_per_tier: tuple[int, ...]
+    links_per_tier: tuple[int, ...]
+    links_by_class: dict[str, int]
+    lines: tuple[BomLine, ...]
+    """The candidate's bill of materials: nodes, NICs, switches, media, racks, storage."""
+    network_power_w: float
+    """Switch and media power, placed in any building [W]."""
+    network_racks: int
+    tokens_per_s: float
+    """Training throughput with no failures [tokens/s]."""
+    goodput: float
+    """Useful fraction of wall-clock time (failures, checkpoints, restarts)."""
+    mfu: float
+    extra: dict = field(default_factory=dict, compare=False)
+    """Evaluator details kept for reporting (parallelism, reliability metrics)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.config}@{self.nodes}"
+
+    @property
+    def su_count(self) -> int:
+        return self.extra["su_count"]
+
+    @property
+    def equipment_capex_usd(self) -> float:
+        return sum(line.cost_usd for line in self.lines)
+
+    @property
+    def equipment_power_w(self) -> float:
+        return sum(line.power_w for line in self.lines)
+
+    @property
+    def effective_tokens_per_s(self) -> float:
+        return self.tokens_per_s * self.goodput
+
+
+@dataclass(frozen=True)
+class BuildingData:
+    name: str
+    it_power_w: float
+    max_racks: int | None
+
+
+@dataclass(frozen=True)
+class DesignData:
+    configs: dict[str, Config]
+    candidates: tuple[Candidate, ...]
+    """Sorted by (config, nodes): each configuration's size ladder in ascending order."""
+    buildings: tuple[BuildingData, ...]
+    it_power_cap_w: float
+    budget_usd: float
+    budget_basis: str
+    """'capex' or 'tco'."""
+    objective: str
+    """'max_effective_throughput', 'min_capex' or 'min_tco'."""
+    required_effective_tokens_per_s: float
+    """0 when there is no throughput requirement."""
+    min_gpus: int
+    max_gpus: int | None
+    non_server_it_fraction: float
+    pue: float
+    build_usd_per_mw: float
+    electricity_usd_per_kwh: float
+    years: int

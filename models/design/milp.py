@@ -1,0 +1,249 @@
+"""The design MILP (Pyomo). One function per constraint family; an ordered registry.
+
+Each configuration c has a size ladder s_{c,1} < ... < s_{c,n_c} (its candidates). The
+incremental ("delta") formulation of the ladder is used because its LP relaxation is
+tight and branching on one binary halves a ladder:
+  build[c,j] in {0,1}   configuration c is built to at least its j-th size
+  build[c,j] <= build[c,j-1];   sum_c build[c,1] = 1
+Any quantity a of the chosen candidate is linear:
+  a = sum_{c,j} (a_{c,j} - a_{c,j-1}) build[c,j],  a_{c,0} = 0.
+Placement variables:
+  su_in[b,c] in Z+     scalable units of c placed in building b
+  net_w[b] >= 0        switch and media power placed in building b [W]
+  net_racks[b] >= 0    network racks placed in building b
+Sets are sorted; relaxable families get penalised slack in elastic (diagnosis) mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyomo.environ as pyo
+
+from models.design.data import Candidate, DesignData
+
+
+def ladders(data: DesignData) -> dict[str, list[Candidate]]:
+    """Each configuration's candidates in ascending size."""
+    out: dict[str, list[Candidate]] = {c: [] for c in sorted(data.configs)}
+    for cand in data.candidates:
+        out[cand.config].append(cand)
+    for ladder in out.values():
+        ladder.sort(key=lambda k: k.nodes)
+    return {c: ladder for c, ladder in out.items() if ladder}
+
+
+def ladder_sum(m: pyo.ConcreteModel, attr: Callable[[Candidate], float],
+               configs: list[str] | None = None) -> pyo.Expression:
+    """sum_{c,j} (a_{c,j} - a_{c,j-1}) build[c,j] for a = attr(candidate)."""
+    terms = []
+    for c in configs or m.ladders:
+        previous = 0.0
+        for j, cand in enumerate(m.ladders[c]):
+            value = attr(cand)
+            if value != previous:
+                terms.append((value - previous) * m.build[c, j])
+            previous = value
+    return pyo.quicksum(terms)
+
+
+def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
+    """Sets, variables and the design's expressions.
+
+    it_power_w = (1 + f_ns) * equipment_w;  capex = equipment + build_usd_per_mw * IT MW
+    tco = capex + years * it_power * PUE * 8760 h * price
+    """
+    m.data = data
+    m.ladders = ladders(data)
+    m.CONFIGS = pyo.Set(initialize=sorted(m.ladders), ordered=True)
+    m.STEPS = pyo.Set(initialize=[(c, j) for c in m.CONFIGS for j in range(len(m.ladders[c]))],
+                      dimen=2, ordered=True)
+    m.BUILDINGS = pyo.Set(initialize=[b.name for b in data.buildings], ordered=True)
+    m.BUILDING_CONFIGS = pyo.Set(initialize=[(b, c) for b in m.BUILDINGS for c in m.CONFIGS],
+                                 dimen=2, ordered=True)
+    m.build = pyo.Var(m.STEPS, domain=pyo.Binary, doc="configuration built to >= this size")
+    m.su_in = pyo.Var(m.BUILDING_CONFIGS, domain=pyo.NonNegativeIntegers,
+                      doc="scalable units per building")
+    m.net_w = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals, doc="network power per building [W]")
+    m.net_racks = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals, doc="network racks per building")
+
+    f_ns = data.non_server_it_fraction
+    m.gpus = pyo.Expression(expr=ladder_sum(m, lambda k: k.gpus), doc="training GPUs")
+    m.equipment_w = pyo.Expression(expr=ladder_sum(m, lambda k: k.equipment_power_w))
+    m.it_power_w = pyo.Expression(expr=(1 + f_ns) * m.equipment_w, doc="critical IT power [W]")
+    m.cost_equipment_usd = pyo.Expression(expr=ladder_sum(m, lambda k: k.equipment_capex_usd))
+    m.cost_facility_usd = pyo.Expression(expr=data.build_usd_per_mw * m.it_power_w / 1e6)
+    m.capex_usd = pyo.Expression(expr=m.cost_equipment_usd + m.cost_facility_usd)
+    m.annual_opex_usd = pyo.Expression(
+        expr=m.it_power_w * data.pue * 8760.0 / 1e3 * data.electricity_usd_per_kwh)
+    m.tco_usd = pyo.Expression(expr=m.capex_usd + data.years * m.annual_opex_usd)
+    m.tokens_per_s = pyo.Expression(expr=ladder_sum(m, lambda k: k.tokens_per_s))
+    m.effective_tokens_per_s = pyo.Expression(
+        expr=ladder_sum(m, lambda k: k.effective_tokens_per_s))
+    m.elastic = elastic
+    m.slack_terms = []
+
+
+def _slack(m: pyo.ConcreteModel, name: str, index=None, scale: float = 1.0):
+    """Elastic slack for family `name` (0 unless elastic and the family is relaxable),
+    normalised by `scale` in the elastic objective."""
+    if not (m.elastic and name in RELAXABLE):
+        return (lambda *_: 0) if index is not None else 0
+    if index is None:
+        var = pyo.Var(domain=pyo.NonNegativeReals)
+        m.add_component(f"slack_{name}", var)
+        m.slack_terms.append(var / scale)
+        return var
+    var = pyo.Var(index, domain=pyo.NonNegativeReals)
+    m.add_component(f"slack_{name}", var)
+    m.slack_terms.extend(var[i] / scale for i in index)
+    return lambda i: var[i]
+
+
+def add_one_design(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Exactly one configuration is built, at one size of its ladder:
+    sum_c build[c,1] = 1;  build[c,j] <= build[c,j-1]."""
+    m.one_design = pyo.Constraint(expr=pyo.quicksum(m.build[c, 0] for c in m.CONFIGS) == 1)
+
+    @m.Constraint(m.STEPS, doc="sizes are built in ladder order")
+    def ladder_order(m, c, j):
+        return m.build[c, j] <= m.build[c, j - 1] if j > 0 else pyo.Constraint.Skip
+
+
+def add_gpu_range(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """min_gpus <= gpus <= max_gpus [GPUs]. A requirement: never relaxed."""
+    m.gpu_range = pyo.Constraint(expr=m.gpus >= data.min_gpus)
+    if data.max_gpus is not None:
+        m.gpu_cap = pyo.Constraint(expr=m.gpus <= data.max_gpus)
+
+
+def add_it_power(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Critical IT power of the whole design <= limits.it_power_mw [W]."""
+    slack = _slack(m, "it_power", scale=data.it_power_cap_w)
+    m.it_power = pyo.Constraint(expr=m.it_power_w <= data.it_power_cap_w + slack)
+
+
+def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Scalable units and network equipment are placed in buildings within their power.
+
+    foreach c: sum_b su_in[b,c] = SU count of c's chosen size
+    sum_b net_w[b] = switch + media power of the design
+    foreach b: (1+f_ns) (sum_c SU_power_c su_in[b,c] + net_w[b]) <= P_b
+    A full SU of nodes with their NICs is counted (a partial last SU is over-counted).
+    """
+    f_ns = data.non_server_it_fraction
+
+    @m.Constraint(m.CONFIGS, doc="every scalable unit placed in a building")
+    def su_placed(m, c):
+        return pyo.quicksum(m.su_in[b, c] for b in m.BUILDINGS) == ladder_sum(
+            m, lambda k: k.su_count, [c])
+
+    m.network_placed = pyo.Constraint(expr=pyo.quicksum(m.net_w[b] for b in m.BUILDINGS)
+                                      == ladder_sum(m, lambda k: k.network_power_w))
+    caps = {b.name: b.it_power_w for b in data.buildings}
+    slack = _slack(m, "building_power", index=m.BUILDINGS, scale=max(caps.values()))
+
+    @m.Constraint(m.BUILDINGS, doc="building IT power [W]")
+    def building_power(m, b):
+        su_w = pyo.quicksum(data.configs[c].su_nodes * data.configs[c].node_power_w
+                            * m.su_in[b, c] for c in m.CONFIGS)
+        return (1 + f_ns) * (su_w + m.net_w[b]) <= caps[b] + slack(b)
+
+
+def add_space(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Racks per building <= max_racks:  sum_c racks_SU,c su_in[b,c] + net_racks[b] <= R_b."""
+    m.network_racks_placed = pyo.Constraint(
+        expr=pyo.quicksum(m.net_racks[b] for b in m.BUILDINGS)
+        == ladder_sum(m, lambda k: k.network_racks))
+    limited = [b for b in data.buildings if b.max_racks is not None]
+    if not limited:
+        return
+    m.RACK_LIMITED = pyo.Set(initialize=[b.name for b in limited], ordered=True)
+    caps = {b.name: b.max_racks for b in limited}
+    slack = _slack(m, "space", index=m.RACK_LIMITED, scale=max(caps.values()))
+
+    @m.Constraint(m.RACK_LIMITED, doc="rack positions per building")
+    def space(m, b):
+        return pyo.quicksum(data.configs[c].su_racks * m.su_in[b, c]
+                            for c in m.CONFIGS) + m.net_racks[b] <= caps[b] + slack(b)
+
+
+def add_budget(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """capex_usd (or tco_usd when budget_basis = 'tco') <= limits.budget_usd [USD]."""
+    spend = m.tco_usd if data.budget_basis == "tco" else m.capex_usd
+    slack = _slack(m, "budget", scale=data.budget_usd)
+    m.budget = pyo.Constraint(expr=spend <= data.budget_usd + slack)
+
+
+def add_required_throughput(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """effective_tokens_per_s >= required (from the objective or the deadline) [tokens/s].
+    A requirement: never relaxed."""
+    need = data.required_effective_tokens_per_s
+    if need <= 0:
+        return
+    m.required_throughput = pyo.Constraint(expr=m.effective_tokens_per_s >= need)
+
+
+FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
+    ("one_design", add_one_design, False),
+    ("gpu_range", add_gpu_range, False),
+    ("it_power", add_it_power, True),
+    ("building_power", add_building_power, True),
+    ("space", add_space, True),
+    ("budget", add_budget, True),
+    ("required_throughput", add_required_throughput, False),
+)
+"""Build order; the flag says whether elastic mode may relax the family. Limits (resources)
+are relaxable; requirements (GPU range, throughput) are not, so a diagnosis says how much
+more of which resource the requirements need."""
+
+RELAXABLE = frozenset(name for name, _add, relaxable in FAMILIES if relaxable)
+
+
+def add_objective(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Maximise effective tokens/s, or minimise capex/TCO. Elastic mode minimises slack."""
+    if m.elastic:
+        m.objective = pyo.Objective(expr=pyo.quicksum(m.slack_terms), sense=pyo.minimize)
+        return
+    if data.objective == "max_effective_throughput":
+        m.objective = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
+    elif data.objective == "min_tco":
+        m.objective = pyo.Objective(expr=m.tco_usd, sense=pyo.minimize)
+    else:
+        m.objective = pyo.Objective(expr=m.capex_usd, sense=pyo.minimize)
+
+
+def build_model(data: DesignData, elastic: bool = False) -> pyo.ConcreteModel:
+    """The design MILP for `data`; in elastic mode relaxable families get penalised slack."""
+    if not data.candidates:
+        raise ValueError("no candidate designs to choose from")
+    m = pyo.ConcreteModel(name="clusterplan-design")
+    add_core(m, data, elastic)
+    for _name, add, _relaxable in FAMILIES:
+        add(m, data)
+    add_objective(m, data)
+    return m
+
+
+def add_lexicographic_tiebreak(m: pyo.ConcreteModel, data: DesignData, best: float,
+                               rel_tol: float = 1e-9) -> None:
+    """Second stage: keep the optimum of stage one, then take the cheapest such design.
+
+    max-throughput: effective_tokens_per_s >= best (1 - rel_tol), minimise capex_usd.
+    min-cost:       cost <= best (1 + rel_tol), maximise effective_tokens_per_s.
+    """
+    m.objective.deactivate()
+    if data.objective == "max_effective_throughput":
+        m.stage_one = pyo.Constraint(expr=m.effective_tokens_per_s >= best * (1 - rel_tol))
+        m.objective_tiebreak = pyo.Objective(expr=m.capex_usd, sense=pyo.minimize)
+    else:
+        cost = m.tco_usd if data.objective == "min_tco" else m.capex_usd
+        m.stage_one = pyo.Constraint(expr=cost <= best * (1 + rel_tol))
+        m.objective_tiebreak = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
+
+
+def chosen_candidate(m: pyo.ConcreteModel) -> Candidate:
+    """The candidate of a solved model: the last built step of the built configuration."""
+    config = max(m.CONFIGS, key=lambda c: pyo.value(m.build[c, 0]))
+    steps = [j for j in range(len(m.ladders[config])) if pyo.value(m.build[config, j]) > 0.5]
+    return m.ladders[config][max(steps)]

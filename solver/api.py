@@ -1,0 +1,129 @@
+"""Python API: solve an instance into an optimal design. Never prints, never exits."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyomo.environ as pyo
+
+from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
+from solver.backends.highs import MilpOutcome, solve_milp
+from solver.checker import check_design
+from solver.design import ChosenDesign
+from solver.design_data import build_design_data
+from solver.diagnose import diagnose
+from solver.evaluators import Evaluators, default_evaluators
+from solver.report import binding_limits, summary_document, tables
+from solver.schema import Instance
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    time_limit_s: float = 60.0
+    gap: float = 1e-6
+    threads: int = 1
+
+
+@dataclass
+class SolveResult:
+    """Status, the `--json` summary, pandas tables, and the chosen design (if any)."""
+
+    status: str
+    summary: dict[str, Any]
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    design: ChosenDesign | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bom(self) -> pd.DataFrame:
+        return self.tables["bom"]
+
+    @property
+    def power(self) -> pd.DataFrame:
+        return self.tables["power"]
+
+    @property
+    def cost(self) -> pd.DataFrame:
+        return self.tables["cost"]
+
+    @property
+    def binding(self) -> pd.DataFrame:
+        return self.tables["binding"]
+
+
+def instance_sha256(inst: Instance) -> str:
+    return hashlib.sha256(json.dumps(inst.model_dump(mode="json"), sort_keys=True)
+                          .encode()).hexdigest()
+
+
+def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, threads: int = 1,
+          evaluators: Evaluators | None = None,
+          extra_constraints: Callable[[pyo.ConcreteModel, Instance], None] | None = None,
+          ) -> SolveResult:
+    """Build the candidate designs, solve the design MILP with HiGHS, verify the optimum.
+
+    Statuses: optimal | feasible (limit hit, incumbent kept) | infeasible (with a
+    diagnosis in summary['diagnosis']) | no_solution.
+    """
+    start = time.perf_counter()
+    opts = SolveOptions(time_limit_s, gap, threads)
+    evaluators = evaluators or default_evaluators(inst)
+    data, notes = build_design_data(inst, evaluators)
+    if not data.candidates:
+        return _infeasible(inst, evaluators, opts, start, notes)
+    model = build_model(data)
+    if extra_constraints is not None:
+        extra_constraints(model, inst)
+    outcome = solve_milp(model, time_limit_s, gap, threads)
+    if outcome.status == "infeasible":
+        return _infeasible(inst, evaluators, opts, start, notes)
+    if outcome.status == "no_solution":
+        return _without_design(inst, "no_solution", opts, start, notes)
+    if outcome.status == "optimal":
+        stage_one = outcome.objective
+        add_lexicographic_tiebreak(model, data, stage_one)
+        second = solve_milp(model, time_limit_s, gap, threads)
+        if second.status in ("optimal", "feasible"):
+            outcome = MilpOutcome(outcome.status, outcome.termination, stage_one,
+                                  outcome.best_bound, outcome.gap,
+                                  outcome.runtime_s + second.runtime_s, outcome.solver_version)
+    design = extract_design(model)
+    check = check_design(inst, design, data)
+    runtime = time.perf_counter() - start
+    summary = summary_document(inst, design, outcome, check, binding_limits(inst, design, data),
+                               runtime, instance_sha256(inst), notes)
+    return SolveResult(outcome.status, summary, tables(inst, design, summary), design, notes)
+
+
+def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
+    """Read the chosen candidate and its building plan off a solved model."""
+    cand = chosen_candidate(m)
+    su = {b: round(pyo.value(m.su_in[b, cand.config])) for b in m.BUILDINGS}
+    net = {b: float(pyo.value(m.net_w[b])) for b in m.BUILDINGS}
+    return ChosenDesign(m.data.configs[cand.config], cand, su, net)
+
+
+def _infeasible(inst: Instance, evaluators: Evaluators, opts: SolveOptions, start: float,
+                notes: list[str]) -> SolveResult:
+    """Diagnose on candidates generated past the power and budget limits."""
+    relaxed, _ = build_design_data(inst, evaluators, relax_limits=True)
+    diagnosis = (diagnose(relaxed, opts) if relaxed.candidates else
+                 ["no configuration in `choices` yields a buildable design: " + "; ".join(notes)])
+    return _without_design(inst, "infeasible", opts, start, notes, diagnosis)
+
+
+def _without_design(inst: Instance, status: str, opts: SolveOptions, start: float,
+                    notes: list[str], diagnosis: list[str] | None = None) -> SolveResult:
+    summary = {
+        "status": status, "instance": inst.name, "diagnosis": diagnosis or [],
+        "notes": notes, "verified": False,
+        "solver": {"backend": "milp-highs", "runtime_s": round(time.perf_counter() - start, 3),
+                   "gap": None, "time_limit_s": opts.time_limit_s},
+    }
+    return SolveResult(status, summary, {}, None, notes)

@@ -1,0 +1,1 @@
+"""Solver back-ends: the only modules that talk to HiGHS and CP-SAT."""

@@ -1,0 +1,58 @@
+"""HiGHS through Pyomo's current solver interface (pyomo.contrib.solver).
+
+The only module that creates a HiGHS solver. Seeds and threads are fixed so the same
+model gives the same answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pyomo.environ as pyo
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
+
+@dataclass(frozen=True)
+class MilpOutcome:
+    status: str
+    """'optimal', 'feasible' (limit hit with an incumbent), 'infeasible', 'no_solution'."""
+    termination: str
+    objective: float | None
+    best_bound: float | None
+    gap: float | None
+    runtime_s: float
+    solver_version: str
+
+
+def solve_milp(model: pyo.ConcreteModel, time_limit_s: float = 60.0, rel_gap: float = 1e-6,
+               threads: int = 1) -> MilpOutcome:
+    """Solve `model` with HiGHS; load the incumbent into the model when there is one."""
+    solver = SolverFactory("highs")
+    start = time.perf_counter()
+    res = solver.solve(
+        model, time_limit=time_limit_s, rel_gap=rel_gap, threads=threads,
+        load_solutions=False, raise_exception_on_nonoptimal_result=False,
+        solver_options={"random_seed": 0, "output_flag": False},
+    )
+    runtime = time.perf_counter() - start
+    has_solution = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
+    if has_solution:
+        res.solution_loader.load_vars()
+    tc = res.termination_condition
+    if tc == TerminationCondition.convergenceCriteriaSatisfied and has_solution:
+        status = "optimal"
+    elif tc in (TerminationCondition.provenInfeasible, TerminationCondition.locallyInfeasible,
+                TerminationCondition.infeasibleOrUnbounded):
+        status = "infeasible"
+    elif has_solution:
+        status = "feasible"
+    else:
+        status = "no_solution"
+    obj, bound = res.incumbent_objective, res.objective_bound
+    gap = None
+    if obj is not None and bound is not None and abs(bound) < float("inf"):
+        gap = abs(bound - obj) / max(abs(obj), 1e-9)
+    version = ".".join(str(v) for v in solver.version())
+    return MilpOutcome(status, tc.name, obj, bound, gap, runtime, f"highs {version}")

@@ -1,0 +1,136 @@
+"""Independent checker: re-derive the chosen design from the instance and the analytic
+models (never from MILP values) and confirm every limit of the instance."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from models.design.data import DesignData
+from models.fabric import design_fabric
+from solver.design import ChosenDesign
+from solver.design_data import enumerate_configs, lengths_m, node_power_w
+from solver.schema import Instance
+
+REL_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    value: float
+    limit: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"{c.name}: {c.detail or f'{c.value:g} vs limit {c.limit:g}'}"
+                for c in self.checks if not c.ok]
+
+
+def _le(name: str, value: float, limit: float, detail: str = "") -> Check:
+    return Check(name, value <= limit * (1 + REL_TOL) + 1e-9, value, limit, detail)
+
+
+def check_design(inst: Instance, design: ChosenDesign, data: DesignData) -> CheckResult:
+    """Every limit, recomputed: fabric, media reach, parts cost and power, power, budget,
+    buildings, GPU range and throughput requirement."""
+    cand, cfg = design.candidate, design.config
+    parts = {p.key: p for p in enumerate_configs(inst)[0]}[cfg.key.rsplit("/", 1)[0]]
+    total_nodes = cand.nodes + cand.spare_nodes
+    fabric = design_fabric(parts.fabric_spec(total_nodes))
+    checks = [
+        Check("fabric_switches", fabric.switches_per_tier == cand.switches_per_tier,
+              fabric.switches_total, sum(cand.switches_per_tier), "switch counts per tier "
+              f"{cand.switches_per_tier} differ from the fabric model {fabric.switches_per_tier}"),
+        Check("fabric_endpoints", fabric.links_per_tier[0] == total_nodes * parts.gpu.nics_per_node,
+              fabric.links_per_tier[0], total_nodes * parts.gpu.nics_per_node,
+              "every NIC port attached"),
+    ]
+    lengths = lengths_m(inst, fabric)
+    assigned = {a.link_class: inst.catalog.medium[a.medium] for a in cfg.media}
+    media_usd = media_w = 0.0
+    for lc in fabric.link_classes:
+        medium = assigned.get(lc.name)
+        ok = (medium is not None and medium.reach_m >= lengths[lc.name]
+              and medium.gbps == parts.nic.port_gbps)
+        checks.append(Check(f"reach[{lc.name}]", ok, medium.reach_m if medium else 0,
+                            lengths[lc.name], f"{lc.name}: no medium at {parts.nic.port_gbps}G "
+                            f"reaching {lengths[lc.name]:g} m assigned"))
+        if medium is not None:
+            per_link_ends = 2 / medium.links_per_module
+            media_usd += lc.links * (per_link_ends * medium.price_usd_per_end
+                                     + (medium.fiber_usd_per_link if medium.kind in
+                                        ("multimode", "singlemode", "coherent") else 0))
+            media_w += lc.links * per_link_ends * medium.power_w_per_end
+    checks += _parts_checks(inst, design, parts, fabric, media_usd, media_w)
+    pc = design.power_cost(inst)
+    lim = inst.limits
+    checks.append(_le("it_power", pc.it_power_w / 1e6, lim.it_power_mw,
+                      f"IT power {pc.it_power_w / 1e6:.3f} MW > {lim.it_power_mw:g} MW"))
+    spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
+    checks.append(_le("budget", spend, lim.budget_usd,
+                      f"{lim.budget_basis} ${spend:,.0f} > budget ${lim.budget_usd:,.0f}"))
+    checks.append(Check("min_gpus", cand.gpus >= lim.min_gpus, cand.gpus, lim.min_gpus,
+                        f"{cand.gpus} GPUs < min_gpus {lim.min_gpus}"))
+    if lim.max_gpus is not None:
+        checks.append(_le("max_gpus", cand.gpus, lim.max_gpus))
+    checks += _building_checks(inst, design, parts, pc.equipment_power_w)
+    need = data.required_effective_tokens_per_s
+    if need > 0:
+        checks.append(Check("required_throughput", cand.effective_tokens_per_s >= need
+                            * (1 - REL_TOL), cand.effective_tokens_per_s, need,
+                            f"{cand.effective_tokens_per_s:,.0f} tokens/s < {need:,.0f}"))
+    return CheckResult(tuple(checks))
+
+
+def _parts_checks(inst: Instance, design: ChosenDesign, parts, fabric, media_usd: float,
+                  media_w: float) -> list[Check]:
+    """Equipment capex and power from first principles against the BOM's totals."""
+    g, fac, cand = parts.gpu, inst.catalog.facility, design.candidate
+    n = cand.nodes + cand.spare_nodes
+    racks = math.ceil(n / g.max_nodes_per_rack) + math.ceil(
+        fabric.switches_total * parts.switch.rack_units / 42)
+    usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd
+                + fac.storage_usd_per_node) + racks * fac.rack_usd
+           + fabric.switches_total * parts.switch.price_usd + media_usd)
+    watts = n * node_power_w(parts) + fabric.switches_total * parts.switch.power_w + media_w
+    bom = design.bom()
+    bom_usd, bom_w = sum(x.cost_usd for x in bom), sum(x.power_w for x in bom)
+    return [
+        Check("bom_capex", math.isclose(bom_usd, usd, rel_tol=1e-6), bom_usd, usd,
+              f"BOM capex ${bom_usd:,.0f} differs from the parts' ${usd:,.0f}"),
+        Check("bom_power", math.isclose(bom_w, watts, rel_tol=1e-6), bom_w, watts,
+              f"BOM power {bom_w:,.0f} W differs from the parts' {watts:,.0f} W"),
+    ]
+
+
+def _building_checks(inst: Instance, design: ChosenDesign, parts, equipment_w: float
+                     ) -> list[Check]:
+    """SUs placed in buildings, building power with the network power split as reported."""
+    cand, f_ns = design.candidate, inst.catalog.facility.non_server_it_fraction
+    su_total = math.ceil((cand.nodes + cand.spare_nodes) / design.config.su_nodes)
+    checks = [Check("scalable_units_placed", sum(design.su_per_building.values()) == su_total,
+                    sum(design.su_per_building.values()), su_total)]
+    server_w = (cand.nodes + cand.spare_nodes) * node_power_w(parts)
+    network_w = equipment_w - server_w
+    placed_w = sum(design.network_w_per_building.values())
+    checks.append(Check("network_power_placed", math.isclose(placed_w, network_w, rel_tol=1e-5,
+                                                             abs_tol=1.0), placed_w, network_w))
+    su_w = design.config.su_nodes * node_power_w(parts)
+    for b in inst.site.buildings:
+        load = (1 + f_ns) * (design.su_per_building[b.name] * su_w
+                             + design.network_w_per_building[b.name])
+        checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
+                          f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
+    return checks

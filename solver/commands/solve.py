@@ -1,0 +1,97 @@
+"""`clusterplan solve [INSTANCE]`: the optimal design, its BOM, power, cost, throughput."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
+from solver.errors import Infeasible, NoSolution
+
+
+def render(result) -> None:
+    """Readable rich tables of a solve on stdout."""
+    s = result.summary
+    d, p, c, t = s["design"], s["power"], s["cost"], s["throughput"]
+    head = Table(title=f"clusterplan design - {s['instance']} ({s['status']}, "
+                       f"verified={s['verified']})", show_header=False)
+    head.add_row("GPU system", f"{d['gpu']}: {d['gpus']:,} GPUs in {d['nodes']:,} nodes "
+                               f"+ {d['spare_nodes']:,} spare nodes")
+    head.add_row("Fabric", f"{d['switch']} + {d['nic']}: {d['tiers']} tiers, {d['pods']} pod(s), "
+                           f"{d['oversubscription']:g}:1 between pods, "
+                           f"{'rail-optimized' if d['rail_optimized'] else 'middle-of-rack'}, "
+                           f"{d['nic_attachment']}-port cages")
+    head.add_row("Switches per tier", " / ".join(f"{n:,}" for n in d["switches_per_tier"]))
+    head.add_row("Power", f"{p['it_mw']:.1f} MW critical IT, {p['facility_mw']:.1f} MW facility, "
+                          f"{p['annual_energy_twh']:.2f} TWh/yr")
+    head.add_row("Cost", f"capex ${c['capex_usd'] / 1e9:,.3f}B, opex ${c['annual_opex_usd'] / 1e6:,.1f}M"
+                         f"/yr, TCO ${c['tco_usd'] / 1e9:,.3f}B over {c['tco_years']} years")
+    head.add_row("Throughput", f"{t['tokens_per_s']:,.0f} tokens/s, MFU {t['mfu']:.1%}, "
+                               f"goodput {t['goodput']:.1%} -> {t['effective_tokens_per_s']:,.0f} "
+                               "effective tokens/s")
+    if t["time_to_train_days"] is not None:
+        head.add_row("Time to train", f"{t['time_to_train_days']:.1f} days")
+    stdout.print(head)
+    bom = Table(title="Bill of materials")
+    for col in ("item", "category", "quantity", "unit $", "cost $M", "power kW"):
+        bom.add_column(col, justify="left" if col in ("item", "category") else "right")
+    for line in s["bom"]:
+        bom.add_row(line["item"], line["category"], f"{line['quantity']:,.0f}",
+                    f"{line['unit_cost_usd']:,.0f}", f"{line['cost_usd'] / 1e6:,.1f}",
+                    f"{line['power_w'] / 1e3:,.0f}")
+    stdout.print(bom)
+    limits = Table(title="Limits (binding = the next size up would break it)")
+    for col in ("limit", "value", "cap", "slack", "binding"):
+        limits.add_column(col)
+    for b in s["binding"]:
+        limits.add_row(b["name"], f"{b['value']:,.2f}", f"{b['limit']:,.2f}",
+                       f"{b['slack']:,.2f} {b['unit']}", "yes" if b["binding"] else "")
+    stdout.print(limits)
+    solver = s["solver"]
+    stdout.print(f"HiGHS: {solver['termination']} in {solver['runtime_s']:.2f} s, "
+                 f"gap {solver['gap'] if solver['gap'] is not None else 'n/a'}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def solve(
+        instance: Annotated[Path | None, typer.Argument(
+            help="Instance file; default: the shipped instances/h100-100k.toml.")] = None,
+        out: Annotated[Path | None, typer.Option(
+            "--out", help="Output folder (default results/<instance>/).")] = None,
+        time_limit: Annotated[float, typer.Option("--time-limit", min=0.1,
+                                                  help="Solver time limit [s].")] = 60.0,
+        gap: Annotated[float, typer.Option("--gap", min=0.0, max=1.0,
+                                           help="Relative MIP gap.")] = 1e-6,
+        threads: Annotated[int, typer.Option("--threads", min=1, help="Solver threads.")] = 1,
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Solve an instance: the optimal design with BOM, power, cost and throughput."""
+        from solver.api import solve as solve_instance
+        from solver.loading import load_instance
+        from solver.outputs import default_out_dir, write_solve_outputs
+
+        def body():
+            inst = load_instance(instance)
+            result = solve_instance(inst, time_limit_s=time_limit, gap=gap, threads=threads)
+            if result.status == "infeasible":
+                if as_json:
+                    emit_json(result.summary)
+                raise Infeasible("instance is infeasible:\n" + "\n".join(
+                    f"  - {m}" for m in result.summary["diagnosis"]))
+            if result.status == "no_solution":
+                if as_json:
+                    emit_json(result.summary)
+                raise NoSolution(f"no design found within {time_limit:g} s")
+            folder = out or default_out_dir(inst.name)
+            written = write_solve_outputs(result.summary, result.bom.to_csv(index=False), folder)
+            if as_json:
+                emit_json(result.summary)
+            else:
+                render(result)
+            stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
+
+        run(body)

@@ -1,0 +1,31 @@
+"""A chosen design as the user sees it: the candidate, its building plan, its bill of
+materials, and power/cost rolled up by models.power_cost (not read off the MILP)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.design.data import Candidate, Config
+from models.power_cost import BomLine, PowerCost, power_cost
+from solver.schema import Instance
+
+
+@dataclass(frozen=True)
+class ChosenDesign:
+    config: Config
+    candidate: Candidate
+    su_per_building: dict[str, int]
+    network_w_per_building: dict[str, float]
+
+    def bom(self) -> list[BomLine]:
+        """Every part with quantity, unit cost and unit power (the facility is not a part)."""
+        return list(self.candidate.lines)
+
+    def media(self) -> list[dict]:
+        """Medium, length and link count of every link class the design has."""
+        return [{"link_class": a.link_class, "medium": a.medium, "kind": a.kind,
+                 "length_m": a.length_m, "links": self.candidate.links_by_class[a.link_class]}
+                for a in self.config.media if a.link_class in self.candidate.links_by_class]
+
+    def power_cost(self, inst: Instance) -> PowerCost:
+        return power_cost(self.bom(), inst.catalog.facility, inst.years)

@@ -1,0 +1,267 @@
+"""From an Instance to the design MILP's data: configurations and candidate sizes.
+
+For every combination of the instance's choices (GPU system x fabric option x layout x
+NIC attachment) that the hardware allows, and every combination of non-dominated media
+that reach each link class, the candidate sizes are the multiples of the scalable unit
+up to the largest size power, budget and max_gpus allow. Each candidate is evaluated
+exactly: fabric (models.fabric), spares and goodput, throughput (solver.evaluators).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
+from models.fabric import (
+    Fabric,
+    FabricSpec,
+    MediaLine,
+    design_fabric,
+    media_line,
+    media_reaching,
+    non_dominated_media,
+    scalable_unit_nodes,
+)
+from models.power_cost import BomLine
+from solver.evaluators import Evaluators
+from solver.fabric_inputs import link_lengths
+from solver.schema import FabricChoice, GpuSystem, Instance, Nic, Switch
+
+RACK_UNITS_PER_NETWORK_RACK = 42
+
+
+@dataclass(frozen=True)
+class ConfigParts:
+    """The catalog items of one configuration."""
+
+    key: str
+    gpu: GpuSystem
+    switch: Switch
+    nic: Nic
+    fabric: FabricChoice
+    rail_optimized: bool
+    nic_attachment: str
+
+    @property
+    def radix(self) -> int:
+        return self.switch.radix(self.nic.port_gbps)
+
+    def fabric_spec(self, nodes: int) -> FabricSpec:
+        return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
+                          tiers=self.fabric.tiers, pods=self.fabric.pods or 1,
+                          oversubscription=self.fabric.oversubscription,
+                          rail_optimized=self.rail_optimized)
+
+
+def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str) -> str:
+    tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
+    pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
+    layout = "rail" if rail else "mor"
+    return f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}"
+
+
+def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
+    """All allowed configurations, sorted by key, and notes on combinations skipped."""
+    cat, parts, skipped = inst.catalog, [], []
+    for gpu_id in sorted(set(inst.choices.gpus)):
+        gpu = cat.gpu[gpu_id]
+        for fabric in inst.choices.fabrics:
+            switch = cat.switch[fabric.switch]
+            nic = cat.nic[switch.required_nic or gpu.default_nic]
+            if switch.family not in nic.families:
+                skipped.append(f"{gpu_id} with {switch.id}: NIC {nic.id} does not speak "
+                               f"{switch.family}")
+                continue
+            if nic.port_gbps not in switch.radix_by_gbps:
+                skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
+                               f"{nic.id}")
+                continue
+            for rail in sorted(set(inst.choices.rail_optimized), reverse=True):
+                for attachment in sorted(set(inst.choices.nic_attachment)):
+                    key = config_key(gpu_id, fabric, rail, attachment)
+                    parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment))
+    return sorted(parts, key=lambda p: p.key), skipped
+
+
+def node_power_w(p: ConfigParts) -> float:
+    """One node with its GPUs and back-end NICs [W]."""
+    return (p.gpu.gpus_per_node * p.gpu.gpu_power_w + p.gpu.node_other_power_w
+            + p.gpu.nics_per_node * p.nic.power_w)
+
+
+def lengths_m(inst: Instance, fabric: Fabric) -> dict[str, float]:
+    """Routed length of each link class of `fabric` on the instance's site [m]."""
+    return link_lengths(inst.site.cable_lengths, fabric, len(inst.site.buildings) == 1)
+
+
+def max_nodes(inst: Instance, p: ConfigParts, relax_limits: bool = False) -> int:
+    """Largest training node count any limit could allow (network ignored: an upper bound).
+
+    relax_limits (diagnosis): power and budget are ignored up to 4x their size or the
+    min_gpus requirement, so the elastic model can say how much more they need."""
+    fac = inst.catalog.facility
+    per_node_w = node_power_w(p) * (1 + fac.non_server_it_fraction)
+    cap = inst.limits.it_power_mw * 1e6 / per_node_w
+    if inst.objective.kind == "max_effective_throughput":
+        per_node_usd = (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd
+                        + fac.build_usd_per_mw * per_node_w / 1e6)
+        cap = min(cap, inst.limits.budget_usd / per_node_usd)
+    if relax_limits:
+        cap = max(4 * cap, math.ceil(inst.limits.min_gpus / p.gpu.gpus_per_node))
+    if inst.limits.max_gpus is not None:
+        cap = min(cap, inst.limits.max_gpus / p.gpu.gpus_per_node)
+    return max(int(cap), 0)
+
+
+def network_racks(p: ConfigParts, switches: int) -> int:
+    return math.ceil(switches * p.switch.rack_units / RACK_UNITS_PER_NETWORK_RACK)
+
+
+def base_lines(inst: Instance, p: ConfigParts, nodes: int, spares: int,
+               switches: int) -> list[BomLine]:
+    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage."""
+    g, fac = p.gpu, inst.catalog.facility
+    total = nodes + spares
+    racks = math.ceil(total / g.max_nodes_per_rack) + network_racks(p, switches)
+    return [
+        BomLine(f"{g.id} node", "compute", total, g.node_price_usd,
+                g.gpus_per_node * g.gpu_power_w + g.node_other_power_w),
+        BomLine(f"{p.nic.id} NIC", "nic", total * g.nics_per_node, p.nic.price_usd,
+                p.nic.power_w),
+        BomLine(f"{p.switch.id} switch", "switch", switches, p.switch.price_usd,
+                p.switch.power_w),
+        BomLine("rack and power distribution", "rack", racks, fac.rack_usd),
+        BomLine("storage and front-end share", "storage", total, fac.storage_usd_per_node),
+    ]
+
+
+def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
+    """Transceivers and fibre, or cable assemblies, of one link class; the lines sum to
+    the MediaLine's capex and power."""
+    where = f"({line.link_class}, {line.length_m:g} m)"
+    if not line.transceivers:
+        return [BomLine(f"{line.medium_id} cable {where}", "cable", line.cables,
+                        line.capex_usd / line.cables, line.power_w / line.cables)]
+    fibre_usd = line.links * fiber_usd_per_link
+    out = [BomLine(f"{line.medium_id} transceiver {where}", "optics", line.transceivers,
+                   (line.capex_usd - fibre_usd) / line.transceivers,
+                   line.power_w / line.transceivers)]
+    if fibre_usd > 0:
+        out.append(BomLine(f"{line.medium_id} fibre {where}", "cable", line.links,
+                           fiber_usd_per_link))
+    return out
+
+
+def _media_combos(inst: Instance, p: ConfigParts, fabric: Fabric
+                  ) -> tuple[list[tuple[MediaAssignment, ...]], str | None]:
+    """Every combination of non-dominated reaching media over the link classes of the
+    largest fabric of a configuration; or a note when a class has no medium that reaches."""
+    lengths = lengths_m(inst, fabric)
+    media = list(inst.catalog.medium.values())
+    per_class = []
+    for lc in fabric.link_classes:
+        options = non_dominated_media(media_reaching(media, p.nic.port_gbps, lengths[lc.name]))
+        if not options:
+            return [], (f"{p.key}: no {p.nic.port_gbps}G medium reaches {lengths[lc.name]:g} m "
+                        f"for {lc.name} links")
+        per_class.append([MediaAssignment(lc.name, lc.tier, md.id, md.kind, lengths[lc.name])
+                          for md in options])
+    return [tuple(combo) for combo in itertools.product(*per_class)], None
+
+
+def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool = False
+                      ) -> tuple[DesignData, list[str]]:
+    """Configurations, exactly evaluated candidates and limits; plus notes for the user."""
+    configs: dict[str, Config] = {}
+    candidates: list[Candidate] = []
+    parts_list, notes = enumerate_configs(inst)
+    for p in parts_list:
+        su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, p.rail_optimized)
+        sized = []
+        for nodes in range(su, max_nodes(inst, p, relax_limits) + 1, su):
+            spares = evaluators.spare_nodes(inst, p, nodes)
+            try:
+                sized.append((nodes, spares, design_fabric(p.fabric_spec(nodes + spares))))
+            except ValueError as exc:
+                notes.append(f"{p.key} stops at {nodes - su} nodes: {exc}")
+                break
+        if not sized:
+            notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
+            continue
+        combos, problem = _media_combos(inst, p, sized[-1][2])
+        if problem:
+            notes.append(problem)
+            continue
+        for combo in combos:
+            key = f"{p.key}/" + "+".join(a.medium for a in combo)
+            configs[key] = Config(
+                key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id, tiers=p.fabric.tiers,
+                pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
+                rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
+                node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
+                media=combo)
+            candidates += [_candidate(inst, evaluators, p, key, combo, nodes, spares, fabric, su)
+                           for nodes, spares, fabric in sized]
+    return _design_data(inst, configs, candidates), notes
+
+
+def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
+               combo: tuple[MediaAssignment, ...], nodes: int, spares: int, fabric: Fabric,
+               su: int) -> Candidate:
+    """One configuration at one size, evaluated exactly."""
+    medium = {a.link_class: inst.catalog.medium[a.medium] for a in combo}
+    twin = p.nic_attachment == "twin"
+    links = [media_line(lc, medium[lc.name], next(a.length_m for a in combo
+                                                  if a.link_class == lc.name), twin)
+             for lc in fabric.link_classes]
+    lines = base_lines(inst, p, nodes, spares, fabric.switches_total)
+    for line in links:
+        lines += media_lines(line, medium[line.link_class].fiber_usd_per_link)
+    gpus = nodes * p.gpu.gpus_per_node
+    perf = evaluators.throughput(inst, p, fabric, gpus)
+    rel = evaluators.goodput(inst, p, fabric, nodes, spares, links)
+    return Candidate(
+        config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
+        switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
+        links_by_class={lc.name: lc.links for lc in fabric.link_classes},
+        lines=tuple(line for line in lines if line.quantity > 0),
+        network_power_w=(fabric.switches_total * p.switch.power_w
+                         + sum(line.power_w for line in links)),
+        network_racks=network_racks(p, fabric.switches_total),
+        tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
+        extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
+               "reliability": rel.details, "pods": fabric.pods,
+               "max_endpoints": fabric.max_endpoints},
+    )
+
+
+def required_effective_tokens_per_s(inst: Instance) -> float:
+    need = inst.objective.required_tokens_per_s or 0.0
+    if inst.limits.deadline_days and inst.workload.train_tokens:
+        need = max(need, inst.workload.train_tokens / (inst.limits.deadline_days * 86400.0))
+    return need
+
+
+def _design_data(inst: Instance, configs: dict[str, Config], candidates: list[Candidate]
+                 ) -> DesignData:
+    fac = inst.catalog.facility
+    return DesignData(
+        configs=configs,
+        candidates=tuple(sorted(candidates, key=lambda c: (c.config, c.nodes))),
+        buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks)
+                        for b in inst.site.buildings),
+        it_power_cap_w=inst.limits.it_power_mw * 1e6,
+        budget_usd=inst.limits.budget_usd,
+        budget_basis=inst.limits.budget_basis,
+        objective=inst.objective.kind,
+        required_effective_tokens_per_s=required_effective_tokens_per_s(inst),
+        min_gpus=inst.limits.min_gpus,
+        max_gpus=inst.limits.max_gpus,
+        non_server_it_fraction=fac.non_server_it_fraction,
+        pue=fac.pue,
+        build_usd_per_mw=fac.build_usd_per_mw,
+        electricity_usd_per_kwh=fac.electricity_usd_per_kwh,
+        years=inst.years,
+    )

@@ -1,0 +1,129 @@
+"""The solve summary (the `--json` document), binding limits and pandas tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from models.design.data import Candidate, DesignData
+from solver.backends.highs import MilpOutcome
+from solver.checker import CheckResult
+from solver.design import ChosenDesign
+from solver.schema import Instance
+
+OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
+                   "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD")}
+
+
+def binding_limits(inst: Instance, design: ChosenDesign, data: DesignData) -> list[dict]:
+    """Each limit with its slack; `binding` when the next larger size of the chosen
+    configuration would break it (the limit that stops the design from growing)."""
+    cand = design.candidate
+    pc = design.power_cost(inst)
+    lim = inst.limits
+    spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
+    bigger = _next_size(data, cand)
+    rows = [
+        _row("limits.it_power_mw", pc.it_power_w / 1e6, lim.it_power_mw, "MW",
+             bigger is not None and _scaled(pc.it_power_w, cand, bigger) > lim.it_power_mw * 1e6),
+        _row("limits.budget_usd", spend, lim.budget_usd, "USD",
+             bigger is not None and _scaled(spend, cand, bigger) > lim.budget_usd),
+    ]
+    if lim.max_gpus is not None:
+        rows.append(_row("limits.max_gpus", cand.gpus, lim.max_gpus, "GPUs",
+                         bigger is not None and bigger.gpus > lim.max_gpus))
+    if bigger is None and data.objective == "max_effective_throughput":
+        rows.append({"name": "candidate sizes", "value": cand.gpus, "limit": cand.gpus,
+                     "unit": "GPUs", "slack": 0.0, "binding": True})
+    return rows
+
+
+def _next_size(data: DesignData, cand: Candidate) -> Candidate | None:
+    same = [c for c in data.candidates if c.config == cand.config and c.nodes > cand.nodes]
+    return min(same, key=lambda c: c.nodes) if same else None
+
+
+def _scaled(value: float, cand: Candidate, bigger: Candidate) -> float:
+    """First-order estimate of a size-proportional quantity at the next size."""
+    return value * (bigger.nodes + bigger.spare_nodes) / (cand.nodes + cand.spare_nodes)
+
+
+def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> dict:
+    return {"name": name, "value": value, "limit": limit, "unit": unit,
+            "slack": limit - value, "binding": bool(binding)}
+
+
+def summary_document(inst: Instance, design: ChosenDesign, outcome: MilpOutcome,
+                     check: CheckResult, binding: list[dict], runtime_s: float, sha256: str,
+                     notes: list[str]) -> dict[str, Any]:
+    """The `clusterplan solve --json` contract."""
+    cand, cfg = design.candidate, design.config
+    pc = design.power_cost(inst)
+    name, unit = OBJECTIVE_UNITS[inst.objective.kind]
+    values = {"effective_tokens_per_s": cand.effective_tokens_per_s, "capex_usd": pc.capex_usd,
+              "tco_usd": pc.tco_usd}
+    train_tokens = inst.workload.train_tokens
+    days = (train_tokens / cand.effective_tokens_per_s / 86400.0
+            if train_tokens and cand.effective_tokens_per_s > 0 else None)
+    return {
+        "status": outcome.status,
+        "instance": inst.name,
+        "instance_sha256": sha256,
+        "objective": {"name": name, "value": values[name], "unit": unit,
+                      "milp_value": outcome.objective},
+        "design": {
+            "gpu": cfg.gpu, "gpus": cand.gpus, "nodes": cand.nodes,
+            "spare_nodes": cand.spare_nodes, "switch": cfg.switch, "nic": cfg.nic,
+            "tiers": cand.tiers, "pods": cand.extra["pods"],
+            "oversubscription": cfg.oversubscription, "rail_optimized": cfg.rail_optimized,
+            "nic_attachment": cfg.nic_attachment,
+            "switches_per_tier": list(cand.switches_per_tier),
+            "links_per_tier": list(cand.links_per_tier),
+            "media": design.media(),
+            "scalable_units_per_building": design.su_per_building,
+        },
+        "power": {"it_mw": pc.it_power_w / 1e6, "facility_mw": pc.facility_power_w / 1e6,
+                  "annual_energy_twh": pc.annual_energy_kwh / 1e9},
+        "cost": {"capex_usd": pc.capex_usd, "equipment_capex_usd": pc.equipment_capex_usd,
+                 "facility_capex_usd": pc.facility_capex_usd,
+                 "annual_opex_usd": pc.annual_opex_usd, "tco_usd": pc.tco_usd,
+                 "tco_years": pc.years},
+        "throughput": {"tokens_per_s": cand.tokens_per_s,
+                       "effective_tokens_per_s": cand.effective_tokens_per_s,
+                       "mfu": cand.mfu, "goodput": cand.goodput, "time_to_train_days": days,
+                       "performance": cand.extra["perf"], "reliability": cand.extra["reliability"]},
+        "bom": [{"item": line.item, "category": line.category, "quantity": line.quantity,
+                 "unit_cost_usd": line.unit_cost_usd, "cost_usd": line.cost_usd,
+                 "power_w": line.power_w} for line in design.bom()],
+        "binding": binding,
+        "verified": check.ok,
+        "verification": {"checks": len(check.checks), "failures": check.failures},
+        "notes": notes,
+        "solver": {"backend": "milp-highs", "version": outcome.solver_version,
+                   "runtime_s": round(runtime_s, 3), "milp_runtime_s": round(outcome.runtime_s, 3),
+                   "gap": outcome.gap, "best_bound": outcome.best_bound,
+                   "termination": outcome.termination},
+    }
+
+
+def tables(inst: Instance, design: ChosenDesign, summary: dict[str, Any]
+           ) -> dict[str, pd.DataFrame]:
+    """bom, power, cost and binding tables with unit-suffixed columns."""
+    bom = pd.DataFrame(summary["bom"])
+    pc = design.power_cost(inst)
+    power = pd.DataFrame([
+        {"component": cat, "power_kw": grp["power_w"].sum() / 1e3}
+        for cat, grp in bom.groupby("category", sort=True)
+    ] + [{"component": "non-server IT", "power_kw": (pc.it_power_w - pc.equipment_power_w) / 1e3},
+         {"component": "critical IT total", "power_kw": pc.it_power_w / 1e3},
+         {"component": "facility (PUE)", "power_kw": pc.facility_power_w / 1e3}])
+    cost = pd.DataFrame([
+        {"term": cat, "cost_usd": grp["cost_usd"].sum()}
+        for cat, grp in bom.groupby("category", sort=True)
+    ] + [{"term": "facility build", "cost_usd": pc.facility_capex_usd},
+         {"term": "capex total", "cost_usd": pc.capex_usd},
+         {"term": f"opex x {pc.years} years", "cost_usd": pc.years * pc.annual_opex_usd},
+         {"term": "tco total", "cost_usd": pc.tco_usd}])
+    return {"bom": bom, "power": power, "cost": cost,
+            "binding": pd.DataFrame(summary["binding"])}
