@@ -13,6 +13,7 @@ import pandas as pd
 import pyomo.environ as pyo
 
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
+from models.design.prune import elastic_candidates, prune
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import check_design
 from solver.design import ChosenDesign
@@ -66,7 +67,8 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
           evaluators: Evaluators | None = None,
           extra_constraints: Callable[[pyo.ConcreteModel, Instance], None] | None = None,
           ) -> SolveResult:
-    """Build the candidate designs, solve the design MILP with HiGHS, verify the optimum.
+    """Build the candidate designs, prune them exactly (models.design.prune), solve the
+    design MILP with HiGHS, verify the optimum with the independent checker.
 
     Statuses: optimal | feasible (limit hit, incumbent kept) | infeasible (with a
     diagnosis in summary['diagnosis']) | no_solution.
@@ -74,7 +76,8 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
     start = time.perf_counter()
     opts = SolveOptions(time_limit_s, gap, threads)
     evaluators = evaluators or default_evaluators(inst)
-    data, notes = build_design_data(inst, evaluators)
+    full, notes = build_design_data(inst, evaluators)
+    data = prune(full)
     if not data.candidates:
         return _infeasible(inst, evaluators, opts, start, notes)
     model = build_model(data)
@@ -96,7 +99,7 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
     design = extract_design(model)
     check = check_design(inst, design, data)
     runtime = time.perf_counter() - start
-    summary = summary_document(inst, design, outcome, check, binding_limits(inst, design, data),
+    summary = summary_document(inst, design, outcome, check, binding_limits(inst, design, full),
                                runtime, instance_sha256(inst), notes)
     return SolveResult(outcome.status, summary, tables(inst, design, summary), design, notes)
 
@@ -105,7 +108,7 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
     """Read the chosen candidate and its building plan off a solved model."""
     cand = chosen_candidate(m)
     su = {b: round(pyo.value(m.su_in[b, cand.config])) for b in m.BUILDINGS}
-    net = {b: float(pyo.value(m.net_w[b])) for b in m.BUILDINGS}
+    net = {b: float(pyo.value(m.net_mw[b])) * 1e6 for b in m.BUILDINGS}
     return ChosenDesign(m.data.configs[cand.config], cand, su, net)
 
 
@@ -113,6 +116,7 @@ def _infeasible(inst: Instance, evaluators: Evaluators, opts: SolveOptions, star
                 notes: list[str]) -> SolveResult:
     """Diagnose on candidates generated past the power and budget limits."""
     relaxed, _ = build_design_data(inst, evaluators, relax_limits=True)
+    relaxed = elastic_candidates(relaxed)
     diagnosis = (diagnose(relaxed, opts) if relaxed.candidates else
                  ["no configuration in `choices` yields a buildable design: " + "; ".join(notes)])
     return _without_design(inst, "infeasible", opts, start, notes, diagnosis)

@@ -33,20 +33,21 @@ def diagnose(data: DesignData, opts) -> list[str]:
         return [f"no configuration in `choices` can meet {need} at any power or budget "
                 "(check limits.max_gpus, choices and the workload)"]
     msgs = []
-    if hasattr(m, "slack_it_power") and pyo.value(m.slack_it_power) > 1e-6 * data.it_power_cap_w:
+    if hasattr(m, "slack_it_power") and pyo.value(m.slack_it_power) > 1e-6:
         cap = data.it_power_cap_w / 1e6
         msgs.append(f"limits.it_power_mw {cap:g} cannot host {need}; needs >= "
-                    f"{cap + pyo.value(m.slack_it_power) / 1e6:.1f}")
-    if hasattr(m, "slack_budget") and pyo.value(m.slack_budget) > 1e-6 * data.budget_usd:
+                    f"{cap + pyo.value(m.slack_it_power):.1f}")
+    if hasattr(m, "slack_budget") and pyo.value(m.slack_budget) > 1e-6:
+        need_usd = data.budget_usd + pyo.value(m.slack_budget) * 1e6
         msgs.append(f"limits.budget_usd {data.budget_usd:,.0f} cannot buy {need}; needs >= "
-                    f"{data.budget_usd + pyo.value(m.slack_budget):,.0f} ({data.budget_basis})")
+                    f"{need_usd:,.0f} ({data.budget_basis})")
     for b in data.buildings:
         if hasattr(m, "slack_building_power"):
-            extra = pyo.value(m.slack_building_power[b.name])
-            if extra > 1e-6 * b.it_power_w:
+            extra_mw = pyo.value(m.slack_building_power[b.name])
+            if extra_mw > 1e-6:
                 msgs.append(f"site.buildings[{b.name}].it_power_mw {b.it_power_w / 1e6:g} is too "
                             f"small for its share of {need}; needs >= "
-                            f"{(b.it_power_w + extra) / 1e6:.1f}")
+                            f"{b.it_power_w / 1e6 + extra_mw:.1f}")
         if hasattr(m, "slack_space") and b.name in m.RACK_LIMITED:
             extra = pyo.value(m.slack_space[b.name])
             if extra > 1e-6:

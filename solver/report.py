@@ -17,36 +17,46 @@ OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "token
 
 
 def binding_limits(inst: Instance, design: ChosenDesign, data: DesignData) -> list[dict]:
-    """Each limit with its slack; `binding` when the next larger size of the chosen
-    configuration would break it (the limit that stops the design from growing)."""
+    """Each limit with its slack; `binding` when the next size of the chosen configuration
+    (one more scalable unit) would break it: the limit that stops the design growing.
+    The next size is evaluated exactly when it is a candidate, else scaled from this one."""
     cand = design.candidate
     pc = design.power_cost(inst)
     lim = inst.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     bigger = _next_size(data, cand)
+    next_nodes = cand.nodes + design.config.su_nodes
+    if bigger is not None:
+        scale = (bigger.nodes + bigger.spare_nodes) / (cand.nodes + cand.spare_nodes)
+        next_nodes = bigger.nodes
+    else:
+        scale = (next_nodes + cand.spare_nodes) / (cand.nodes + cand.spare_nodes)
+    next_gpus = next_nodes * cand.gpus // cand.nodes
     rows = [
         _row("limits.it_power_mw", pc.it_power_w / 1e6, lim.it_power_mw, "MW",
-             bigger is not None and _scaled(pc.it_power_w, cand, bigger) > lim.it_power_mw * 1e6),
-        _row("limits.budget_usd", spend, lim.budget_usd, "USD",
-             bigger is not None and _scaled(spend, cand, bigger) > lim.budget_usd),
+             pc.it_power_w * scale > lim.it_power_mw * 1e6),
+        _row("limits.budget_usd", spend, lim.budget_usd, "USD", spend * scale > lim.budget_usd),
     ]
     if lim.max_gpus is not None:
         rows.append(_row("limits.max_gpus", cand.gpus, lim.max_gpus, "GPUs",
-                         bigger is not None and bigger.gpus > lim.max_gpus))
-    if bigger is None and data.objective == "max_effective_throughput":
-        rows.append({"name": "candidate sizes", "value": cand.gpus, "limit": cand.gpus,
-                     "unit": "GPUs", "slack": 0.0, "binding": True})
+                         next_gpus > lim.max_gpus))
+    for b in inst.site.buildings:
+        used = design.su_per_building[b.name]
+        rows.append(_row(f"site.buildings[{b.name}].it_power_mw",
+                         _building_mw(inst, design, b.name), b.it_power_mw, "MW", False)
+                    | {"scalable_units": used})
     return rows
+
+
+def _building_mw(inst: Instance, design: ChosenDesign, building: str) -> float:
+    cfg, f = design.config, 1 + inst.catalog.facility.non_server_it_fraction
+    return f * (design.su_per_building[building] * cfg.su_nodes * cfg.node_power_w
+                + design.network_w_per_building[building]) / 1e6
 
 
 def _next_size(data: DesignData, cand: Candidate) -> Candidate | None:
     same = [c for c in data.candidates if c.config == cand.config and c.nodes > cand.nodes]
     return min(same, key=lambda c: c.nodes) if same else None
-
-
-def _scaled(value: float, cand: Candidate, bigger: Candidate) -> float:
-    """First-order estimate of a size-proportional quantity at the next size."""
-    return value * (bigger.nodes + bigger.spare_nodes) / (cand.nodes + cand.spare_nodes)
 
 
 def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> dict:

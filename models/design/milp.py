@@ -9,9 +9,11 @@ Any quantity a of the chosen candidate is linear:
   a = sum_{c,j} (a_{c,j} - a_{c,j-1}) build[c,j],  a_{c,0} = 0.
 Placement variables:
   su_in[b,c] in Z+     scalable units of c placed in building b
-  net_w[b] >= 0        switch and media power placed in building b [W]
+  net_mw[b] >= 0       switch and media power placed in building b [MW]
   net_racks[b] >= 0    network racks placed in building b
 Sets are sorted; relaxable families get penalised slack in elastic (diagnosis) mode.
+Units inside the model are scaled for the solver's tolerances: power in MW, money in
+millions of USD (M$); the named expressions keep those units in their names.
 """
 
 from __future__ import annotations
@@ -64,19 +66,21 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
     m.build = pyo.Var(m.STEPS, domain=pyo.Binary, doc="configuration built to >= this size")
     m.su_in = pyo.Var(m.BUILDING_CONFIGS, domain=pyo.NonNegativeIntegers,
                       doc="scalable units per building")
-    m.net_w = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals, doc="network power per building [W]")
+    m.net_mw = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals,
+                       doc="network power per building [MW]")
     m.net_racks = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals, doc="network racks per building")
 
     f_ns = data.non_server_it_fraction
     m.gpus = pyo.Expression(expr=ladder_sum(m, lambda k: k.gpus), doc="training GPUs")
-    m.equipment_w = pyo.Expression(expr=ladder_sum(m, lambda k: k.equipment_power_w))
-    m.it_power_w = pyo.Expression(expr=(1 + f_ns) * m.equipment_w, doc="critical IT power [W]")
-    m.cost_equipment_usd = pyo.Expression(expr=ladder_sum(m, lambda k: k.equipment_capex_usd))
-    m.cost_facility_usd = pyo.Expression(expr=data.build_usd_per_mw * m.it_power_w / 1e6)
-    m.capex_usd = pyo.Expression(expr=m.cost_equipment_usd + m.cost_facility_usd)
-    m.annual_opex_usd = pyo.Expression(
-        expr=m.it_power_w * data.pue * 8760.0 / 1e3 * data.electricity_usd_per_kwh)
-    m.tco_usd = pyo.Expression(expr=m.capex_usd + data.years * m.annual_opex_usd)
+    m.equipment_mw = pyo.Expression(expr=ladder_sum(m, lambda k: k.equipment_power_w / 1e6))
+    m.it_power_mw = pyo.Expression(expr=(1 + f_ns) * m.equipment_mw, doc="critical IT power")
+    m.cost_equipment_musd = pyo.Expression(
+        expr=ladder_sum(m, lambda k: k.equipment_capex_usd / 1e6))
+    m.cost_facility_musd = pyo.Expression(expr=data.build_usd_per_mw / 1e6 * m.it_power_mw)
+    m.capex_musd = pyo.Expression(expr=m.cost_equipment_musd + m.cost_facility_musd)
+    m.annual_opex_musd = pyo.Expression(
+        expr=m.it_power_mw * data.pue * 8760.0 * data.electricity_usd_per_kwh / 1e3)
+    m.tco_musd = pyo.Expression(expr=m.capex_musd + data.years * m.annual_opex_musd)
     m.tokens_per_s = pyo.Expression(expr=ladder_sum(m, lambda k: k.tokens_per_s))
     m.effective_tokens_per_s = pyo.Expression(
         expr=ladder_sum(m, lambda k: k.effective_tokens_per_s))
@@ -118,17 +122,18 @@ def add_gpu_range(m: pyo.ConcreteModel, data: DesignData) -> None:
 
 
 def add_it_power(m: pyo.ConcreteModel, data: DesignData) -> None:
-    """Critical IT power of the whole design <= limits.it_power_mw [W]."""
-    slack = _slack(m, "it_power", scale=data.it_power_cap_w)
-    m.it_power = pyo.Constraint(expr=m.it_power_w <= data.it_power_cap_w + slack)
+    """Critical IT power of the whole design <= limits.it_power_mw [MW]."""
+    cap = data.it_power_cap_w / 1e6
+    slack = _slack(m, "it_power", scale=cap)
+    m.it_power = pyo.Constraint(expr=m.it_power_mw <= cap + slack)
 
 
 def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     """Scalable units and network equipment are placed in buildings within their power.
 
     foreach c: sum_b su_in[b,c] = SU count of c's chosen size
-    sum_b net_w[b] = switch + media power of the design
-    foreach b: (1+f_ns) (sum_c SU_power_c su_in[b,c] + net_w[b]) <= P_b
+    sum_b net_mw[b] = switch + media power of the design
+    foreach b: (1+f_ns) (sum_c SU_power_c su_in[b,c] + net_mw[b]) <= P_b   [MW]
     A full SU of nodes with their NICs is counted (a partial last SU is over-counted).
     """
     f_ns = data.non_server_it_fraction
@@ -138,16 +143,16 @@ def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
         return pyo.quicksum(m.su_in[b, c] for b in m.BUILDINGS) == ladder_sum(
             m, lambda k: k.su_count, [c])
 
-    m.network_placed = pyo.Constraint(expr=pyo.quicksum(m.net_w[b] for b in m.BUILDINGS)
-                                      == ladder_sum(m, lambda k: k.network_power_w))
-    caps = {b.name: b.it_power_w for b in data.buildings}
+    m.network_placed = pyo.Constraint(expr=pyo.quicksum(m.net_mw[b] for b in m.BUILDINGS)
+                                      == ladder_sum(m, lambda k: k.network_power_w / 1e6))
+    caps = {b.name: b.it_power_w / 1e6 for b in data.buildings}
     slack = _slack(m, "building_power", index=m.BUILDINGS, scale=max(caps.values()))
 
-    @m.Constraint(m.BUILDINGS, doc="building IT power [W]")
+    @m.Constraint(m.BUILDINGS, doc="building IT power [MW]")
     def building_power(m, b):
-        su_w = pyo.quicksum(data.configs[c].su_nodes * data.configs[c].node_power_w
-                            * m.su_in[b, c] for c in m.CONFIGS)
-        return (1 + f_ns) * (su_w + m.net_w[b]) <= caps[b] + slack(b)
+        su_mw = pyo.quicksum(data.configs[c].su_nodes * data.configs[c].node_power_w / 1e6
+                             * m.su_in[b, c] for c in m.CONFIGS)
+        return (1 + f_ns) * (su_mw + m.net_mw[b]) <= caps[b] + slack(b)
 
 
 def add_space(m: pyo.ConcreteModel, data: DesignData) -> None:
@@ -169,10 +174,11 @@ def add_space(m: pyo.ConcreteModel, data: DesignData) -> None:
 
 
 def add_budget(m: pyo.ConcreteModel, data: DesignData) -> None:
-    """capex_usd (or tco_usd when budget_basis = 'tco') <= limits.budget_usd [USD]."""
-    spend = m.tco_usd if data.budget_basis == "tco" else m.capex_usd
-    slack = _slack(m, "budget", scale=data.budget_usd)
-    m.budget = pyo.Constraint(expr=spend <= data.budget_usd + slack)
+    """capex (or TCO when budget_basis = 'tco') <= limits.budget_usd [M$]."""
+    spend = m.tco_musd if data.budget_basis == "tco" else m.capex_musd
+    cap = data.budget_usd / 1e6
+    slack = _slack(m, "budget", scale=cap)
+    m.budget = pyo.Constraint(expr=spend <= cap + slack)
 
 
 def add_required_throughput(m: pyo.ConcreteModel, data: DesignData) -> None:
@@ -208,9 +214,9 @@ def add_objective(m: pyo.ConcreteModel, data: DesignData) -> None:
     if data.objective == "max_effective_throughput":
         m.objective = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
     elif data.objective == "min_tco":
-        m.objective = pyo.Objective(expr=m.tco_usd, sense=pyo.minimize)
+        m.objective = pyo.Objective(expr=m.tco_musd, sense=pyo.minimize)
     else:
-        m.objective = pyo.Objective(expr=m.capex_usd, sense=pyo.minimize)
+        m.objective = pyo.Objective(expr=m.capex_musd, sense=pyo.minimize)
 
 
 def build_model(data: DesignData, elastic: bool = False) -> pyo.ConcreteModel:
@@ -229,15 +235,15 @@ def add_lexicographic_tiebreak(m: pyo.ConcreteModel, data: DesignData, best: flo
                                rel_tol: float = 1e-9) -> None:
     """Second stage: keep the optimum of stage one, then take the cheapest such design.
 
-    max-throughput: effective_tokens_per_s >= best (1 - rel_tol), minimise capex_usd.
+    max-throughput: effective_tokens_per_s >= best (1 - rel_tol), minimise capex.
     min-cost:       cost <= best (1 + rel_tol), maximise effective_tokens_per_s.
     """
     m.objective.deactivate()
     if data.objective == "max_effective_throughput":
         m.stage_one = pyo.Constraint(expr=m.effective_tokens_per_s >= best * (1 - rel_tol))
-        m.objective_tiebreak = pyo.Objective(expr=m.capex_usd, sense=pyo.minimize)
+        m.objective_tiebreak = pyo.Objective(expr=m.capex_musd, sense=pyo.minimize)
     else:
-        cost = m.tco_usd if data.objective == "min_tco" else m.capex_usd
+        cost = m.tco_musd if data.objective == "min_tco" else m.capex_musd
         m.stage_one = pyo.Constraint(expr=cost <= best * (1 + rel_tol))
         m.objective_tiebreak = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
 

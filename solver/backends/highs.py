@@ -14,6 +14,10 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
 
+PRESOLVE_PROBING = 1 << 15
+"""HiGHS presolve rule bit of probing (option presolve_rule_off)."""
+
+
 @dataclass(frozen=True)
 class MilpOutcome:
     status: str
@@ -34,7 +38,10 @@ def solve_milp(model: pyo.ConcreteModel, time_limit_s: float = 60.0, rel_gap: fl
     res = solver.solve(
         model, time_limit=time_limit_s, rel_gap=rel_gap, threads=threads,
         load_solutions=False, raise_exception_on_nonoptimal_result=False,
-        solver_options={"random_seed": 0, "output_flag": False},
+        solver_options={"random_seed": 0, "output_flag": False,
+                        # probing costs minutes on long size ladders and finds nothing
+                        # the ladder_order chains do not already imply
+                        "presolve_rule_off": PRESOLVE_PROBING},
     )
     runtime = time.perf_counter() - start
     has_solution = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)

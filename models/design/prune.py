@@ -1,0 +1,104 @@
+"""Exact candidate pruning before the MILP (a bound, not a heuristic).
+
+Every limit of the design MILP involves only the one chosen candidate, so whether a
+candidate k can be built is decided by closed forms:
+  IT power       (1+f) P_k <= P_cap
+  budget         E_k + c_MW (1+f) P_k / 1e6 (+ years * opex)  <= B
+  GPU range      min_gpus <= g_k <= max_gpus;   requirement  T_k >= T_req
+  buildings      U_k <= sum_b min(floor(P_b / ((1+f) u_P)), floor(R_b / u_R))
+                 (1+f) (U_k u_P + N_k) <= sum_b P_b;   U_k u_R + NR_k <= sum_b R_b
+with U_k scalable units of u_P watts and u_R racks, N_k / NR_k the network power and
+racks, which the MILP may split across buildings continuously. The building conditions
+are exact: the leftover of every building sums to the same total whatever the integer
+SU placement, and network equipment can fill any leftover.
+
+Let LB be the best objective value among buildable candidates. A candidate that cannot
+be built, or whose value is below LB, is never optimal and is dropped; ties are kept
+for the MILP's second (cheapest-design) stage. `elastic_candidates` keeps, for the
+diagnosis, each configuration's smallest candidate that meets the requirements: cost,
+power, SUs and network equipment are non-decreasing in size, so larger ones need more of
+every limit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from models.design.data import Candidate, DesignData
+
+REL_TIE = 1e-9
+
+
+def it_power_w(data: DesignData, k: Candidate) -> float:
+    return (1 + data.non_server_it_fraction) * k.equipment_power_w
+
+
+def capex_usd(data: DesignData, k: Candidate) -> float:
+    return k.equipment_capex_usd + data.build_usd_per_mw * it_power_w(data, k) / 1e6
+
+
+def tco_usd(data: DesignData, k: Candidate) -> float:
+    opex = it_power_w(data, k) * data.pue * 8760.0 / 1e3 * data.electricity_usd_per_kwh
+    return capex_usd(data, k) + data.years * opex
+
+
+def meets_requirements(data: DesignData, k: Candidate) -> bool:
+    return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
+            and k.effective_tokens_per_s >= data.required_effective_tokens_per_s)
+
+
+def fits_buildings(data: DesignData, k: Candidate) -> bool:
+    cfg, f = data.configs[k.config], 1 + data.non_server_it_fraction
+    su_w = cfg.su_nodes * cfg.node_power_w
+    per_building = []
+    for b in data.buildings:
+        by_power = math.floor(b.it_power_w / (f * su_w) * (1 + REL_TIE))
+        by_space = (math.floor(b.max_racks / cfg.su_racks) if b.max_racks is not None
+                    else by_power)
+        per_building.append(min(by_power, by_space))
+    power_ok = f * (k.su_count * su_w + k.network_power_w) <= sum(
+        b.it_power_w for b in data.buildings) * (1 + REL_TIE)
+    racks = [b.max_racks for b in data.buildings]
+    space_ok = (None in racks or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
+    return k.su_count <= sum(per_building) and power_ok and space_ok
+
+
+def buildable(data: DesignData, k: Candidate) -> bool:
+    """All limits of the instance hold for candidate k (closed forms above)."""
+    spend = tco_usd(data, k) if data.budget_basis == "tco" else capex_usd(data, k)
+    return (it_power_w(data, k) <= data.it_power_cap_w * (1 + REL_TIE)
+            and spend <= data.budget_usd * (1 + REL_TIE)
+            and meets_requirements(data, k) and fits_buildings(data, k))
+
+
+def objective_value(data: DesignData, k: Candidate) -> float:
+    """The objective as a quantity to maximise."""
+    if data.objective == "max_effective_throughput":
+        return k.effective_tokens_per_s
+    return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
+
+
+def prune(data: DesignData) -> DesignData:
+    """Drop candidates that cannot be built or are beaten by a buildable one."""
+    ok = [k for k in data.candidates if buildable(data, k)]
+    if not ok:
+        return replace(data, candidates=())
+    best = max(objective_value(data, k) for k in ok)
+    keep = tuple(k for k in ok if objective_value(data, k) >= best - REL_TIE * abs(best))
+    return _restrict(data, keep)
+
+
+def elastic_candidates(data: DesignData) -> DesignData:
+    """Per configuration, the smallest candidate that meets the requirements."""
+    smallest: dict[str, Candidate] = {}
+    for k in data.candidates:
+        if meets_requirements(data, k) and (k.config not in smallest
+                                            or k.nodes < smallest[k.config].nodes):
+            smallest[k.config] = k
+    return _restrict(data, tuple(smallest[c] for c in sorted(smallest)))
+
+
+def _restrict(data: DesignData, keep: tuple[Candidate, ...]) -> DesignData:
+    configs = {c: cfg for c, cfg in data.configs.items() if any(k.config == c for k in keep)}
+    return replace(data, configs=configs, candidates=keep)
