@@ -12,12 +12,13 @@ from typing import Any
 import pandas as pd
 import pyomo.environ as pyo
 
+from models.design.data import DesignData
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
 from models.design.prune import elastic_candidates, prune
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import check_design
 from solver.design import ChosenDesign
-from solver.design_data import build_design_data
+from solver.design_data import build_design_data, with_limits
 from solver.diagnose import diagnose
 from solver.evaluators import Evaluators, default_evaluators
 from solver.report import binding_limits, summary_document, tables
@@ -66,17 +67,23 @@ def instance_sha256(inst: Instance) -> str:
 def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, threads: int = 1,
           evaluators: Evaluators | None = None,
           extra_constraints: Callable[[pyo.ConcreteModel, Instance], None] | None = None,
-          ) -> SolveResult:
+          candidates: DesignData | None = None) -> SolveResult:
     """Build the candidate designs, prune them exactly (models.design.prune), solve the
     design MILP with HiGHS, verify the optimum with the independent checker.
 
     Statuses: optimal | feasible (limit hit, incumbent kept) | infeasible (with a
     diagnosis in summary['diagnosis']) | no_solution.
+    `candidates`: design data built by `build_design_data` for an instance that differs
+    from `inst` only in `limits` and whose limits are at least as large (sweeps reuse
+    it); the limits of `inst` are applied to it.
     """
     start = time.perf_counter()
     opts = SolveOptions(time_limit_s, gap, threads)
     evaluators = evaluators or default_evaluators(inst)
-    full, notes = build_design_data(inst, evaluators)
+    if candidates is None:
+        full, notes = build_design_data(inst, evaluators)
+    else:
+        full, notes = with_limits(candidates, inst), []
     data = prune(full)
     if not data.candidates:
         return _infeasible(inst, evaluators, opts, start, notes)

@@ -9,6 +9,7 @@ exactly: fabric (models.fabric), spares and goodput, throughput (solver.evaluato
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -242,6 +243,16 @@ def required_effective_tokens_per_s(inst: Instance) -> float:
     if inst.limits.deadline_days and inst.workload.train_tokens:
         need = max(need, inst.workload.train_tokens / (inst.limits.deadline_days * 86400.0))
     return need
+
+
+def with_limits(data: DesignData, inst: Instance) -> DesignData:
+    """`data` with the limits, requirements and objective of `inst` (same choices/catalog)."""
+    limits = _design_data(inst, data.configs, list(data.candidates))
+    return dataclasses.replace(data, **{f: getattr(limits, f) for f in LIMIT_FIELDS})
+
+
+LIMIT_FIELDS = ("buildings", "it_power_cap_w", "budget_usd", "budget_basis", "objective",
+                "required_effective_tokens_per_s", "min_gpus", "max_gpus")
 
 
 def _design_data(inst: Instance, configs: dict[str, Config], candidates: list[Candidate]

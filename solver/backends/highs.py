@@ -13,7 +13,6 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
-
 PRESOLVE_PROBING = 1 << 15
 """HiGHS presolve rule bit of probing (option presolve_rule_off)."""
 
