@@ -1,0 +1,250 @@
+"""Scenarios: dotted instance paths, value specs, and validated scenario documents.
+
+A *path* names one field of an instance as the solver sees it (defaults filled in, the
+shipped catalog merged): ``limits.it_power_mw``, ``catalog.gpu.h100-sxm.node_price_usd``,
+``site.buildings[hall-a].it_power_mw`` or ``site.buildings[0].max_racks``. Keys may hold
+dots (catalog and workload ids are slugs such as ``gpt4-1.8t-moe``): at each table the
+longest key that prefixes the rest of the path is taken.
+
+A *spec* gives the values of one path:
+- ``lo:hi:n``   n evenly spaced points from lo to hi inclusive;
+- ``a,b,c``     a list (numbers, true/false, none, or text);
+- ``±p%:n``     (or ``+-p%:n``) n points from base x (1 - p/100) to base x (1 + p/100).
+Integer fields get integer values (ranges are rounded).
+
+A scenario sets its paths in the raw instance document (catalog figures become
+``[catalog.<kind>.<id>]`` overrides; a workload given by id is inlined) and is validated
+like a file, so every problem is reported with its path before anything is solved.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from solver.errors import InvalidInstance
+from solver.loading import instance_from_dict
+from solver.schema import Instance
+
+_RELATIVE = re.compile(r"^(?:±|\+-|\+/-)\s*([0-9.]+)\s*%\s*:\s*([0-9]+)$")
+_INDEX = re.compile(r"^\[([^\]]+)\]")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One point of a sweep: the values it sets, its document and validated instance."""
+
+    id: str
+    values: dict[str, Any]
+    doc: dict[str, Any]
+    instance: Instance
+
+
+def document_sha256(doc: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def scenario_id(base_sha: str, values: dict[str, Any]) -> str:
+    """Stable id of a scenario: the base document's hash and the values it sets."""
+    text = json.dumps({"base": base_sha, "values": values}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --- paths ---------------------------------------------------------------------------
+
+def _split(node: Any, rest: str, path: str) -> tuple[Any, str]:
+    """The child of `node` named at the head of `rest`, and the rest after it."""
+    if isinstance(node, list):
+        m = _INDEX.match(rest)
+        if not m:
+            raise InvalidInstance([f"{path}: expected [index] or [name] after a list"])
+        key, tail = m.group(1), rest[m.end():]
+        if key.lstrip("-").isdigit():
+            idx = int(key)
+            if not -len(node) <= idx < len(node):
+                raise InvalidInstance([f"{path}: index {idx} out of range ({len(node)} items)"])
+            return idx, tail.removeprefix(".")
+        names = [i for i, item in enumerate(node) if isinstance(item, dict)
+                 and item.get("name") == key]
+        if not names:
+            raise InvalidInstance([f"{path}: no item named '{key}'"])
+        return names[0], tail.removeprefix(".")
+    if isinstance(node, dict):
+        hits = [k for k in node if rest == k or rest.startswith(k + ".")
+                or rest.startswith(k + "[")]
+        if not hits:
+            head = re.split(r"[.\[]", rest, maxsplit=1)[0]
+            raise InvalidInstance([f"{path}: no field '{head}' (known: "
+                                   f"{', '.join(sorted(map(str, node)))})"])
+        key = max(hits, key=len)
+        return key, rest[len(key):].removeprefix(".")
+    raise InvalidInstance([f"{path}: '{rest}' goes below a value"])
+
+
+def path_keys(full: dict[str, Any], path: str) -> list[Any]:
+    """The keys and indices of `path` in the full instance document; InvalidInstance
+    naming the path when it does not exist."""
+    keys, node, rest = [], full, path
+    while rest:
+        key, rest = _split(node, rest, path)
+        keys.append(key)
+        node = node[key]
+    if not keys:
+        raise InvalidInstance(["--vary: empty path"])
+    return keys
+
+
+def get_path(full: dict[str, Any], path: str) -> Any:
+    node = full
+    for key in path_keys(full, path):
+        node = node[key]
+    return node
+
+
+def set_path(doc: dict[str, Any], full: dict[str, Any], path: str, value: Any) -> None:
+    """Set `path` to `value` in the raw document `doc`, in place.
+
+    Parts missing from `doc` are copied from `full` (the validated instance), except
+    that catalog items are written as overrides of the single field."""
+    keys = path_keys(full, path)
+    catalog_depth = 2 if keys[0] == "catalog" and keys[1] == "facility" else 3
+    node, full_node = doc, full
+    for depth, key in enumerate(keys[:-1]):
+        full_node = full_node[key]
+        child = node[key] if _has(node, key) else None
+        if not isinstance(child, dict | list):
+            child = ({} if keys[0] == "catalog" and depth < catalog_depth
+                     else copy.deepcopy(full_node))
+            node[key] = child
+        node = child
+    node[keys[-1]] = value
+
+
+def _has(node: Any, key: Any) -> bool:
+    return key in node if isinstance(node, dict) else 0 <= key < len(node)
+
+
+# --- specs ---------------------------------------------------------------------------
+
+def parse_scalar(text: str) -> Any:
+    t = text.strip()
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    try:
+        return int(t.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        return float(t.replace("_", ""))
+    except ValueError:
+        return t
+
+
+def _typed(values: list[Any], base: Any) -> list[Any]:
+    """Numbers as the base field's type: int fields get rounded ints, float fields floats."""
+    numeric = [isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in values]
+    if isinstance(base, float):
+        return [float(v) if num else v for v, num in zip(values, numeric, strict=True)]
+    if isinstance(base, bool) or not isinstance(base, int):
+        return [float(v) if isinstance(v, np.floating) else v for v in values]
+    return [int(round(float(v))) if isinstance(v, int | float) and not isinstance(v, bool)
+            else v for v in values]
+
+
+def parse_spec(path: str, spec: str | list[Any] | Any, base: Any) -> list[Any]:
+    """The values of one --vary spec (see the module docstring); `base` is the
+    instance's current value (for relative ranges and integer fields)."""
+    if isinstance(spec, list | tuple):
+        return _typed(list(spec), base)
+    if not isinstance(spec, str):
+        return _typed([spec], base)
+    text = spec.strip()
+    rel = _RELATIVE.match(text)
+    if rel:
+        if isinstance(base, bool) or not isinstance(base, int | float):
+            raise InvalidInstance([f"{path}: a relative range needs a numeric base value "
+                                   f"(the instance has {base!r})"])
+        pct, n = float(rel.group(1)) / 100.0, int(rel.group(2))
+        if n < 1:
+            raise InvalidInstance([f"{path}: a range needs at least one point"])
+        return _typed(list(base * (1 + np.linspace(-pct, pct, n))), base)
+    parts = text.split(":")
+    if len(parts) == 3:
+        lo, hi, n = (parse_scalar(p) for p in parts)
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi)) \
+                or not isinstance(n, int) or n < 1:
+            raise InvalidInstance([f"{path}: range '{text}' must be lo:hi:points with numbers "
+                                   "and a positive integer count"])
+        return _typed(list(np.linspace(lo, hi, n)), base)
+    values = [parse_scalar(p) for p in text.split(",") if p.strip()]
+    if not values:
+        raise InvalidInstance([f"{path}: no values in '{text}'"])
+    return _typed(values, base)
+
+
+def parse_vary(text: str) -> tuple[str, str]:
+    """'PATH=SPEC' -> (path, spec)."""
+    path, sep, spec = text.partition("=")
+    if not sep or not path.strip() or not spec.strip():
+        raise InvalidInstance([f"--vary '{text}': expected PATH=SPEC, e.g. "
+                               "limits.it_power_mw=100:200:5"])
+    return path.strip(), spec.strip()
+
+
+def grid(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the axes' values, in the order given (last axis fastest)."""
+    paths = list(axes)
+    return [dict(zip(paths, combo, strict=True))
+            for combo in itertools.product(*(axes[p] for p in paths))]
+
+
+def resolve_axes(full: dict[str, Any], vary: dict[str, Any]) -> dict[str, list[Any]]:
+    """{path: spec} -> {path: values}; every bad path or spec is reported at once."""
+    axes, problems = {}, []
+    for path, spec in vary.items():
+        try:
+            axes[path] = parse_spec(path, spec, get_path(full, path))
+        except InvalidInstance as exc:
+            problems += exc.problems
+    if problems:
+        raise InvalidInstance(problems, "--vary")
+    return axes
+
+
+# --- scenarios -----------------------------------------------------------------------
+
+def full_document(base: Instance) -> dict[str, Any]:
+    return base.model_dump(mode="json")
+
+
+def make_scenarios(base_doc: dict[str, Any], base: Instance,
+                   assignments: list[dict[str, Any]], source: str) -> list[Scenario]:
+    """Validated scenarios, one per assignment {path: value}. Every invalid value is
+    reported at once, naming its path and value, before anything is solved."""
+    full = full_document(base)
+    base_sha = document_sha256(base_doc)
+    out, problems = [], []
+    for values in assignments:
+        doc = copy.deepcopy(base_doc)
+        try:
+            for path, value in values.items():
+                set_path(doc, full, path, value)
+            inst = instance_from_dict(doc, source)
+        except InvalidInstance as exc:
+            where = ", ".join(f"{p}={v!r}" for p, v in values.items())
+            problems += [f"{where}: {p}" for p in exc.problems]
+            continue
+        out.append(Scenario(scenario_id(base_sha, values), values, doc, inst))
+    if problems:
+        raise InvalidInstance(sorted(set(problems)), source)
+    return out
