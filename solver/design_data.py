@@ -9,6 +9,7 @@ exactly: fabric (models.fabric), spares and goodput, throughput (solver.evaluato
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import math
@@ -26,7 +27,7 @@ from models.fabric import (
     scalable_unit_nodes,
 )
 from models.power_cost import BomLine
-from solver.evaluators import Evaluators
+from solver.evaluators import BREAKPOINT_RATIO, Evaluators, GoodputEstimate
 from solver.fabric_inputs import link_lengths
 from solver.schema import FabricChoice, GpuSystem, Instance, Nic, Switch
 
@@ -179,7 +180,13 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
     candidates: list[Candidate] = []
     parts_list, notes = enumerate_configs(inst)
     for p in parts_list:
-        su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, p.rail_optimized)
+        if not p.rail_optimized and p.gpu.nics_per_node > p.radix // 2:
+            notes.append(f"{p.key}: middle-of-rack needs at most {p.radix // 2} NIC ports per "
+                         f"node ({p.gpu.id} has {p.gpu.nics_per_node}); skipped")
+            continue
+        # Both layouts grow in the rail-optimized scalable unit (k/2 nodes), so they are
+        # compared at equal sizes.
+        su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
         sized = []
         for nodes in range(su, max_nodes(inst, p, relax_limits) + 1, su):
             spares = evaluators.spare_nodes(inst, p, nodes)
@@ -203,26 +210,59 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
                 node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
                 media=combo)
-            candidates += [_candidate(inst, evaluators, p, key, combo, nodes, spares, fabric, su)
-                           for nodes, spares, fabric in sized]
+            links = [links_of(inst, p, combo, fabric) for _, _, fabric in sized]
+            goodputs = ladder_goodput(inst, evaluators, p, sized, links)
+            candidates += [_candidate(inst, evaluators, p, key, nodes, spares, fabric, su,
+                                      size_links, rel)
+                           for (nodes, spares, fabric), size_links, rel
+                           in zip(sized, links, goodputs, strict=True)]
     return _design_data(inst, configs, candidates), notes
 
 
+def links_of(inst: Instance, p: ConfigParts, combo: tuple[MediaAssignment, ...],
+             fabric: Fabric) -> list[MediaLine]:
+    """Every link class of `fabric` built with the medium `combo` assigns it."""
+    by_class = {a.link_class: a for a in combo}
+    return [media_line(lc, inst.catalog.medium[by_class[lc.name].medium],
+                       by_class[lc.name].length_m, p.nic_attachment == "twin")
+            for lc in fabric.link_classes]
+
+
+def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
+                   sized: list[tuple[int, int, Fabric]], links: list[list[MediaLine]]
+                   ) -> list[GoodputEstimate]:
+    """Goodput along a size ladder: exact at sizes ~5% apart (and both ends), linear in
+    nodes in between; goodput varies smoothly with size, its model costs ~1 ms a call."""
+    exact = [0]
+    for i, (nodes, _, _) in enumerate(sized[1:], start=1):
+        if nodes >= BREAKPOINT_RATIO * sized[exact[-1]][0] or i == len(sized) - 1:
+            exact.append(i)
+    at = {i: evaluators.goodput(inst, p, sized[i][2], sized[i][0], sized[i][1], links[i])
+          for i in exact}
+    out = []
+    for i, (nodes, _, _) in enumerate(sized):
+        if i in at:
+            out.append(at[i])
+            continue
+        j = bisect.bisect_left(exact, i)
+        lo, hi = exact[j - 1], exact[j]
+        t = (nodes - sized[lo][0]) / (sized[hi][0] - sized[lo][0])
+        near = at[lo] if t < 0.5 else at[hi]
+        out.append(GoodputEstimate((1 - t) * at[lo].goodput + t * at[hi].goodput,
+                                   near.details | {"interpolated_between_nodes":
+                                                   [sized[lo][0], sized[hi][0]]}))
+    return out
+
+
 def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
-               combo: tuple[MediaAssignment, ...], nodes: int, spares: int, fabric: Fabric,
-               su: int) -> Candidate:
-    """One configuration at one size, evaluated exactly."""
-    medium = {a.link_class: inst.catalog.medium[a.medium] for a in combo}
-    twin = p.nic_attachment == "twin"
-    links = [media_line(lc, medium[lc.name], next(a.length_m for a in combo
-                                                  if a.link_class == lc.name), twin)
-             for lc in fabric.link_classes]
+               nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
+               rel: GoodputEstimate) -> Candidate:
+    """One configuration at one size."""
     lines = base_lines(inst, p, nodes, spares, fabric.switches_total)
     for line in links:
-        lines += media_lines(line, medium[line.link_class].fiber_usd_per_link)
+        lines += media_lines(line, inst.catalog.medium[line.medium_id].fiber_usd_per_link)
     gpus = nodes * p.gpu.gpus_per_node
     perf = evaluators.throughput(inst, p, fabric, gpus)
-    rel = evaluators.goodput(inst, p, fabric, nodes, spares, links)
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,

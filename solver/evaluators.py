@@ -1,18 +1,44 @@
-"""Throughput, goodput and spares of one candidate design, as the MILP's coefficients.
+"""Throughput, goodput and spares of one candidate design: the MILP's coefficients.
 
-`Evaluators` bundles three functions; `solve()` uses `default_evaluators(inst)`.
-Throughput: GPUs x dense peak x objective.assumed_mfu / model FLOPs per token.
-Goodput: 1 - objective.overhead_fraction. Spares: ceil(spare_fraction x nodes).
+Two families, chosen by the instance's [objective]:
+- performance = 'model' (default): the calibrated performance model's best parallelism
+  (models.perf.search) on the design's GPUs and network. Evaluated exactly at breakpoints
+  every ~5% in GPU count and interpolated linearly (per GPU) between them, because the
+  search over thousands of ladder sizes would dominate the solve; the chosen design is
+  re-evaluated exactly afterwards (`exact_throughput`).
+  performance = 'assumed_mfu': GPUs x dense peak x assumed_mfu / model FLOPs per token.
+- reliability_model = 'model' (default): failures, checkpoints, restarts and hot spares
+  (models.reliability) for the design's media and switches; the better recovery mode
+  (storage checkpoints or in-memory/peer) is chosen per design, since neither costs
+  capex. Spares: the fewest meeting reliability.availability_target.
+  reliability_model = 'overhead': goodput = 1 - overhead_fraction, spares =
+  ceil(reliability.spare_fraction x nodes).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
-from solver.schema import Instance, Workload
+from models.fabric import Fabric, MediaLine
+from models.perf import NetworkSpec, search
+from models.perf.flops import arch_of
+from models.reliability import ReliabilityInputs, goodput
+from models.reliability.goodput import choose_spares
+from solver.reliability_inputs import (
+    load_reliability_catalog,
+    reliability_rates,
+    workload_checkpoint_gb,
+)
+from solver.schema import Instance
+
+BREAKPOINT_RATIO = 1.05
+"""Spacing of exact performance evaluations in GPU count (5%)."""
+COPPER_KINDS = ("dac", "acc", "aec")
 
 
 @dataclass(frozen=True)
@@ -35,40 +61,166 @@ class Evaluators:
     spare_nodes: Callable[..., int]
 
 
-def model_flops_per_token(w: Workload) -> float:
-    """Training FLOPs per token (forward + backward, no recompute), Narayanan et al. 2021:
-    6 * (active non-embedding params + vocab*hidden) + 12 * layers * hidden * seq_len.
-    """
-    h, L = w.hidden, w.layers
-    kv = (w.kv_heads or w.heads) / w.heads
-    attn = h * h * (2 + 2 * kv)
-    ffn_h = w.ffn_hidden or 4 * h
-    mats = 3 if w.gated_mlp else 2
-    dense_ffn = mats * h * ffn_h
-    if w.moe is None:
-        per_layer = attn + dense_ffn
-    else:
-        moe_ffn = mats * h * w.moe.expert_ffn_hidden * (w.moe.top_k + w.moe.shared_experts)
-        share = 1.0 / w.moe.moe_layer_freq
-        per_layer = attn + share * moe_ffn + (1 - share) * dense_ffn
-    return 6.0 * (L * per_layer + w.vocab * h) + 12.0 * L * h * w.seq_len
+# --- assumed MFU and overhead fraction -------------------------------------------------
 
-
-def assumed_mfu_throughput(inst: Instance, parts, fabric, gpus: int) -> PerfEstimate:
+def assumed_mfu_throughput(inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+    """tokens/s = GPUs x dense peak [FLOP/s] x assumed_mfu / model FLOPs per token."""
     peak = parts.gpu.peak_tflops(inst.workload.precision) * 1e12
     mfu = inst.objective.assumed_mfu
-    return PerfEstimate(gpus * peak * mfu / model_flops_per_token(inst.workload), mfu,
-                        {"model": "assumed_mfu"})
+    per_token = arch_of(inst.workload).model_flops_per_token
+    return PerfEstimate(gpus * peak * mfu / per_token, mfu, {"model": "assumed_mfu"})
 
 
-def overhead_goodput(inst: Instance, parts, fabric, nodes: int, spares: int,
-                     media_lines) -> GoodputEstimate:
-    return GoodputEstimate(1.0 - inst.objective.overhead_fraction, {"model": "overhead_fraction"})
+def overhead_goodput(inst: Instance, parts, fabric: Fabric, nodes: int, spares: int,
+                     media_lines: list[MediaLine]) -> GoodputEstimate:
+    return GoodputEstimate(1.0 - inst.objective.overhead_fraction, {"model": "overhead"})
 
 
 def fraction_spares(inst: Instance, parts, nodes: int) -> int:
     return math.ceil(inst.reliability.spare_fraction * nodes)
 
 
+# --- the performance model -------------------------------------------------------------
+
+def network_spec(parts, fabric: Fabric, gpus: int) -> NetworkSpec:
+    """The scale-out network as the job sees it: NIC bandwidth per GPU, SHARP, pods."""
+    pods = fabric.spec.pods
+    return NetworkSpec(
+        gbps_per_gpu=parts.nic.port_gbps * parts.gpu.nics_per_node / parts.gpu.gpus_per_node,
+        in_network_reduction=parts.switch.in_network_reduction,
+        pod_gpus=math.ceil(gpus / pods) if pods > 1 else None,
+        oversubscription=fabric.spec.oversubscription if pods > 1 else 1.0)
+
+
+def exact_throughput(inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+    """Best parallelism of the workload on exactly `gpus` GPUs of this design."""
+    res = search(inst.workload, parts.gpu, network_spec(parts, fabric, gpus), gpus)
+    if not res.fits:
+        return PerfEstimate(0.0, 0.0, {"model": "perf", "fits": False,
+                                       "memory_gib_per_gpu": res.memory_gib_per_gpu})
+    return PerfEstimate(res.tokens_per_s, res.mfu, {
+        "model": "perf", "fits": True, "parallelism": res.parallelism.as_dict(),
+        "hfu": res.hfu, "step_time_s": res.step_time_s,
+        "memory_gib_per_gpu": res.memory_gib_per_gpu, "breakdown_s": res.breakdown})
+
+
+class InterpolatedThroughput:
+    """exact_throughput on a grid of GPU counts ~5% apart, linear per GPU in between.
+
+    Grid points are whole nodes, gpus_per_node * ceil(1.05^i); each is evaluated once per
+    (GPU system, network as the job sees it) and cached, so fabrics that look the same to
+    the job (e.g. Spectrum-X and Tomahawk 5 at 400G) share evaluations.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple, PerfEstimate] = {}
+
+    def _at(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+        key = (parts.gpu.id, network_spec(parts, fabric, gpus), gpus)
+        if key not in self._cache:
+            self._cache[key] = exact_throughput(inst, parts, fabric, gpus)
+        return self._cache[key]
+
+    def __call__(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+        points = grid_points(parts.gpu.gpus_per_node)
+        i = bisect.bisect_left(points, gpus)
+        if points[i] == gpus:
+            return self._at(inst, parts, fabric, gpus)
+        lo, hi = points[i - 1], points[i]
+        a, b = self._at(inst, parts, fabric, lo), self._at(inst, parts, fabric, hi)
+        t = (gpus - lo) / (hi - lo)
+        per_gpu = (1 - t) * a.tokens_per_s / lo + t * b.tokens_per_s / hi
+        near = a if t < 0.5 else b
+        return PerfEstimate(per_gpu * gpus, (1 - t) * a.mfu + t * b.mfu, near.details | {
+            "interpolated_between_gpus": [lo, hi]})
+
+
+@cache
+def grid_points(gpus_per_node: int, max_gpus: int = 10**8) -> list[int]:
+    """GPU counts of exact evaluation, ascending: gpus_per_node * ceil(1.05^i)."""
+    out, i = [], 0
+    while not out or out[-1] < max_gpus:
+        g = gpus_per_node * math.ceil(BREAKPOINT_RATIO ** i)
+        if not out or g > out[-1]:
+            out.append(g)
+        i += 1
+    return out
+
+
+# --- the reliability model ---------------------------------------------------------------
+
+class ModelGoodput:
+    """Goodput and spares from models.reliability with the design's media and switches."""
+
+    def __init__(self, inst: Instance):
+        self.catalog = load_reliability_catalog()
+        self.checkpoint_gb = workload_checkpoint_gb(inst.workload)
+        self._rates: dict[str, object] = {}
+        self._spares: dict[tuple, int] = {}
+
+    def inputs(self, inst: Instance, parts, nodes: int, recovery: str,
+               fabric: Fabric | None = None, media_lines: list[MediaLine] | None = None,
+               spares: int | None = None) -> ReliabilityInputs:
+        g = parts.gpu
+        node_kind = ("dac" if not parts.rail_optimized else "multimode")
+        upper_optical, upper_kind = 0, "singlemode"
+        for line in media_lines or []:
+            if line.link_class == "node-leaf":
+                node_kind = line.kind
+            elif line.kind not in COPPER_KINDS:
+                upper_optical += line.links
+                upper_kind = line.kind
+        copper = node_kind in COPPER_KINDS
+        return ReliabilityInputs(
+            gpus=nodes * g.gpus_per_node, gpus_per_node=g.gpus_per_node,
+            node_links_optical=0 if copper else g.nics_per_node,
+            node_links_copper=g.nics_per_node if copper else 0,
+            switches=fabric.switches_total if fabric else 0,
+            switch_links_optical=upper_optical, rail_optimized=parts.rail_optimized,
+            checkpoint_size_gb=self.checkpoint_gb,
+            checkpoint_gbps=nodes * g.frontend_gbps_per_node / 8.0, recovery=recovery,
+            node_optic_kind=node_kind if not copper else "multimode",
+            switch_optic_kind=upper_kind, node_copper_kind=node_kind if copper else "dac",
+            leaf_down_ports=max(1, parts.radix // 2),
+            peer_gbytes_per_s_per_node=g.nics_per_node * parts.nic.port_gbps / 8.0,
+            availability_target=inst.reliability.availability_target, spare_nodes=spares)
+
+    def rates(self, parts):
+        gen = parts.gpu.generation
+        if gen not in self._rates:
+            self._rates[gen] = reliability_rates(self.catalog, gen)
+        return self._rates[gen]
+
+    def spare_nodes(self, inst: Instance, parts, nodes: int) -> int:
+        """Fewest hot spares meeting the availability target (node-level failures only,
+        so configurations with the same GPU system and node links share the answer)."""
+        key = (parts.gpu.id, parts.nic.id, parts.rail_optimized, nodes)
+        if key not in self._spares:
+            self._spares[key] = choose_spares(self.inputs(inst, parts, nodes, "in-memory"),
+                                              self.rates(parts))
+        return self._spares[key]
+
+    def goodput(self, inst: Instance, parts, fabric: Fabric, nodes: int, spares: int,
+                media_lines: list[MediaLine]) -> GoodputEstimate:
+        results = {mode: goodput(self.inputs(inst, parts, nodes, mode, fabric, media_lines,
+                                             spares), self.rates(parts))
+                   for mode in ("in-memory", "storage")}
+        mode = max(results, key=lambda m: results[m].goodput)
+        r = results[mode]
+        return GoodputEstimate(r.goodput, {
+            "model": "reliability", "recovery": mode,
+            "interruptions_per_day": r.interruptions_per_day, "mtbf_hours": r.mtbf_hours,
+            "checkpoint_interval_s": r.checkpoint_interval_s,
+            "checkpoint_write_s": r.checkpoint_write_s, "restart_s": r.restart_s,
+            "spare_nodes": r.spare_nodes, "availability": r.availability,
+            "interruptions_per_day_by_cause": r.breakdown})
+
+
 def default_evaluators(inst: Instance) -> Evaluators:
-    return Evaluators(assumed_mfu_throughput, overhead_goodput, fraction_spares)
+    """The evaluators the instance's [objective] asks for."""
+    throughput = (InterpolatedThroughput() if inst.objective.performance == "model"
+                  else assumed_mfu_throughput)
+    if inst.objective.reliability_model == "model":
+        rel = ModelGoodput(inst)
+        return Evaluators(throughput, rel.goodput, rel.spare_nodes)
+    return Evaluators(throughput, overhead_goodput, fraction_spares)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -61,6 +63,36 @@ def degree_checks(arch: Arch, system: GpuSystemLike, tp: int, pp: int, cp: int, 
     return problems
 
 
+@lru_cache(maxsize=256)
+def _model_parallel_choices(arch: Arch, nvlink_domain_gpus: int,
+                            fixed: tuple[tuple[str, int], ...]) -> tuple[tuple[int, ...], ...]:
+    """Valid (tp, pp, vpp, cp, ep) for a model and NVLink domain, whatever the GPU count
+    (cached: the search runs at many GPU counts of one design)."""
+    pinned = dict(fixed)
+    system = _Domain(nvlink_domain_gpus)
+    ep_default = tuple(e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+                       if arch.experts % e == 0) if arch.is_moe else (1,)
+    cp_default = tuple(c for c in CP_CHOICES
+                       if arch.seq_len % c == 0 and arch.seq_len // c >= MIN_TOKENS_PER_CP_RANK
+                       or c == 1)
+
+    def choices(key: str, default: tuple) -> tuple:
+        return (pinned[key],) if key in pinned else default
+
+    return tuple(
+        (tp, pp, vpp, cp, ep) for tp, pp, vpp, cp, ep in itertools.product(
+            choices("tp", TP_CHOICES), choices("pp", PP_CHOICES), choices("vpp", VPP_CHOICES),
+            choices("cp", cp_default), choices("ep", ep_default))
+        if not degree_checks(arch, system, tp, pp, cp, ep, vpp))
+
+
+@dataclass(frozen=True)
+class _Domain:
+    """The one system attribute degree_checks reads."""
+
+    nvlink_domain_gpus: int
+
+
 def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
                    fixed: Mapping[str, int | str] | None = None) -> dict[str, np.ndarray]:
     """All candidate configurations for at most `gpus` GPUs, honouring `fixed` degrees
@@ -70,18 +102,10 @@ def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
     def choices(key: str, default: tuple) -> tuple:
         return (fixed[key],) if key in fixed else default
 
-    ep_default = tuple(e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-                       if arch.experts % e == 0) if arch.is_moe else (1,)
-    cp_default = tuple(c for c in CP_CHOICES
-                       if arch.seq_len % c == 0 and arch.seq_len // c >= MIN_TOKENS_PER_CP_RANK
-                       or c == 1)
-    outer = []
-    for tp, pp, vpp, cp, ep in itertools.product(
-            choices("tp", TP_CHOICES), choices("pp", PP_CHOICES), choices("vpp", VPP_CHOICES),
-            choices("cp", cp_default), choices("ep", ep_default)):
-        if tp * pp * cp > gpus or degree_checks(arch, system, tp, pp, cp, ep, vpp):
-            continue
-        outer.append((tp, pp, vpp, cp, ep))
+    fixed_outer = tuple(sorted((k, v) for k, v in fixed.items()
+                               if k in ("tp", "pp", "vpp", "cp", "ep")))
+    outer = [o for o in _model_parallel_choices(arch, system.nvlink_domain_gpus, fixed_outer)
+             if o[0] * o[1] * o[3] <= gpus]
     rc_codes = tuple(RECOMPUTE_MODES.index(r) for r in choices("recompute", RECOMPUTE_MODES))
     mbs = choices("micro_batch", MICRO_BATCH_CHOICES)
     names = ("tp", "pp", "vpp", "cp", "ep", "mb", "rc")

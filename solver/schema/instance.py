@@ -14,6 +14,7 @@ from solver.schema.catalog import (
     Slug,
     StrictModel,
 )
+from solver.schema.site import Hall
 from solver.schema.workload import Workload
 
 
@@ -42,6 +43,9 @@ class Building(StrictModel):
     """Critical IT power this building can supply [MW]."""
     max_racks: PositiveInt | None = None
     """Rack positions available (space limit)."""
+    halls: list[Hall] = []
+    """Floor plan (solver.schema.site); empty = generated from it_power_mw and the site's
+    rack_power_kw by solver.schema.site.default_halls."""
 
 
 class CableLengths(StrictModel):
@@ -97,11 +101,16 @@ class Objective(StrictModel):
     kind: Literal["max_effective_throughput", "min_capex", "min_tco"] = "max_effective_throughput"
     required_tokens_per_s: PositiveFloat | None = None
     """Effective throughput to reach when minimising cost [tokens/s]."""
+    performance: Literal["model", "assumed_mfu"] = "model"
+    """Throughput from the calibrated performance model (best parallelism per design), or
+    GPUs x dense peak x assumed_mfu / model FLOPs per token."""
     assumed_mfu: Fraction = 0.40
-    """Model FLOPs utilisation used until the performance model replaces it."""
+    """Model FLOPs utilisation when performance = 'assumed_mfu'."""
+    reliability_model: Literal["model", "overhead"] = "model"
+    """Goodput from the failure/checkpoint/restart model, or 1 - overhead_fraction."""
     overhead_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.10
-    """Share of wall-clock time lost to failures and checkpoints until the reliability
-    model replaces it."""
+    """Share of wall-clock time lost to failures and checkpoints when
+    reliability_model = 'overhead'."""
     years: PositiveInt | None = None
     """TCO horizon [years]; default from the catalog's facility."""
 
