@@ -135,13 +135,12 @@ def summary_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
 # --- sharing candidates --------------------------------------------------------------
 
 def shared_document(base_doc: dict[str, Any], scenarios: list[Scenario]) -> dict | None:
-    """The base document with the largest limits of the scenarios, when every varied path
-    is a limit or requirement (`REUSABLE_PATHS`); else None (each scenario is rebuilt).
+    """The base document with the largest limits of `scenarios` (those whose varied paths
+    are all limits or requirements, `REUSABLE_PATHS`); None when there are none.
 
     Candidate ladders are cut only by it_power_mw, budget_usd and max_gpus, so the
     largest of each over the scenarios gives candidates that contain every scenario's."""
-    paths = {p for s in scenarios for p in s.values}
-    if not scenarios or not all(REUSABLE_PATHS.match(p) for p in paths):
+    if not scenarios:
         return None
     lims = [s.instance.limits for s in scenarios]
     doc = json.loads(json.dumps(base_doc))
@@ -290,8 +289,11 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
     name = name or default_sweep_name(paths, assignments)
     folder = Path(out) if out is not None else default_sweep_dir(base.instance.name, name)
     done = finished_rows(folder, [s.id for s in scenarios])
-    shared = shared_document(base.doc, scenarios) if share_candidates else None
-    todo = [Task(s.id, s.values, s.doc, base.source, time_limit_s, shared)
+    reusable = [s for s in scenarios if all(REUSABLE_PATHS.match(p) for p in s.values)]
+    shared = shared_document(base.doc, reusable) if share_candidates else None
+    reusable_ids = {s.id for s in reusable}
+    todo = [Task(s.id, s.values, s.doc, base.source, time_limit_s,
+                 shared if s.id in reusable_ids else None)
             for s in scenarios if s.id not in done]
     rows = dict(done)
     with _progress(progress, len(scenarios), len(done)) as advance:
@@ -310,7 +312,7 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
             "failed": int((~table["status"].isin(SOLVED)).sum()), "solved_now": len(todo),
             "reused": len(done), "table": str(parquet), "csv": str(parquet.with_suffix(".csv")),
             "folder": str(folder), "runtime_s": round(runtime, 3), "backend": backend,
-            "shared_candidates": shared is not None, "paths": paths}
+            "shared_candidates": sum(t.shared_doc is not None for t in todo), "paths": paths}
     write_json_durably(folder / "sweep.json", meta)
     table.attrs.update(meta)
     return table

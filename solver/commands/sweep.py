@@ -1,0 +1,183 @@
+"""`clusterplan sweep | tornado | pareto | marginal`: scenario sweeps and sensitivity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
+
+InstanceArg = Annotated[Path | None, typer.Argument(
+    help="Instance file; default: the shipped instances/h100-100k.toml.")]
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", help="Output folder (default results/<instance>/sweeps/<name>/).")]
+BackendOpt = Annotated[str, typer.Option(
+    "--backend", help="local | processes | dask.")]
+SchedulerOpt = Annotated[str | None, typer.Option(
+    "--scheduler", help="Dask scheduler address (default: a LocalCluster on loopback).")]
+WorkersOpt = Annotated[int, typer.Option("--workers", min=1,
+                                         help="Worker processes (processes, local Dask).")]
+TimeLimitOpt = Annotated[float, typer.Option("--time-limit", min=0.1,
+                                             help="Solver time limit per scenario [s].")]
+NameOpt = Annotated[str | None, typer.Option("--name", help="Sweep name (folder).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
+
+
+def _run_options(out, backend, scheduler, workers, time_limit, name, quiet) -> dict[str, Any]:
+    from solver.errors import UsageError
+    from solver.sweep import BACKENDS
+
+    if backend not in BACKENDS:
+        raise UsageError(f"--backend: one of {', '.join(BACKENDS)} (got '{backend}')")
+    if scheduler is not None and backend != "dask":
+        raise UsageError("--scheduler: only with --backend dask")
+    return {"out": out, "backend": backend, "scheduler": scheduler, "workers": workers,
+            "time_limit_s": time_limit, "name": name, "progress": not quiet}
+
+
+def _contract(attrs: dict[str, Any]) -> dict[str, Any]:
+    keys = ("scenarios", "solved", "failed", "table", "runtime_s", "backend", "csv", "folder",
+            "solved_now", "reused", "name")
+    return {k: attrs[k] for k in keys}
+
+
+def _percent(text: str, option: str) -> float:
+    from solver.errors import UsageError
+
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise UsageError(f"{option}: a percentage such as 20% (got '{text}')") from None
+    return value / 100.0 if text.strip().endswith("%") or value >= 1 else value
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def sweep(
+        instance: InstanceArg = None,
+        vary: Annotated[list[str] | None, typer.Option(
+            "--vary", help="PATH=SPEC: lo:hi:n, a,b,c or ±p%:n; repeat for a grid.")] = None,
+        file: Annotated[Path | None, typer.Option(
+            "--file", help="Sweep file (TOML) with instance, name and a [vary] table.")] = None,
+        out: OutOpt = None, backend: Annotated[str | None, typer.Option(
+            "--backend", help="local | processes | dask (default local).")] = None,
+        scheduler: SchedulerOpt = None,
+        workers: Annotated[int | None, typer.Option("--workers", min=1, help=(
+            "Worker processes (processes, local Dask; default 2)."))] = None,
+        time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.1, help=(
+            "Solver time limit per scenario [s] (default 60)."))] = None,
+        name: NameOpt = None, quiet: QuietOpt = False, as_json: JsonFlag = False,
+    ) -> None:
+        """Solve every scenario of a grid; one tidy table (parquet + CSV) of the results."""
+        from solver.errors import UsageError
+        from solver.scenario import parse_vary
+        from solver.sweep import read_sweep_file
+        from solver.sweep import sweep as run_sweep
+
+        def body():
+            spec: dict[str, Any] = read_sweep_file(file) if file is not None else {}
+            axes = dict(spec.get("vary", {}))
+            for text in vary or []:
+                path, values = parse_vary(text)
+                axes[path] = values
+            if not axes:
+                raise UsageError("--vary: give at least one PATH=SPEC (or --file)")
+            target = instance if instance is not None else spec.get("instance")
+            options = _run_options(out, backend or spec.get("backend", "local"), scheduler,
+                                   workers or spec.get("workers", 2),
+                                   time_limit or spec.get("time_limit_s", 60.0),
+                                   name or spec.get("name"), quiet or as_json)
+            table = run_sweep(target, axes, **options)
+            doc = _contract(table.attrs)
+            if as_json:
+                emit_json(doc)
+            else:
+                stdout.print(table.drop(columns=["id", "error"]).to_string(index=False))
+            stderr.print(f"{doc['solved']}/{doc['scenarios']} solved in {doc['runtime_s']:.1f}"
+                         f" s; wrote {doc['table']} and {doc['csv']}", highlight=False)
+
+        run(body)
+
+    @app.command()
+    def tornado(
+        instance: InstanceArg = None,
+        delta: Annotated[str, typer.Option("--delta", help="Move each input ± this much.")
+                         ] = "20%",
+        param: Annotated[list[str] | None, typer.Option(
+            "--param", help="Input path to move (repeat); default: limits, prices, power.")
+                         ] = None,
+        out: OutOpt = None, backend: BackendOpt = "local", scheduler: SchedulerOpt = None,
+        workers: WorkersOpt = 2, time_limit: TimeLimitOpt = 60.0, name: NameOpt = None,
+        quiet: QuietOpt = False, as_json: JsonFlag = False,
+    ) -> None:
+        """Each uncertain input moved ± alone; inputs ranked by their effect on the objective."""
+        from solver.analysis import tornado as run_tornado
+
+        def body():
+            table = run_tornado(instance, _percent(delta, "--delta"), param or None,
+                                **_run_options(out, backend, scheduler, workers, time_limit,
+                                               name, quiet or as_json))
+            _emit(table, "tornado", as_json)
+
+        run(body)
+
+    @app.command()
+    def pareto(
+        instance: InstanceArg = None,
+        x: Annotated[str, typer.Option("--x", help="capex_usd | tco_usd | it_mw | gpus.")
+                     ] = "capex_usd",
+        y: Annotated[str, typer.Option("--y", help="effective_tokens_per_s.")
+                     ] = "effective_tokens_per_s",
+        points: Annotated[int, typer.Option("--points", min=2, help="ε values.")] = 9,
+        x_min: Annotated[float | None, typer.Option("--x-min", help="Smallest ε.")] = None,
+        x_max: Annotated[float | None, typer.Option("--x-max", help="Largest ε.")] = None,
+        out: OutOpt = None, backend: BackendOpt = "local", scheduler: SchedulerOpt = None,
+        workers: WorkersOpt = 2, time_limit: TimeLimitOpt = 60.0, name: NameOpt = None,
+        quiet: QuietOpt = False, as_json: JsonFlag = False,
+    ) -> None:
+        """ε-constraint Pareto frontier of y against x, with the design at each point."""
+        from solver.analysis import pareto as run_pareto
+
+        def body():
+            table = run_pareto(instance, x, y, points, x_min, x_max,
+                               **_run_options(out, backend, scheduler, workers, time_limit,
+                                              name, quiet or as_json))
+            _emit(table, "pareto", as_json)
+
+        run(body)
+
+    @app.command()
+    def marginal(
+        instance: InstanceArg = None,
+        step: Annotated[str, typer.Option("--step", help="Finite-difference step.")] = "10%",
+        out: OutOpt = None, backend: BackendOpt = "local", scheduler: SchedulerOpt = None,
+        workers: WorkersOpt = 2, time_limit: TimeLimitOpt = 60.0, name: NameOpt = None,
+        quiet: QuietOpt = False, as_json: JsonFlag = False,
+    ) -> None:
+        """Marginal value of the power and budget limits (per MW, per $M) by finite
+        differences around the optimum."""
+        from solver.analysis import marginal_values
+
+        def body():
+            table = marginal_values(instance, _percent(step, "--step"),
+                                    **_run_options(out, backend, scheduler, workers,
+                                                   time_limit, name, quiet or as_json))
+            _emit(table, "marginal", as_json)
+
+        run(body)
+
+
+def _emit(table, kind: str, as_json: bool) -> None:
+    attrs = table.attrs
+    doc = {"analysis": kind, "table": attrs[kind], "plot": attrs["plot"],
+           "scenarios": attrs["scenarios"], "solved": attrs["solved"],
+           "failed": attrs["failed"], "runtime_s": attrs["runtime_s"],
+           "backend": attrs["backend"],
+           "rows": table.astype(object).where(table.notna(), None).to_dict(orient="records")}
+    if as_json:
+        emit_json(doc)
+    else:
+        stdout.print(table.to_string(index=False))
+    stderr.print(f"wrote {attrs[kind]} and {attrs['plot']}", highlight=False)
