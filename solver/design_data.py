@@ -87,6 +87,12 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
     return sorted(parts, key=lambda p: p.key), skipped
 
 
+def config_parts(inst: Instance, config_key: str) -> ConfigParts:
+    """The catalog items of a configuration key (with or without its media suffix)."""
+    parts = {p.key: p for p in enumerate_configs(inst)[0]}
+    return parts.get(config_key) or parts[config_key.rsplit("/", 1)[0]]
+
+
 def node_power_w(p: ConfigParts) -> float:
     """One node with its GPUs and back-end NICs [W]."""
     return (p.gpu.gpus_per_node * p.gpu.gpu_power_w + p.gpu.node_other_power_w

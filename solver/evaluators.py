@@ -57,8 +57,11 @@ class GoodputEstimate:
 @dataclass(frozen=True)
 class Evaluators:
     throughput: Callable[..., PerfEstimate]
+    """Throughput of a candidate as the MILP sees it (possibly interpolated)."""
     goodput: Callable[..., GoodputEstimate]
     spare_nodes: Callable[..., int]
+    exact_throughput: Callable[..., PerfEstimate]
+    """The same, evaluated exactly (for re-evaluating the chosen design)."""
 
 
 # --- assumed MFU and overhead fraction -------------------------------------------------
@@ -218,9 +221,11 @@ class ModelGoodput:
 
 def default_evaluators(inst: Instance) -> Evaluators:
     """The evaluators the instance's [objective] asks for."""
-    throughput = (InterpolatedThroughput() if inst.objective.performance == "model"
-                  else assumed_mfu_throughput)
+    if inst.objective.performance == "model":
+        throughput, exact = InterpolatedThroughput(), exact_throughput
+    else:
+        throughput = exact = assumed_mfu_throughput
     if inst.objective.reliability_model == "model":
         rel = ModelGoodput(inst)
-        return Evaluators(throughput, rel.goodput, rel.spare_nodes)
-    return Evaluators(throughput, overhead_goodput, fraction_spares)
+        return Evaluators(throughput, rel.goodput, rel.spare_nodes, exact)
+    return Evaluators(throughput, overhead_goodput, fraction_spares, exact)

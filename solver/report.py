@@ -9,7 +9,7 @@ import pandas as pd
 from models.design.data import Candidate, DesignData
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
-from solver.design import ChosenDesign
+from solver.design import ChosenDesign, Reevaluation
 from solver.schema import Instance
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
@@ -64,18 +64,19 @@ def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> dic
             "slack": limit - value, "binding": bool(binding)}
 
 
-def summary_document(inst: Instance, design: ChosenDesign, outcome: MilpOutcome,
-                     check: CheckResult, binding: list[dict], runtime_s: float, sha256: str,
-                     notes: list[str]) -> dict[str, Any]:
-    """The `clusterplan solve --json` contract."""
+def summary_document(inst: Instance, design: ChosenDesign, exact: Reevaluation,
+                     outcome: MilpOutcome, check: CheckResult, binding: list[dict],
+                     runtime_s: float, sha256: str, notes: list[str]) -> dict[str, Any]:
+    """The `clusterplan solve --json` contract. Throughput figures are the exact
+    re-evaluation of the chosen design; `throughput.milp` holds the MILP's values."""
     cand, cfg = design.candidate, design.config
     pc = design.power_cost(inst)
     name, unit = OBJECTIVE_UNITS[inst.objective.kind]
-    values = {"effective_tokens_per_s": cand.effective_tokens_per_s, "capex_usd": pc.capex_usd,
+    effective = exact.effective_tokens_per_s
+    values = {"effective_tokens_per_s": effective, "capex_usd": pc.capex_usd,
               "tco_usd": pc.tco_usd}
     train_tokens = inst.workload.train_tokens
-    days = (train_tokens / cand.effective_tokens_per_s / 86400.0
-            if train_tokens and cand.effective_tokens_per_s > 0 else None)
+    days = (train_tokens / effective / 86400.0 if train_tokens and effective > 0 else None)
     return {
         "status": outcome.status,
         "instance": inst.name,
@@ -99,10 +100,15 @@ def summary_document(inst: Instance, design: ChosenDesign, outcome: MilpOutcome,
                  "facility_capex_usd": pc.facility_capex_usd,
                  "annual_opex_usd": pc.annual_opex_usd, "tco_usd": pc.tco_usd,
                  "tco_years": pc.years},
-        "throughput": {"tokens_per_s": cand.tokens_per_s,
-                       "effective_tokens_per_s": cand.effective_tokens_per_s,
-                       "mfu": cand.mfu, "goodput": cand.goodput, "time_to_train_days": days,
-                       "performance": cand.extra["perf"], "reliability": cand.extra["reliability"]},
+        "throughput": {"tokens_per_s": exact.perf.tokens_per_s,
+                       "effective_tokens_per_s": effective,
+                       "mfu": exact.perf.mfu, "goodput": exact.reliability.goodput,
+                       "time_to_train_days": days,
+                       "performance": exact.perf.details,
+                       "reliability": exact.reliability.details,
+                       "milp": {"tokens_per_s": cand.tokens_per_s, "goodput": cand.goodput,
+                                "effective_tokens_per_s": cand.effective_tokens_per_s,
+                                "mfu": cand.mfu}},
         "bom": [{"item": line.item, "category": line.category, "quantity": line.quantity,
                  "unit_cost_usd": line.unit_cost_usd, "cost_usd": line.cost_usd,
                  "power_w": line.power_w} for line in design.bom()],
