@@ -40,6 +40,12 @@ def binding_limits(inst: Instance, design: ChosenDesign, data: DesignData) -> li
     if lim.max_gpus is not None:
         rows.append(_row("limits.max_gpus", cand.gpus, lim.max_gpus, "GPUs",
                          next_gpus > lim.max_gpus))
+    if (data.objective == "max_effective_throughput" and bigger is not None
+            and bigger.effective_tokens_per_s <= cand.effective_tokens_per_s):
+        rows.append({"name": "effective throughput peaks at this size", "value": cand.gpus,
+                     "limit": bigger.gpus, "unit": "GPUs", "slack": bigger.gpus - cand.gpus,
+                     "binding": True, "note": "one more scalable unit lowers effective "
+                     "tokens/s: goodput falls faster than throughput grows"})
     for b in inst.site.buildings:
         used = design.su_per_building[b.name]
         rows.append(_row(f"site.buildings[{b.name}].it_power_mw",

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
@@ -47,12 +48,14 @@ def render(result) -> None:
     for col in ("limit", "value", "cap", "slack", "binding"):
         limits.add_column(col)
     for b in s["binding"]:
-        limits.add_row(b["name"], f"{b['value']:,.2f}", f"{b['limit']:,.2f}",
+        limits.add_row(escape(b["name"]), f"{b['value']:,.2f}", f"{b['limit']:,.2f}",
                        f"{b['slack']:,.2f} {b['unit']}", "yes" if b["binding"] else "")
     stdout.print(limits)
     solver = s["solver"]
-    stdout.print(f"HiGHS: {solver['termination']} in {solver['runtime_s']:.2f} s, "
-                 f"gap {solver['gap'] if solver['gap'] is not None else 'n/a'}")
+    gap = f"{solver['gap']:.2g}" if solver["gap"] is not None else "n/a"
+    stdout.print(f"HiGHS {solver['termination']} (gap {gap}) in {solver['milp_runtime_s']:.2f} s;"
+                 f" whole solve {solver['runtime_s']:.2f} s; verified by the independent "
+                 f"checker: {s['verified']}")
 
 
 def register(app: typer.Typer) -> None:
