@@ -93,6 +93,14 @@ def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
         checks.append(Check("required_throughput", value >= need * (1 - REL_TOL), value, need,
                             f"exactly re-evaluated {value:,.0f} effective tokens/s < "
                             f"{need:,.0f} required"))
+    if data.min_goodput > 0:
+        value = exact.reliability.goodput
+        checks.append(Check("min_goodput", value >= data.min_goodput * (1 - REL_TOL), value,
+                            data.min_goodput, f"exact goodput {value:.4f} < "
+                            f"reliability.min_goodput {data.min_goodput:g}"))
+    if inst.reliability.max_blast_radius_gpus is not None:
+        checks.append(_le("max_blast_radius", parts.gpu.gpus_per_node,
+                          inst.reliability.max_blast_radius_gpus))
     return CheckResult(tuple(checks))
 
 

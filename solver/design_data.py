@@ -67,8 +67,13 @@ def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str) -> s
 def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
     """All allowed configurations, sorted by key, and notes on combinations skipped."""
     cat, parts, skipped = inst.catalog, [], []
+    blast = inst.reliability.max_blast_radius_gpus
     for gpu_id in sorted(set(inst.choices.gpus)):
         gpu = cat.gpu[gpu_id]
+        if blast is not None and gpu.gpus_per_node > blast:
+            skipped.append(f"{gpu_id}: one failed part stops {gpu.gpus_per_node} GPUs, above "
+                           f"reliability.max_blast_radius_gpus {blast}")
+            continue
         for fabric in inst.choices.fabrics:
             switch = cat.switch[fabric.switch]
             nic = cat.nic[switch.required_nic or gpu.default_nic]
@@ -298,7 +303,7 @@ def with_limits(data: DesignData, inst: Instance) -> DesignData:
 
 
 LIMIT_FIELDS = ("buildings", "it_power_cap_w", "budget_usd", "budget_basis", "objective",
-                "required_effective_tokens_per_s", "min_gpus", "max_gpus")
+                "required_effective_tokens_per_s", "min_gpus", "max_gpus", "min_goodput")
 
 
 def _design_data(inst: Instance, configs: dict[str, Config], candidates: list[Candidate]
@@ -316,6 +321,7 @@ def _design_data(inst: Instance, configs: dict[str, Config], candidates: list[Ca
         required_effective_tokens_per_s=required_effective_tokens_per_s(inst),
         min_gpus=inst.limits.min_gpus,
         max_gpus=inst.limits.max_gpus,
+        min_goodput=inst.reliability.min_goodput or 0.0,
         non_server_it_fraction=fac.non_server_it_fraction,
         pue=fac.pue,
         build_usd_per_mw=fac.build_usd_per_mw,

@@ -21,6 +21,8 @@ def requirement_text(data: DesignData) -> str:
         parts.append(f"the minimum {data.min_gpus:,} GPUs")
     if data.required_effective_tokens_per_s:
         parts.append(f"{data.required_effective_tokens_per_s:,.0f} effective tokens/s")
+    if data.min_goodput:
+        parts.append(f"goodput >= {data.min_goodput:g}")
     return " and ".join(parts) or "even the smallest design"
 
 

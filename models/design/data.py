@@ -117,6 +117,8 @@ class DesignData:
     """0 when there is no throughput requirement."""
     min_gpus: int
     max_gpus: int | None
+    min_goodput: float
+    """0 when the instance sets none."""
     non_server_it_fraction: float
     pue: float
     build_usd_per_mw: float

@@ -190,6 +190,13 @@ def add_required_throughput(m: pyo.ConcreteModel, data: DesignData) -> None:
     m.required_throughput = pyo.Constraint(expr=m.effective_tokens_per_s >= need)
 
 
+def add_min_goodput(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """goodput of the chosen design >= reliability.min_goodput. A requirement."""
+    if data.min_goodput <= 0:
+        return
+    m.min_goodput = pyo.Constraint(expr=ladder_sum(m, lambda k: k.goodput) >= data.min_goodput)
+
+
 FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("one_design", add_one_design, False),
     ("gpu_range", add_gpu_range, False),
@@ -198,9 +205,10 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("space", add_space, True),
     ("budget", add_budget, True),
     ("required_throughput", add_required_throughput, False),
+    ("min_goodput", add_min_goodput, False),
 )
 """Build order; the flag says whether elastic mode may relax the family. Limits (resources)
-are relaxable; requirements (GPU range, throughput) are not, so a diagnosis says how much
+are relaxable; requirements (GPU range, throughput, goodput) are not, so a diagnosis says how much
 more of which resource the requirements need."""
 
 RELAXABLE = frozenset(name for name, _add, relaxable in FAMILIES if relaxable)

@@ -4,7 +4,7 @@ Every limit of the design MILP involves only the one chosen candidate, so whethe
 candidate k can be built is decided by closed forms:
   IT power       (1+f) P_k <= P_cap
   budget         E_k + c_MW (1+f) P_k / 1e6 (+ years * opex)  <= B
-  GPU range      min_gpus <= g_k <= max_gpus;   requirement  T_k >= T_req
+  GPU range      min_gpus <= g_k <= max_gpus;   requirements  T_k >= T_req, G_k >= G_min
   buildings      U_k <= sum_b min(floor(P_b / ((1+f) u_P)), floor(R_b / u_R))
                  (1+f) (U_k u_P + N_k) <= sum_b P_b;   U_k u_R + NR_k <= sum_b R_b
 with U_k scalable units of u_P watts and u_R racks, N_k / NR_k the network power and
@@ -45,7 +45,8 @@ def tco_usd(data: DesignData, k: Candidate) -> float:
 
 def meets_requirements(data: DesignData, k: Candidate) -> bool:
     return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
-            and k.effective_tokens_per_s >= data.required_effective_tokens_per_s)
+            and k.effective_tokens_per_s >= data.required_effective_tokens_per_s
+            and k.goodput >= data.min_goodput)
 
 
 def fits_buildings(data: DesignData, k: Candidate) -> bool:

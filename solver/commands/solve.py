@@ -33,6 +33,16 @@ def render(result) -> None:
     head.add_row("Throughput", f"{t['tokens_per_s']:,.0f} tokens/s, MFU {t['mfu']:.1%}, "
                                f"goodput {t['goodput']:.1%} -> {t['effective_tokens_per_s']:,.0f} "
                                "effective tokens/s")
+    par = t["performance"].get("parallelism")
+    if par:
+        head.add_row("Parallelism", ", ".join(f"{k} {v}" for k, v in par.items()))
+    rel = t["reliability"]
+    if "interruptions_per_day" in rel:
+        head.add_row("Reliability", (
+            f"{rel['interruptions_per_day']:.1f} interruptions/day (MTBF "
+            f"{rel['mtbf_hours'] * 60:.0f} min), {rel['recovery']} checkpoints every "
+            f"{rel['checkpoint_interval_s']:,.0f} s, restart {rel['restart_s']:,.0f} s; "
+            f"{1 - t['goodput']:.1%} of throughput lost to failures and checkpoints"))
     if t["time_to_train_days"] is not None:
         head.add_row("Time to train", f"{t['time_to_train_days']:.1f} days")
     stdout.print(head)

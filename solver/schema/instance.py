@@ -117,11 +117,16 @@ class Objective(StrictModel):
 
 class Reliability(StrictModel):
     min_goodput: Fraction | None = None
+    """Smallest acceptable goodput (useful fraction of wall-clock time)."""
     availability_target: Fraction = 0.999
+    """Probability that enough healthy nodes are at hand; sets the hot spares."""
     max_blast_radius_gpus: PositiveInt | None = None
+    """Most GPUs one failed part may take out of service: a GPU, NIC or node-end optic
+    stops its node (8 GPUs on HGX, a whole 72-GPU rack on NVL72); GPU systems above
+    this are not considered."""
     spare_fraction: Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)] = 0.0
-    """Hot-spare nodes as a fraction of training nodes (until the reliability model
-    chooses spares)."""
+    """Hot-spare nodes as a fraction of training nodes when
+    objective.reliability_model = 'overhead' (the reliability model sizes spares itself)."""
 
 
 CatalogOverrides = dict[str, dict[str, dict[str, Any]]]
