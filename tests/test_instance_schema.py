@@ -1,0 +1,123 @@
+"""Instance files: every class of bad input gets exit 3, the field path named, no
+traceback; all problems at once; TOML and JSON; the JSON Schema command."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from solver.cli import app
+from solver.errors import InvalidInstance
+from solver.loading import DEFAULT_INSTANCE, INSTANCES_DIR, instance_from_dict, load_instance
+
+runner = CliRunner()
+
+
+def base() -> dict:
+    return tomllib.loads(DEFAULT_INSTANCE.read_text())
+
+
+def problems_of(doc: dict) -> list[str]:
+    with pytest.raises(InvalidInstance) as err:
+        instance_from_dict(doc)
+    return err.value.problems
+
+
+def test_every_shipped_instance_is_valid():
+    paths = sorted(INSTANCES_DIR.glob("*.toml")) + sorted((INSTANCES_DIR / "tiny").glob("*.toml"))
+    assert len(paths) >= 4
+    for path in paths:
+        assert load_instance(path).name
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d["limits"].update(it_power_mw="lots"), "limits.it_power_mw"),
+    (lambda d: d["limits"].update(colour="blue"), "limits.colour"),
+    (lambda d: d["choices"].update(gpus=["h1000-sxm"]), "choices.gpus[0]"),
+    (lambda d: d["choices"]["fabrics"][0].update(switch="nope"), "choices.fabrics[0].switch"),
+    (lambda d: d["limits"].update(it_power_mw=-5.0), "limits.it_power_mw"),
+    (lambda d: d["limits"].update(it_power_mw=float("nan")), "limits.it_power_mw"),
+    (lambda d: d["limits"].pop("budget_usd"), "limits.budget_usd"),
+    (lambda d: d.update(workload="no-such-model"), "workload"),
+    (lambda d: d.update(catalog={"gpu": {"h100-sxm": {"gpu_power_w": -1}}}),
+     "catalog.gpu.h100-sxm.gpu_power_w"),
+    (lambda d: d.update(catalog={"widget": {}}), "catalog.widget"),
+    (lambda d: d["site"]["buildings"].append({"name": "hall-a", "it_power_mw": 1.0}),
+     "duplicate building"),
+])
+def test_bad_input_names_the_field(mutate, field):
+    doc = base()
+    mutate(doc)
+    problems = problems_of(doc)
+    assert any(field in p for p in problems), problems
+
+
+def test_all_problems_reported_at_once():
+    doc = base()
+    doc["limits"]["it_power_mw"] = -1.0
+    doc["limits"]["budget_usd"] = "cheap"
+    doc["choices"]["gpus"] = ["nope"]
+    problems = problems_of(doc)
+    for field in ("limits.it_power_mw", "limits.budget_usd"):
+        assert any(p.startswith(field) for p in problems), problems
+
+
+def test_catalog_override_is_applied_and_marked():
+    doc = base()
+    doc["catalog"] = {"gpu": {"h100-sxm": {"node_price_usd": 250000.0}}}
+    inst = instance_from_dict(doc)
+    gpu = inst.catalog.gpu["h100-sxm"]
+    assert gpu.node_price_usd == 250000.0
+    assert gpu.sources["node_price_usd"].kind == "override"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("broken.toml", "name = [unclosed\n", "not valid TOML"),
+    ("broken.json", "{\"name\": }", "not valid JSON"),
+    ("list.json", "[1, 2]", "must be a table"),
+    ("missing.toml", None, "no such file"),
+])
+def test_cli_unreadable_files_exit_3(tmp_path, name, text, needle):
+    path = tmp_path / name if text is None else write(tmp_path, name, text)
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 3
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cli_invalid_instance_exit_3_names_field(tmp_path):
+    text = DEFAULT_INSTANCE.read_text().replace("it_power_mw = 150.0", "it_power_mw = -150.0")
+    result = runner.invoke(app, ["solve", str(write(tmp_path, "bad.toml", text)), "--json"])
+    assert result.exit_code == 3
+    assert "limits.it_power_mw" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_json_instances_are_accepted(tmp_path):
+    path = write(tmp_path, "inst.json", json.dumps(base()))
+    assert load_instance(path).name == "h100-100k"
+
+
+def test_validate_json_document():
+    result = runner.invoke(app, ["validate", str(DEFAULT_INSTANCE), "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["valid"] is True
+
+
+def test_schema_command_prints_the_instance_file_schema():
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    assert {"limits", "site", "choices", "workload", "catalog"} <= set(schema["properties"])
+    assert "catalog" not in schema.get("required", [])
+    assert schema["$defs"]["Limits"]["additionalProperties"] is False
