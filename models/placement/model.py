@@ -1,0 +1,275 @@
+"""CP-SAT zone model of rack placement: blocks, switch groups and upper tiers into halls.
+
+Structure (what makes 100,000 GPUs tractable):
+
+* A **block** is one scalable unit (its compute racks and leaf switches, contiguous in one
+  row, leaves in the middle). Blocks of a **group** (the leaves one tier-2 switch group
+  joins) are identical, so the model counts blocks instead of naming them.
+* Zones are halls. Each hall's block slots are split into **rings** by the leaf-spine
+  medium cost of a slot when the group's spine racks stand in that hall's network rows
+  (ring cost = cost of the cheapest medium reaching the slot's largest routed length to
+  any network position, so every ring assignment is physically reachable).
+* Group ``g``'s spine racks (its **hub**) stand in one hall. A block of ``g`` in the hub's
+  hall pays its ring's cost per link; a block in hall ``i`` with the hub in hall ``j ≠ i``
+  pays ``remote[i][j]`` (largest routed length between the halls).
+* Upper tier ``t ≥ 3`` (core, super, ...): ``sw[t][h]`` switches in hall ``h``. The links
+  arriving at tier ``t`` are spread over its switches in proportion, so links between a
+  lower-tier switch in hall ``i`` and tier-``t`` switches in hall ``j`` number
+  ``links_t · D_{t-1}[i] · sw_t[j] / (S_{t-1} · S_t)`` (``D_2`` = spines by hub hall).
+
+Variables: ``hub[g,h] ∈ {0,1}``, ``loc[g,h,k] ≥ 0`` (blocks of ``g`` in ring ``k`` of its hub
+hall ``h``), ``rem[g,i,j] ≥ 0`` (blocks of ``g`` in hall ``i``, hub in ``j``), ``sw[t,h]``,
+``racks[t,h]``, products ``p[t,i,j] = D_{t-1}[i]·sw[t,j]`` (for the spine-to-tier-3 links written per
+group as ``hub[g,i]·sw[3,j]`` with ``Σ_i hub[g,i]·sw[3,j] = sw[3,j]``).
+
+Constraints: each group has one hub; all its blocks placed; ring slots
+``Σ_g loc[g,h,k] ≤ slots[h,k]``; hall slots ``Σ loc + Σ rem ≤ Σ_k slots[h,k]``; network
+positions ``Σ_g hub·spine_racks_g + Σ_t racks[t,h] ≤ net[h]`` with
+``per_rack_t · racks[t,h] ≥ sw[t,h]``; hall and building power [W]; identical groups take
+hubs in non-decreasing hall order (symmetry breaking).
+
+Objective (integer cost units, e.g. 0.01 USD of lifetime media cost):
+``Σ loc·links·ring_cost + Σ rem·links·remote + Σ_t Σ_ij p[t,i,j]·round(links_t·cost_t[i][j]
+/ (S_{t-1}·S_t))``. Only integer coefficients enter CP-SAT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+
+@dataclass(frozen=True)
+class Zone:
+    """One hall as the model sees it."""
+
+    name: str
+    building: str
+    ring_slots: tuple[int, ...]
+    """Block slots per ring (disjoint), ring order = ``ring_cost`` order."""
+    ring_cost: tuple[int, ...]
+    """Leaf-spine cost per link of a block in the ring, hub in this hall [cost units]."""
+    network_positions: int
+    power_cap_w: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """The blocks one tier-2 switch group joins, and that group's spine switches."""
+
+    blocks: int
+    links_per_block: int
+    """Leaf-spine links of one block (all to this group's spines)."""
+    spine_switches: int
+    spine_racks: int
+    spine_power_w: int
+
+
+@dataclass(frozen=True)
+class UpperTier:
+    """Tier ``t ≥ 3``: its switches and the links arriving at it from tier ``t-1``."""
+
+    name: str
+    switches: int
+    per_rack: int
+    switch_power_w: int
+    links: int
+    cost: tuple[tuple[int, ...], ...]
+    """Cost per link [cost units], lower end in zone ``i``, upper end in zone ``j``."""
+
+
+@dataclass(frozen=True)
+class PlacementProblem:
+    zones: tuple[Zone, ...]
+    groups: tuple[Group, ...]
+    block_power_w: int
+    remote_cost: tuple[tuple[int, ...], ...]
+    """Leaf-spine cost per link, block in zone ``i``, hub in zone ``j ≠ i``."""
+    upper: tuple[UpperTier, ...]
+    building_cap_w: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PlacementSolution:
+    status: str
+    """optimal | feasible | infeasible | unknown."""
+    objective: int
+    bound: int
+    hub: tuple[int, ...]
+    """Hub zone of each group."""
+    local: dict[tuple[int, int, int], int]
+    """(group, zone, ring) -> blocks, non-zero only."""
+    remote: dict[tuple[int, int, int], int]
+    """(group, zone, hub zone) -> blocks, non-zero only."""
+    upper: tuple[tuple[int, ...], ...]
+    """Switches of each upper tier per zone."""
+    upper_racks: tuple[tuple[int, ...], ...]
+    runtime_s: float
+
+
+def upper_coefficients(problem: PlacementProblem) -> list[list[list[int]]]:
+    """``round(links_t · cost_t[i][j] / (S_{t-1} · S_t))`` per upper tier and zone pair."""
+    below = sum(g.spine_switches for g in problem.groups)
+    out = []
+    for tier in problem.upper:
+        denom = below * tier.switches
+        out.append([[round(tier.links * c / denom) if denom else 0 for c in row]
+                    for row in tier.cost])
+        below = tier.switches
+    return out
+
+
+def group_types(groups: tuple[Group, ...]) -> list[tuple[Group, list[int]]]:
+    """Identical groups gathered: (group, indices), in order of first appearance."""
+    out: dict[Group, list[int]] = {}
+    for g, grp in enumerate(groups):
+        out.setdefault(grp, []).append(g)
+    return list(out.items())
+
+
+def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
+    """The CP-SAT model of the module doc, aggregated over identical groups, and its
+    variable containers."""
+    m = cp_model.CpModel()
+    zones = problem.zones
+    nz = len(zones)
+    types = group_types(problem.groups)
+    hubs, loc, rem = {}, {}, {}
+    for ty, (grp, members) in enumerate(types):
+        count = len(members)
+        for h, z in enumerate(zones):
+            hubs[ty, h] = m.NewIntVar(0, count, f"hubs[{ty},{h}]")
+            for k, slots in enumerate(z.ring_slots):
+                loc[ty, h, k] = m.NewIntVar(0, min(count * grp.blocks, slots),
+                                            f"loc[{ty},{h},{k}]")
+            for j in range(nz):
+                if j != h:
+                    rem[ty, h, j] = m.NewIntVar(0, min(count * grp.blocks, sum(z.ring_slots)),
+                                                f"rem[{ty},{h},{j}]")
+        m.Add(sum(hubs[ty, h] for h in range(nz)) == count)
+        for h, z in enumerate(zones):
+            m.Add(sum(loc[ty, h, k] for k in range(len(z.ring_slots)))
+                  + sum(rem[ty, i, h] for i in range(nz) if i != h)
+                  == grp.blocks * hubs[ty, h])
+    blocks_in = []
+    for h, z in enumerate(zones):
+        for k, slots in enumerate(z.ring_slots):
+            m.Add(sum(loc[ty, h, k] for ty in range(len(types))) <= slots)
+        here = (sum(loc[ty, h, k] for ty in range(len(types))
+                    for k in range(len(z.ring_slots)))
+                + sum(rem[ty, h, j] for ty in range(len(types)) for j in range(nz) if j != h))
+        m.Add(here <= sum(z.ring_slots))
+        blocks_in.append(here)
+    sw, racks, prods = [], [], []
+    below, below_max = None, 0
+    for t, tier in enumerate(problem.upper):
+        sw_t = [m.NewIntVar(0, tier.switches, f"sw[{t},{h}]") for h in range(nz)]
+        racks_t = [m.NewIntVar(0, -(-tier.switches // tier.per_rack), f"racks[{t},{h}]")
+                   for h in range(nz)]
+        m.Add(sum(sw_t) == tier.switches)
+        for h in range(nz):
+            m.Add(tier.per_rack * racks_t[h] >= sw_t[h])
+        p_t = {}
+        if t == 0:
+            # D_2[i]·sw[j] = Σ_types S_type·(hubs[type,i]·sw[j]); the products z satisfy
+            # Σ_i z[i,j] = count·sw[j] and Σ_j z[i,j] = hubs[i]·S_3 (transportation rows).
+            for ty, (grp, members) in enumerate(types):
+                z = {(i, j): m.NewIntVar(0, len(members) * tier.switches, f"z[{ty},{i},{j}]")
+                     for i in range(nz) for j in range(nz)}
+                for (i, j), v in z.items():
+                    m.AddMultiplicationEquality(v, [hubs[ty, i], sw_t[j]])
+                for j in range(nz):
+                    m.Add(sum(z[i, j] for i in range(nz)) == len(members) * sw_t[j])
+                for i in range(nz):
+                    m.Add(sum(z[i, j] for j in range(nz)) == tier.switches * hubs[ty, i])
+                for (i, j), v in z.items():
+                    p_t[ty, i, j] = (grp.spine_switches, v)
+        else:
+            for i in range(nz):
+                for j in range(nz):
+                    v = m.NewIntVar(0, below_max * tier.switches, f"p[{t},{i},{j}]")
+                    m.AddMultiplicationEquality(v, [below[i], sw_t[j]])
+                    p_t[i, j] = (1, v)
+        sw.append(sw_t)
+        racks.append(racks_t)
+        prods.append(p_t)
+        below, below_max = sw_t, tier.switches
+    for h, z in enumerate(zones):
+        net = (sum(grp.spine_racks * hubs[ty, h] for ty, (grp, _) in enumerate(types))
+               + sum(r[h] for r in racks))
+        m.Add(net <= z.network_positions)
+    power = [blocks_in[h] * problem.block_power_w
+             + sum(grp.spine_power_w * hubs[ty, h] for ty, (grp, _) in enumerate(types))
+             + sum(tier.switch_power_w * sw[t][h] for t, tier in enumerate(problem.upper))
+             for h in range(nz)]
+    for h, z in enumerate(zones):
+        m.Add(power[h] <= z.power_cap_w)
+    for b, cap in sorted(problem.building_cap_w.items()):
+        m.Add(sum(power[h] for h, z in enumerate(zones) if z.building == b) <= cap)
+    coef = upper_coefficients(problem)
+    objective = (
+        sum(types[ty][0].links_per_block * zones[h].ring_cost[k] * v
+            for (ty, h, k), v in loc.items())
+        + sum(types[ty][0].links_per_block * problem.remote_cost[h][j] * v
+              for (ty, h, j), v in rem.items())
+        + sum(coef[t][key[-2]][key[-1]] * w * v
+              for t, p_t in enumerate(prods) for key, (w, v) in p_t.items()))
+    m.Minimize(objective)
+    return m, {"types": types, "hubs": hubs, "loc": loc, "rem": rem, "sw": sw,
+               "racks": racks}
+
+
+def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]],
+                 hubs: dict, loc: dict, rem: dict) -> tuple[tuple[int, ...], dict, dict]:
+    """Per-group hubs and block counts from the aggregated values: the groups of a type
+    take hubs in hall order; each group fills its ``blocks`` from its hub hall's pool of
+    ring and remote blocks in order (exact: no constraint is per group)."""
+    nz = len(problem.zones)
+    hub = [0] * len(problem.groups)
+    local: dict[tuple[int, int, int], int] = {}
+    remote: dict[tuple[int, int, int], int] = {}
+    for ty, (grp, members) in enumerate(types):
+        queue = list(members)
+        for h in range(nz):
+            pool = [("loc", k, loc[ty, h, k]) for k in range(len(problem.zones[h].ring_slots))]
+            pool += [("rem", i, rem[ty, i, h]) for i in range(nz) if i != h]
+            pool = [list(x) for x in pool if x[2]]
+            for _ in range(hubs[ty, h]):
+                g = queue.pop(0)
+                hub[g] = h
+                need = grp.blocks
+                while need:
+                    kind, where, left = pool[0]
+                    take = min(need, left)
+                    key = (g, h, where) if kind == "loc" else (g, where, h)
+                    target = local if kind == "loc" else remote
+                    target[key] = target.get(key, 0) + take
+                    need -= take
+                    pool[0][2] -= take
+                    if pool[0][2] == 0:
+                        pool.pop(0)
+    return tuple(hub), dict(sorted(local.items())), dict(sorted(remote.items()))
+
+
+def solve(problem: PlacementProblem, time_limit_s: float, workers: int = 2,
+          seed: int = 0) -> PlacementSolution:
+    """Solve with CP-SAT (``workers`` ≤ 2 threads, fixed ``seed``)."""
+    model, v = build_model(problem)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = max(1, min(workers, 2))
+    solver.parameters.random_seed = seed
+    solver.parameters.max_time_in_seconds = time_limit_s
+    code = solver.Solve(model)
+    status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
+              cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")
+    if status not in ("optimal", "feasible"):
+        return PlacementSolution(status, 0, 0, (), {}, {}, (), (), solver.WallTime())
+    val = {name: {key: solver.Value(x) for key, x in v[name].items()}
+           for name in ("hubs", "loc", "rem")}
+    hub, local, remote = disaggregate(problem, v["types"], val["hubs"], val["loc"], val["rem"])
+    upper = tuple(tuple(solver.Value(x) for x in row) for row in v["sw"])
+    upper_racks = tuple(tuple(solver.Value(x) for x in row) for row in v["racks"])
+    return PlacementSolution(status, round(solver.ObjectiveValue()),
+                             round(solver.BestObjectiveBound()), hub, local, remote, upper,
+                             upper_racks, solver.WallTime())
