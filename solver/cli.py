@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
 
@@ -62,6 +63,6 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
-        stderr.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}",
-                     highlight=False, markup=False)
+        stderr.print("[bold red]internal error:[/]", escape(f"{type(exc).__name__}: {exc}"),
+                     highlight=False)
         sys.exit(1)

@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from models.fabric import FabricSpec, design_fabric
 from models.reliability import (
     ReliabilityInputs,
     ReliabilityRates,
     checkpoint_size_gb,
     param_count,
 )
-from models.reliability.topology import nonblocking_clos
 from solver.errors import InvalidInstance
 from solver.loading import CATALOG_DIR, format_validation_error, read_document
 from solver.schema import GpuSystem, Nic, Switch, Workload
@@ -98,7 +98,7 @@ def workload_checkpoint_gb(workload: Workload) -> float:
 def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload: Workload,
                   rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
                   availability_target: float) -> ReliabilityInputs:
-    """ReliabilityInputs for a non-blocking fat tree of `switch` over the design.
+    """ReliabilityInputs for the exact fabric (models.fabric) of `switch` over the design.
 
     Rail-optimized: every NIC-to-leaf link optical (multimode); middle-of-rack: those
     links are copper (DAC). Inter-switch links single-mode. Storage bandwidth
@@ -116,7 +116,11 @@ def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload:
         raise InvalidInstance(problems, "options")
     nodes = ceil(gpus / gpu.gpus_per_node)
     radix = switch.radix(nic.port_gbps)
-    clos = nonblocking_clos(nodes * gpu.nics_per_node, radix)
+    try:
+        fabric = design_fabric(FabricSpec(nodes=nodes, ports_per_node=gpu.nics_per_node,
+                                          radix=radix, rail_optimized=rail_optimized))
+    except ValueError as exc:
+        raise InvalidInstance([f"--gpus/--switch/--no-rail-optimized: {exc}"], "options") from None
     bandwidth = (checkpoint_gbps if checkpoint_gbps is not None
                  else nodes * gpu.frontend_gbps_per_node / 8.0)
     links = gpu.nics_per_node
@@ -124,7 +128,7 @@ def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload:
         gpus=gpus, gpus_per_node=gpu.gpus_per_node,
         node_links_optical=links if rail_optimized else 0,
         node_links_copper=0 if rail_optimized else links,
-        switches=clos.switches, switch_links_optical=clos.inter_switch_links,
+        switches=fabric.switches_total, switch_links_optical=sum(fabric.links_per_tier[1:]),
         rail_optimized=rail_optimized,
         checkpoint_size_gb=workload_checkpoint_gb(workload), checkpoint_gbps=bandwidth,
         recovery=recovery, node_optic_kind="multimode", switch_optic_kind="singlemode",

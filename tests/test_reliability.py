@@ -7,6 +7,7 @@ from math import sqrt
 
 import pytest
 
+from models.fabric import FabricSpec, design_fabric
 from models.reliability import (
     ReliabilityInputs,
     ReliabilityRates,
@@ -23,7 +24,6 @@ from models.reliability import (
     spares_needed,
     young_interval,
 )
-from models.reliability.topology import nonblocking_clos
 
 # Test rates with round figures (the shipped ones live in instances/catalog/reliability.toml).
 RATES = ReliabilityRates(
@@ -39,11 +39,12 @@ def design(gpus: int, rail: bool = True, gbps_per_node: float = 0.05,
            recovery: str = "storage", **kw) -> ReliabilityInputs:
     """An 8-GPU-node design on a 64-port fat tree; 405B-class checkpoint (5.7 TB)."""
     nodes = -(-gpus // 8)
-    clos = nonblocking_clos(nodes * 8, 64)
+    fabric = design_fabric(FabricSpec(nodes=nodes, ports_per_node=8, radix=64,
+                                      rail_optimized=rail))
     return ReliabilityInputs(
         gpus=gpus, gpus_per_node=8, node_links_optical=8 if rail else 0,
-        node_links_copper=0 if rail else 8, switches=clos.switches,
-        switch_links_optical=clos.inter_switch_links, rail_optimized=rail,
+        node_links_copper=0 if rail else 8, switches=fabric.switches_total,
+        switch_links_optical=sum(fabric.links_per_tier[1:]), rail_optimized=rail,
         checkpoint_size_gb=5670.0, checkpoint_gbps=nodes * gbps_per_node, recovery=recovery,
         **kw)
 
