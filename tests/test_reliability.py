@@ -91,6 +91,10 @@ class Shape:
     gated_mlp: bool
     vocab: int
     moe: object | None = None
+    name: str = "test"
+    seq_len: int = 2048
+    global_batch: int = 1024
+    precision: str = "bf16"
 
 
 @dataclass

@@ -6,8 +6,9 @@ Sizes in GB (1e9 bytes), bandwidths in GB/s, times in seconds.
 from __future__ import annotations
 
 from math import sqrt
-from typing import Protocol
 
+from models.perf.flops import arch_of
+from models.perf.types import WorkloadLike
 from models.reliability.design import ReliabilityInputs
 from models.reliability.rates import ReliabilityRates
 
@@ -22,53 +23,10 @@ OPTIMIZER_BYTES = {"adam": 8.0, "sgd": 4.0, "none": 0.0}
 MASTER_BYTES = 4.0
 
 
-class MoEShape(Protocol):
-    experts: int
-    top_k: int
-    expert_ffn_hidden: int
-    shared_experts: int
-    moe_layer_freq: int
-
-
-class TransformerShape(Protocol):
-    """The workload fields the parameter count needs (solver.schema.Workload has them)."""
-
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int | None
-    ffn_hidden: int | None
-    gated_mlp: bool
-    vocab: int
-    moe: MoEShape | None
-
-
-def param_count(w: TransformerShape) -> float:
-    """Total parameters of a decoder-only transformer (all experts counted).
-
-    Per layer: attention 2*h^2 (Q, O) + 2*h*kv*d_head (K, V), d_head = h/heads;
-    FFN m*h*f with m = 3 for a gated MLP (SwiGLU) else 2; an MoE layer holds
-    (experts + shared_experts) such FFNs of width expert_ffn_hidden plus a router
-    h*experts; two norms 2*h. Every moe_layer_freq-th layer is MoE. Embedding and an
-    untied output head add 2*vocab*h, the final norm h. Biases are ignored.
-    Check: Llama 3 405B (126 layers, h 16384, 128/8 heads, f 53248, vocab 128256)
-    gives 405.9e9.
-    """
-    h = w.hidden
-    kv = w.kv_heads or w.heads
-    attention = 2 * h * h + 2 * h * kv * (h // w.heads)
-    m = 3 if w.gated_mlp else 2
-    dense_ffn = m * h * (w.ffn_hidden or 4 * h)
-    moe_layers = 0
-    moe_ffn = 0
-    if w.moe is not None:
-        moe_layers = w.layers // w.moe.moe_layer_freq
-        moe_ffn = ((w.moe.experts + w.moe.shared_experts) * m * h * w.moe.expert_ffn_hidden
-                   + h * w.moe.experts)
-    per_layer_common = attention + 2 * h
-    body = (w.layers * per_layer_common + (w.layers - moe_layers) * dense_ffn
-            + moe_layers * moe_ffn)
-    return float(body + 2 * w.vocab * h + h)
+def param_count(w: WorkloadLike) -> float:
+    """Total parameters of the workload, all experts counted (the performance model's
+    count: attention, FFN/experts, routers, untied embedding and output head)."""
+    return arch_of(w).params_total
 
 
 def bytes_per_param(precision: str, optimizer: str = "adam") -> float:
