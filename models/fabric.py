@@ -365,18 +365,19 @@ def _leaf_down_used(spec: FabricSpec, half: int) -> int:
     return min(half // spec.ports_per_node, spec.nodes) * spec.ports_per_node
 
 
+def _lower_tiers(leaves: int, tiers: int, half: int
+                 ) -> tuple[_Level, list[int], list[int], list[int], list[int]]:
+    """The leaf tier and every middle tier below the top of an L-tier tree: the highest
+    middle level and switches, downlinks, uplinks and most ports used per tier."""
+    level, switches, down, up, most = _lower_tiers(leaves, tiers, half)
+    return level, switches, down, up, most
+
+
 def _tree(leaves: int, tiers: int, half: int,
           radix: int) -> tuple[list[int], list[int], list[int], list[int]]:
     """Switches, downlinks, uplinks and most ports used per tier of an L-tier tree whose
     top uses all ports down (L ≥ 2)."""
-    level = _Level(leaves, 1, 0)
-    switches, down, up, most = [leaves], [0], [leaves * half], [half]
-    for _ in range(2, tiers):
-        level, d, m = _middle_level(level, half)
-        switches.append(level.switches)
-        down.append(d)
-        up.append(level.switches * half)
-        most.append(m)
+    level, switches, down, up, most = _lower_tiers(leaves, tiers, half)
     top, d, m = _top_level(level, half, radix)
     switches.append(top)
     down.append(d)
@@ -427,14 +428,7 @@ def _pod_structure(leaves: int, tiers: int, half: int, spec: FabricSpec
     m_max = max(m for m in range(1, radix + 1) if m + math.ceil(m / ratio - 1e-9) <= radix)
     if leaves > m_max * half ** (tiers - 2):
         return None
-    level = _Level(leaves, 1, 0)
-    switches, down, up, most = [leaves], [0], [leaves * half], [half]
-    for _ in range(2, tiers):
-        level, d, m = _middle_level(level, half)
-        switches.append(level.switches)
-        down.append(d)
-        up.append(level.switches * half)
-        most.append(m)
+    level, switches, down, up, most = _lower_tiers(leaves, tiers, half)
     tops = top_up = supers = top_most = super_most = 0
     for planes, m in _plane_classes(level.full, level.full_size, level.last_size):
         best = _pod_top_and_super(planes, m, half, radix, pods, ratio)
