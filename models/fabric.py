@@ -369,7 +369,14 @@ def _lower_tiers(leaves: int, tiers: int, half: int
                  ) -> tuple[_Level, list[int], list[int], list[int], list[int]]:
     """The leaf tier and every middle tier below the top of an L-tier tree: the highest
     middle level and switches, downlinks, uplinks and most ports used per tier."""
-    level, switches, down, up, most = _lower_tiers(leaves, tiers, half)
+    level = _Level(leaves, 1, 0)
+    switches, down, up, most = [leaves], [0], [leaves * half], [half]
+    for _ in range(2, tiers):
+        level, d, m = _middle_level(level, half)
+        switches.append(level.switches)
+        down.append(d)
+        up.append(level.switches * half)
+        most.append(m)
     return level, switches, down, up, most
 
 
