@@ -1,0 +1,100 @@
+"""`clusterplan place [INSTANCE | design.json]`: racks on the floor plan, cables and media."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
+from solver.errors import Infeasible, InvalidInstance
+
+TimeLimit = Annotated[float, typer.Option("--time-limit", min=0.1,
+                                          help="CP-SAT time limit for the placement [s].")]
+
+
+def place_design(inst, design, folder: Path, time_limit: float):
+    """Place, re-check independently, write placement.csv, cables.csv, floorplan.png."""
+    from solver.placement import place, write_placement_outputs
+    from solver.placement_check import check_placement
+
+    result = place(inst, design, time_limit_s=time_limit)
+    problems = check_placement(inst, result)
+    result.summary["verified"] = not problems
+    if problems:
+        raise Infeasible("placement failed the independent check:\n" + "\n".join(
+            f"  - {p}" for p in problems[:20]))
+    return result, write_placement_outputs(result, folder)
+
+
+def render(summary: dict) -> None:
+    s = summary
+    stdout.print(f"placement {s['status']} (verified={s.get('verified')}): "
+                 f"{s['racks_total']:,} racks {s['racks']} in {len(s['halls_used'])} halls")
+    t = Table(title="Cables by link class and medium")
+    for col in ("link class", "medium", "count", "total m", "longest m"):
+        t.add_column(col, justify="left" if col in ("link class", "medium") else "right")
+    for c in s["cables"]:
+        t.add_row(c["link_class"], c["medium"], f"{c['count']:,}",
+                  f"{c['total_length_m']:,.0f}", f"{c['max_length_m']:,.1f}")
+    stdout.print(t)
+    stdout.print(f"optics capex ${s['optics_capex_usd'] / 1e6:,.1f}M, optics power "
+                 f"{s['optics_power_w'] / 1e3:,.0f} kW, longest link {s['max_link_m']:,.0f} m; "
+                 f"CP-SAT objective ${s['objective_usd'] / 1e6:,.1f}M, bound "
+                 f"${s['objective_bound'] / 1e6:,.1f}M, gap {s['gap']:.2%}, {s['runtime_s']:.1f} s")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def place(
+        source: Annotated[Path | None, typer.Argument(
+            help="Instance file, or a design.json from `clusterplan solve`; default: the "
+                 "shipped instance's optimal design.")] = None,
+        instance: Annotated[Path | None, typer.Option(
+            "--instance", help="Instance of a design.json (default instances/<name>.toml).")
+        ] = None,
+        out: Annotated[Path | None, typer.Option(
+            "--out", help="Output folder (default results/<instance>/).")] = None,
+        time_limit: TimeLimit = 30.0,
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Place racks on the floor plan; cable media from routed lengths (CP-SAT)."""
+        from solver.api import solve as solve_instance
+        from solver.loading import INSTANCES_DIR, load_instance
+        from solver.outputs import default_out_dir
+        from solver.placement import design_from_summary, design_to_place
+
+        def body():
+            if source is not None and source.suffix == ".json" and _is_design(source):
+                summary = json.loads(source.read_text(encoding="utf-8"))
+                inst = load_instance(instance or INSTANCES_DIR / f"{summary['instance']}.toml")
+                design = design_from_summary(summary)
+            else:
+                inst = load_instance(source)
+                solved = solve_instance(inst)
+                if solved.design is None:
+                    raise Infeasible(f"the instance has no design to place ({solved.status})")
+                design = design_to_place(solved.design)
+            result, written = place_design(inst, design, out or default_out_dir(inst.name),
+                                           time_limit)
+            if as_json:
+                emit_json(result.summary)
+            else:
+                render(result.summary)
+            stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
+
+        run(body)
+
+
+def _is_design(path: Path) -> bool:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidInstance([f"{path}: {exc}"], "design") from None
+    return isinstance(doc, dict) and "design" in doc and "instance" in doc
+
+
+

@@ -1,0 +1,112 @@
+"""Independent re-check of a placement: positions, power, cooling, counts and reach.
+
+It recomputes everything from the placed racks and cable runs with its own arithmetic
+(not the placement code's): every position inside its hall and used once; per rack, row
+(busway), hall and building power from the rack's nodes, switches and the link ends that
+terminate in it; liquid-cooled systems only in liquid halls; every node, switch and link
+of the fabric placed; the routed length of every run within its medium's reach.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from solver.schema import Instance
+
+
+def check_placement(inst: Instance, result) -> list[str]:
+    """Problems found (empty = the placement is valid). ``result``: a PlacementResult."""
+    inp = result.inputs
+    problems: list[str] = []
+    halls = {}
+    for b in inst.site.buildings:
+        for h in (b.halls or _generated(b, inst)):
+            halls[b.name, h.name] = h
+    seen: dict[tuple, str] = {}
+    pos = {}
+    for r in result.racks:
+        p = r.position
+        key = (p.building, p.hall, p.row, p.slot)
+        hall = halls.get((p.building, p.hall))
+        if hall is None:
+            problems.append(f"{r.id}: unknown hall {p.building}/{p.hall}")
+            continue
+        if not (0 <= p.row < hall.rows and 0 <= p.slot < hall.positions_per_row):
+            problems.append(f"{r.id}: position row {p.row} slot {p.slot} outside {p.hall}")
+        if key in seen:
+            problems.append(f"{r.id}: position {key} already holds {seen[key]}")
+        seen[key] = r.id
+        pos[r.id] = (p, hall)
+    gpu, sw = inp.parts.gpu, inp.parts.switch
+    node_w = (gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w
+              + gpu.nics_per_node * inp.parts.nic.power_w)
+    power = {r.id: r.nodes * node_w + r.switches * sw.power_w for r in result.racks}
+    links_by_class: Counter[str] = Counter()
+    for run in result.runs:
+        m = inst.catalog.medium[run.medium]
+        for end in (run.a, run.b):
+            power[end] += run.count * m.power_w_per_end / m.links_per_module
+        links_by_class[run.link_class] += run.count
+        (pa, ha), (pb, _) = pos[run.a], pos[run.b]
+        length = _length(pa, pb, ha, inst.site.cable_lengths.between_buildings_m)
+        if m.reach_m + 1e-6 < length:
+            problems.append(f"{run.link_class} {run.a}->{run.b}: {run.medium} reaches "
+                            f"{m.reach_m:g} m, the route is {length:.2f} m")
+        if m.gbps != inp.parts.gbps:
+            problems.append(f"{run.link_class}: {run.medium} runs at {m.gbps}G, the fabric "
+                            f"at {inp.parts.gbps}G")
+    rows: dict[tuple, float] = defaultdict(float)
+    hall_w: dict[tuple, float] = defaultdict(float)
+    bldg_w: dict[str, float] = defaultdict(float)
+    for r in result.racks:
+        p, hall = pos[r.id]
+        w = power[r.id]
+        if w > hall.rack_power_kw * 1e3 + 1e-6:
+            problems.append(f"{r.id}: draws {w / 1e3:.2f} kW, positions of {p.hall} take "
+                            f"{hall.rack_power_kw:g} kW")
+        if r.nodes and gpu.liquid_cooled and hall.cooling != "liquid":
+            problems.append(f"{r.id}: liquid-cooled {gpu.id} in air-cooled {p.hall}")
+        rows[p.building, p.hall, p.row] += w
+        hall_w[p.building, p.hall] += w
+        bldg_w[p.building] += w
+    for (b, h, row), w in sorted(rows.items()):
+        cap = halls[b, h].row_cap_kw * 1e3
+        if w > cap + 1e-6:
+            problems.append(f"{b}/{h} row {row}: {w / 1e3:.1f} kW on a {cap / 1e3:g} kW busway")
+    for (b, h), w in sorted(hall_w.items()):
+        cap = halls[b, h].hall_cap_kw * 1e3
+        if w > cap + 1e-6:
+            problems.append(f"{b}/{h}: {w / 1e3:.1f} kW in a {cap / 1e3:g} kW hall")
+    for b in inst.site.buildings:
+        if bldg_w[b.name] > b.it_power_mw * 1e6 + 1e-6:
+            problems.append(f"{b.name}: {bldg_w[b.name] / 1e6:.2f} MW over {b.it_power_mw:g} MW")
+    fabric = inp.fabric
+    nodes = sum(r.nodes for r in result.racks)
+    if nodes != inp.design.nodes:
+        problems.append(f"{nodes} nodes placed, the design has {inp.design.nodes}")
+    switches = sum(r.switches for r in result.racks)
+    if switches != sum(fabric.switches_per_tier):
+        problems.append(f"{switches} switches placed, the fabric has "
+                        f"{sum(fabric.switches_per_tier)}")
+    for lc in fabric.link_classes:
+        if links_by_class[lc.name] != lc.links:
+            problems.append(f"{lc.name}: {links_by_class[lc.name]} links cabled, the fabric has "
+                            f"{lc.links}")
+    return problems
+
+
+def _generated(building, inst: Instance):
+    from solver.schema.site import default_halls
+
+    return default_halls(building.it_power_mw, inst.site.rack_power_kw)
+
+
+def _length(a, b, hall, between_m: float) -> float:
+    """Routed length: in-rack, Manhattan in trays plus drops and slack, or between
+    buildings (solver.schema.site module doc)."""
+    if (a.building, a.hall, a.row, a.slot) == (b.building, b.hall, b.row, b.slot):
+        return hall.in_rack_m
+    ends = 2 * hall.drop_m + hall.slack_m
+    if a.building != b.building:
+        return between_m + ends
+    return abs(a.x_m - b.x_m) + abs(a.y_m - b.y_m) + ends
