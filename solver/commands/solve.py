@@ -80,6 +80,8 @@ def register(app: typer.Typer) -> None:
         gap: Annotated[float, typer.Option("--gap", min=0.0, max=1.0,
                                            help="Relative MIP gap.")] = 1e-6,
         threads: Annotated[int, typer.Option("--threads", min=1, help="Solver threads.")] = 1,
+        no_place: Annotated[bool, typer.Option(
+            "--no-place", help="Skip the rack placement stage.")] = False,
         as_json: JsonFlag = False,
     ) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
@@ -101,6 +103,16 @@ def register(app: typer.Typer) -> None:
                 raise NoSolution(f"no design found within {time_limit:g} s")
             folder = out or default_out_dir(inst.name)
             written = write_solve_outputs(result.summary, result.bom.to_csv(index=False), folder)
+            # --- placement stage (solver.commands.place; skipped with --no-place) ---
+            if not no_place:
+                from solver.commands.place import place_design
+                from solver.placement import design_to_place
+
+                placed, files = place_design(inst, design_to_place(result.design), folder,
+                                             min(time_limit, 30.0))
+                result.summary["placement"] = placed.summary
+                written += files
+            # --- end of placement stage ---
             if as_json:
                 emit_json(result.summary)
             else:
