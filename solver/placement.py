@@ -32,7 +32,6 @@ from models.placement.geometry import (
     Position,
     Routing,
     block_leaf_offsets,
-    hall_positions,
     routed_length_m,
 )
 from models.placement.model import (
@@ -200,7 +199,8 @@ def nodes_per_rack(inst: Instance, parts: FabricParts, hall: Hall) -> int:
 
 def node_power_w(parts: FabricParts) -> float:
     g = parts.gpu
-    return g.gpus_per_node * g.gpu_power_w + g.node_other_power_w + g.nics_per_node * parts.nic.power_w
+    return (g.gpus_per_node * g.gpu_power_w + g.node_other_power_w
+            + g.nics_per_node * parts.nic.power_w)
 
 
 def hall_geometry(building: str, hall: Hall, index: int, inst: Instance, parts: FabricParts,
@@ -229,8 +229,8 @@ def hall_geometry(building: str, hall: Hall, index: int, inst: Instance, parts: 
     slots = tuple((r, i * width) for r in range(hall.rows) if r not in rows_net
                   for i in range(max(0, per_row)))
     center = (hall.positions_per_row - 1) / 2
-    net = sorted(((abs(p - center), p, r) for r in rows_net
-                  for p in range(hall.positions_per_row)))
+    net = sorted((abs(p - center), p, r) for r in rows_net
+                  for p in range(hall.positions_per_row))
     geo = HallGeo(building, hall, index, npr, width, compute, leaf_racks, rows_net, slots, ())
     return HallGeo(building, hall, index, npr, width, compute, leaf_racks, rows_net, slots,
                    tuple(geo.position(r, p) for _, p, r in net))
@@ -670,8 +670,6 @@ def infeasibility_reason(inp: Inputs) -> str:
                 f"rows offer {net_have} (short by {net_need - net_have})")
     need_w = (len(inp.blocks) * p.block_power_w + sum(g.spine_power_w for g in p.groups)
               + sum(t.switches * t.switch_power_w for t in p.upper))
-    for b, cap in sorted(p.building_cap_w.items()):
-        del b, cap
     have_w = sum(min(z.power_cap_w, p.building_cap_w[z.building]) for z in p.zones)
     have_w = min(have_w, sum(p.building_cap_w.values()))
     if need_w > have_w:
@@ -727,7 +725,8 @@ def placement_summary(inp: Inputs, sol: PlacementSolution, layout: Layout,
                    "zones": len(inp.problem.zones), "groups": len(inp.problem.groups)},
         "design": {"gpu": inp.design.gpu, "switch": inp.design.switch,
                    "nodes": inp.design.nodes, "rail_optimized": inp.design.rail_optimized,
-                   "tiers": inp.fabric.tiers, "switches_per_tier": list(inp.fabric.switches_per_tier),
+                   "tiers": inp.fabric.tiers,
+                   "switches_per_tier": list(inp.fabric.switches_per_tier),
                    "links_per_tier": list(inp.fabric.links_per_tier)},
         "bom_media": [{"link_class": x.link_class, "medium": x.medium_id, "kind": x.kind,
                        "links": x.links, "longest_m": x.length_m,

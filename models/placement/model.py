@@ -17,16 +17,19 @@ Structure (what makes 100,000 GPUs tractable):
   lower-tier switch in hall ``i`` and tier-``t`` switches in hall ``j`` number
   ``links_t · D_{t-1}[i] · sw_t[j] / (S_{t-1} · S_t)`` (``D_2`` = spines by hub hall).
 
-Variables: ``hub[g,h] ∈ {0,1}``, ``loc[g,h,k] ≥ 0`` (blocks of ``g`` in ring ``k`` of its hub
-hall ``h``), ``rem[g,i,j] ≥ 0`` (blocks of ``g`` in hall ``i``, hub in ``j``), ``sw[t,h]``,
-``racks[t,h]``, products ``p[t,i,j] = D_{t-1}[i]·sw[t,j]`` (for the spine-to-tier-3 links written per
-group as ``hub[g,i]·sw[3,j]`` with ``Σ_i hub[g,i]·sw[3,j] = sw[3,j]``).
+Identical groups are aggregated into types (exact: no constraint is per group, so any
+split of a type's totals over its groups is a placement, :func:`disaggregate`).
+Variables per type ``τ``: ``hubs[τ,h] ≥ 0`` (groups with their hub in hall ``h``),
+``loc[τ,h,k]`` (their blocks in ring ``k`` of hall ``h``), ``rem[τ,i,j]`` (blocks in hall
+``i`` of groups hubbed in ``j``); per upper tier ``sw[t,h]``, ``racks[t,h]``; products
+``z[τ,i,j] = hubs[τ,i]·sw[3,j]`` with the valid rows ``Σ_i z = count_τ·sw[3,j]`` and
+``Σ_j z = S_3·hubs[τ,i]``, and ``p[t,i,j] = sw[t-1,i]·sw[t,j]`` above tier 3.
 
-Constraints: each group has one hub; all its blocks placed; ring slots
+Constraints: ``Σ_h hubs[τ,h] = count_τ``; ``Σ_k loc[τ,h,k] + Σ_i rem[τ,i,h] =
+blocks_τ·hubs[τ,h]``; ring slots
 ``Σ_g loc[g,h,k] ≤ slots[h,k]``; hall slots ``Σ loc + Σ rem ≤ Σ_k slots[h,k]``; network
 positions ``Σ_g hub·spine_racks_g + Σ_t racks[t,h] ≤ net[h]`` with
-``per_rack_t · racks[t,h] ≥ sw[t,h]``; hall and building power [W]; identical groups take
-hubs in non-decreasing hall order (symmetry breaking).
+``per_rack_t · racks[t,h] ≥ sw[t,h]``; hall and building power [W].
 
 Objective (integer cost units, e.g. 0.01 USD of lifetime media cost):
 ``Σ loc·links·ring_cost + Σ rem·links·remote + Σ_t Σ_ij p[t,i,j]·round(links_t·cost_t[i][j]

@@ -1,0 +1,246 @@
+"""Placement: CP-SAT zone model vs exhaustive search, layout physics, independent checker,
+infeasibility diagnosis and the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from models.placement.model import (
+    Group,
+    PlacementProblem,
+    UpperTier,
+    Zone,
+    solve,
+    upper_coefficients,
+)
+from solver.errors import Infeasible
+from solver.loading import DEFAULT_INSTANCE, instance_from_dict
+from solver.placement import DesignToPlace, place
+from solver.placement_check import check_placement
+
+COPPER = {"dac", "acc", "aec"}
+
+
+def small_instance(halls: list[dict], buildings: int = 1, mw: float = 10.0):
+    doc = tomllib.loads(DEFAULT_INSTANCE.read_text())
+    doc["site"]["buildings"] = [{"name": f"b{i}", "it_power_mw": mw, "halls": halls}
+                                for i in range(buildings)]
+    return instance_from_dict(doc, "test")
+
+
+HALL = {"name": "h1", "rows": 12, "positions_per_row": 24, "rack_power_kw": 40.0}
+
+
+def design(nodes: int, rail: bool) -> DesignToPlace:
+    return DesignToPlace("h100-sxm", "tomahawk5", nodes, None, 1, 1.0, rail, "single")
+
+
+# --- exhaustive search on small zone problems -----------------------------------------
+
+def brute_force(p: PlacementProblem) -> int | None:
+    """Every hub choice, every block placement (zone, ring or remote), every split of
+    the upper tier over zones; the model's objective and constraints, written out."""
+    nz = len(p.zones)
+    coef = upper_coefficients(p)
+    best = None
+    cells = [(h, k) for h, z in enumerate(p.zones) for k in range(len(z.ring_slots))]
+    tier = p.upper[0]
+    splits = [s for s in itertools.product(range(tier.switches + 1), repeat=nz)
+              if sum(s) == tier.switches]
+    for hubs in itertools.product(range(nz), repeat=len(p.groups)):
+        options = [list(itertools.combinations_with_replacement(cells, grp.blocks))
+                   for grp in p.groups]
+        for choice in itertools.product(*options):
+            used = {}
+            cost = 0
+            for g, blocks in enumerate(choice):
+                for h, k in blocks:
+                    used[h, k] = used.get((h, k), 0) + 1
+                    cost += p.groups[g].links_per_block * (
+                        p.zones[h].ring_cost[k] if h == hubs[g] else p.remote_cost[h][hubs[g]])
+            if any(n > p.zones[h].ring_slots[k] for (h, k), n in used.items()):
+                continue
+            # a remote block may sit in any ring: only the hall total matters for it
+            for split in splits:
+                racks = [-(-s // tier.per_rack) for s in split]
+                ok = True
+                total = cost
+                for h, z in enumerate(p.zones):
+                    hub_here = [g for g in range(len(p.groups)) if hubs[g] == h]
+                    net = sum(p.groups[g].spine_racks for g in hub_here) + racks[h]
+                    blocks = sum(n for (hh, _), n in used.items() if hh == h)
+                    power = (blocks * p.block_power_w
+                             + sum(p.groups[g].spine_power_w for g in hub_here)
+                             + split[h] * tier.switch_power_w)
+                    ok &= net <= z.network_positions and power <= z.power_cap_w
+                for g, grp in enumerate(p.groups):
+                    for j in range(nz):
+                        total += coef[0][hubs[g]][j] * grp.spine_switches * split[j]
+                if ok and (best is None or total < best):
+                    best = total
+    return best
+
+
+def tiny_problem(**changes) -> PlacementProblem:
+    zones = (Zone("b0/h1", "b0", (1, 2), (100, 300), 3, 10_000),
+             Zone("b1/h1", "b1", (2, 1), (120, 250), 2, 10_000))
+    groups = (Group(2, 4, 2, 1, 50), Group(2, 4, 2, 1, 50), Group(1, 4, 1, 1, 25))
+    upper = (UpperTier("spine-core", 3, 2, 20, 15,
+                       ((80, 900), (900, 70))),)
+    p = PlacementProblem(zones, groups, 2_000, ((0, 800), (850, 0)), upper,
+                         {"b0": 20_000, "b1": 20_000})
+    return dataclasses.replace(p, **changes)
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"block_power_w": 3_500},
+    {"remote_cost": ((0, 150), (160, 0))},
+    {"building_cap_w": {"b0": 7_100, "b1": 20_000}},
+])
+def test_zone_model_equals_exhaustive_search(changes):
+    p = tiny_problem(**changes)
+    sol = solve(p, time_limit_s=10)
+    expected = brute_force(p)
+    if expected is None:
+        assert sol.status == "infeasible"
+    else:
+        assert sol.status == "optimal"
+        assert sol.objective == expected
+        assert sol.bound == expected
+
+
+def test_disaggregated_solution_places_every_block():
+    p = tiny_problem()
+    sol = solve(p, time_limit_s=10)
+    for g, grp in enumerate(p.groups):
+        placed = (sum(n for (gg, _, _), n in sol.local.items() if gg == g)
+                  + sum(n for (gg, _, _), n in sol.remote.items() if gg == g))
+        assert placed == grp.blocks
+        assert all(h == sol.hub[g] for (gg, h, _), _n in sol.local.items() if gg == g)
+
+
+# --- physics of layouts, the independent checker --------------------------------------
+
+@pytest.fixture(scope="module")
+def mor():
+    inst = small_instance([HALL])
+    return inst, place(inst, design(512, rail=False), time_limit_s=10)
+
+
+@pytest.fixture(scope="module")
+def rail():
+    inst = small_instance([HALL])
+    return inst, place(inst, design(512, rail=True), time_limit_s=10)
+
+
+def kinds(inst, result, link_class):
+    return {inst.catalog.medium[r.medium].kind for r in result.runs if r.link_class == link_class}
+
+
+def test_middle_of_rack_node_links_are_copper(mor):
+    inst, result = mor
+    assert kinds(inst, result, "node-leaf") <= COPPER
+    assert check_placement(inst, result) == []
+
+
+def test_rail_optimized_node_links_need_optics(rail):
+    inst, result = rail
+    assert kinds(inst, result, "node-leaf") - COPPER
+    assert check_placement(inst, result) == []
+
+
+def test_every_link_of_the_fabric_is_cabled_once(mor):
+    _, result = mor
+    fabric = result.inputs.fabric
+    for lc in fabric.link_classes:
+        assert sum(r.count for r in result.runs if r.link_class == lc.name) == lc.links
+    s = result.summary
+    assert sum(c["count"] for c in s["cables"]) == sum(fabric.links_per_tier)
+    assert s["objective_bound"] <= s["objective_usd"] + 1e-6
+    assert s["media_lifetime_cost_usd"] > 0 and s["max_link_m"] > 0
+
+
+def test_checker_catches_a_doubled_position_and_a_short_medium(mor):
+    inst, result = mor
+    racks = list(result.racks)
+    racks[1] = dataclasses.replace(racks[1], position=racks[0].position)
+    bad = dataclasses.replace(result, racks=racks)
+    assert any("already holds" in p for p in check_placement(inst, bad))
+    longest = max(result.runs, key=lambda r: r.length_m)
+    runs = [dataclasses.replace(r, medium="dac-400g") if r is longest else r
+            for r in result.runs]
+    bad = dataclasses.replace(result, runs=runs)
+    assert any("reaches" in p for p in check_placement(inst, bad))
+
+
+def test_checker_catches_overloaded_power(mor):
+    inst, result = mor
+    racks = [dataclasses.replace(r, nodes=r.nodes + 3) if r.role == "compute" else r
+             for r in result.racks]
+    problems = check_placement(inst, dataclasses.replace(result, racks=racks))
+    assert any("kW" in p for p in problems)
+
+
+# --- infeasible placements name the constraint and the shortfall ----------------------
+
+def test_too_few_positions_is_infeasible_with_shortfall():
+    inst = small_instance([dict(HALL, rows=3)])
+    with pytest.raises(Infeasible, match="short by"):
+        place(inst, design(512, rail=False), time_limit_s=5)
+
+
+def test_rows_shorter_than_a_scalable_unit_name_the_hall():
+    inst = small_instance([dict(HALL, positions_per_row=10)])
+    with pytest.raises(Infeasible, match=r"b0/h1: a scalable unit needs 23 .* \(short by 13\)"):
+        place(inst, design(512, rail=True), time_limit_s=5)
+
+
+def test_air_hall_rejects_liquid_density():
+    with pytest.raises(Exception, match="air cooling"):
+        small_instance([dict(HALL, rack_power_kw=130.0)])
+
+
+# --- CLI ------------------------------------------------------------------------------
+
+def test_cli_place_design_json(tmp_path, mor):
+    inst, _ = mor
+    doc = tomllib.loads(DEFAULT_INSTANCE.read_text())
+    doc["site"]["buildings"] = [{"name": "b0", "it_power_mw": 10.0, "halls": [HALL]}]
+    inst_file = tmp_path / "small.json"
+    inst_file.write_text(json.dumps(doc))
+    design_json = tmp_path / "design.json"
+    design_json.write_text(json.dumps({"instance": "small", "design": {
+        "gpu": "h100-sxm", "switch": "tomahawk5", "nodes": 512, "spare_nodes": 0,
+        "tiers": None, "pods": 1, "oversubscription": 1.0, "rail_optimized": False,
+        "nic_attachment": "single"}}))
+    out = subprocess.run([sys.executable, "-c", "from solver.cli import main; main()", "place",
+                          str(design_json), "--instance", str(inst_file), "--out",
+                          str(tmp_path / "out"), "--time-limit", "5", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    for key in ("status", "racks", "halls_used", "cables", "optics_capex_usd",
+                "optics_power_w", "max_link_m", "objective_bound", "gap", "runtime_s"):
+        assert key in doc
+    assert doc["verified"] is True
+    for name in ("placement.csv", "cables.csv", "floorplan.png"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    bad = tmp_path / "bad.json"
+    doc = tomllib.loads(DEFAULT_INSTANCE.read_text())
+    doc["site"]["buildings"] = [{"name": "b0", "it_power_mw": 10.0,
+                                 "halls": [dict(HALL, rows=2)]}]
+    bad.write_text(json.dumps(doc))
+    out = subprocess.run([sys.executable, "-c", "from solver.cli import main; main()", "place",
+                          str(design_json), "--instance", str(bad), "--out",
+                          str(tmp_path / "out2"), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 4
+    assert "short by" in out.stderr
