@@ -1,0 +1,220 @@
+"""Brute-force reference for the design MILP: enumerate every candidate design and
+re-derive its feasibility and objective from first principles.
+
+Independent of models.design.prune, models.design.milp and the checker: only the list of
+candidate (configuration, size) pairs comes from solver.design_data.build_design_data, and
+it is generated on a copy of the instance whose limits are loosened (power and budget x4,
+no GPU range, no requirement), so the pipeline's own pre-bounding of the size ladder is
+not trusted either. For every candidate this module recomputes, from the catalog:
+
+  nodes       total = nodes + ceil(spare_fraction * nodes)
+  fabric      models.fabric.design_fabric (switches per tier, links per class)
+  media       per link: 2 * price_per_end / links_per_module + fibre  [USD],
+              2 * power_per_end / links_per_module  [W]; reach >= the class's length
+  equipment   total * (node + NICs + storage) + racks * rack_usd + switches + media [USD]
+              total * (GPUs * gpu_w + rest + NICs * nic_w) + switches * switch_w + media [W]
+  facility    IT = (1 + f_ns) * equipment W; capex = equipment + build_usd_per_mw * IT MW;
+              TCO = capex + years * IT * PUE * 8760 h * price/kWh
+  throughput  GPUs * dense peak * assumed_mfu / FLOPs per token, times (1 - overhead)
+  buildings   every split of the scalable units (k/2 nodes, both layouts) over the
+              buildings (SU power and racks whole), network power and racks filling the
+              leftovers
+and keeps the best feasible design: highest effective tokens/s (ties within TOL: lowest
+capex), or lowest capex/TCO (ties within TOL: highest effective tokens/s).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from models.fabric import FabricSpec, design_fabric
+from solver.design_data import build_design_data
+from solver.evaluators import default_evaluators
+from solver.schema import Instance
+
+TOL = 1e-9
+"""Relative tolerance of a limit (floating-point noise only)."""
+
+
+@dataclass(frozen=True)
+class Design:
+    config: str
+    gpu: str
+    switch: str
+    rail_optimized: bool
+    nodes: int
+    spare_nodes: int
+    gpus: int
+    switches: int
+    equipment_usd: float
+    equipment_w: float
+    it_w: float
+    capex_usd: float
+    tco_usd: float
+    effective_tokens_per_s: float
+    feasible: bool
+    violated: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Optimum:
+    value: float
+    """Objective value in the summary's unit (tokens/s or USD)."""
+    design: Design
+    feasible_count: int
+    designs: tuple[Design, ...]
+
+
+def flops_per_token(inst: Instance) -> float:
+    """6 (L (attention + MLP) + V h) + 12 L h s for a dense transformer (Narayanan 2021)."""
+    w = inst.workload
+    assert w.moe is None, "the brute force handles dense workloads only"
+    h, L = w.hidden, w.layers
+    kv_share = (w.kv_heads or w.heads) / w.heads
+    attention = 2 * h * h + 2 * h * h * kv_share
+    mlp = (3 if w.gated_mlp else 2) * h * (w.ffn_hidden or 4 * h)
+    return 6.0 * (L * (attention + mlp) + w.vocab * h) + 12.0 * L * h * w.seq_len
+
+
+def effective_tokens_per_s(inst: Instance, gpu, gpus: int) -> float:
+    obj = inst.objective
+    assert obj.performance == "assumed_mfu" and obj.reliability_model == "overhead"
+    assert inst.workload.precision == "bf16", "the brute force handles bf16 workloads only"
+    peak = gpu.bf16_tflops * 1e12
+    return gpus * peak * obj.assumed_mfu / flops_per_token(inst) * (1 - obj.overhead_fraction)
+
+
+def required_tokens_per_s(inst: Instance) -> float:
+    need = inst.objective.required_tokens_per_s or 0.0
+    if inst.limits.deadline_days:
+        need = max(need, inst.workload.train_tokens / (inst.limits.deadline_days * 86400))
+    return need
+
+
+def link_length_m(inst: Instance, link_class: str, rail_optimized: bool) -> float:
+    cl = inst.site.cable_lengths
+    if link_class == "node-leaf":
+        return cl.node_leaf_rail_optimized_m if rail_optimized else cl.node_leaf_middle_of_rack_m
+    if link_class == "leaf-spine":
+        return cl.leaf_spine_m
+    if link_class == "spine-core" or len(inst.site.buildings) == 1:
+        return cl.spine_core_m
+    return cl.between_buildings_m
+
+
+def fits_buildings(inst: Instance, su_count: int, su_w: float, su_racks: int,
+                   network_w: float, network_racks: int) -> bool:
+    """Some whole-SU split over the buildings leaves room for the network equipment."""
+    f = 1 + inst.catalog.facility.non_server_it_fraction
+    blds = inst.site.buildings
+    for split in itertools.product(range(su_count + 1), repeat=len(blds)):
+        if sum(split) != su_count:
+            continue
+        power_ok = all(f * u * su_w <= b.it_power_mw * 1e6 * (1 + TOL)
+                       for u, b in zip(split, blds, strict=True))
+        racks_ok = all(b.max_racks is None or u * su_racks <= b.max_racks
+                       for u, b in zip(split, blds, strict=True))
+        left_w = sum(b.it_power_mw * 1e6 / f - u * su_w for u, b in zip(split, blds, strict=True))
+        left_racks = (math.inf if any(b.max_racks is None for b in blds) else
+                      sum(b.max_racks - u * su_racks for u, b in zip(split, blds, strict=True)))
+        if power_ok and racks_ok and left_w >= network_w * (1 - TOL) \
+                and left_racks >= network_racks:
+            return True
+    return False
+
+
+def evaluate(inst: Instance, config, cand) -> Design:
+    """One candidate re-derived from the catalog, with the limits it violates."""
+    cat, fac, lim = inst.catalog, inst.catalog.facility, inst.limits
+    gpu, switch, nic = cat.gpu[config.gpu], cat.switch[config.switch], cat.nic[config.nic]
+    assert nic.id == (switch.required_nic or gpu.default_nic)
+    spares = math.ceil(inst.reliability.spare_fraction * cand.nodes)
+    assert cand.spare_nodes == spares
+    total = cand.nodes + spares
+    radix = switch.radix_by_gbps[nic.port_gbps]
+    fabric = design_fabric(FabricSpec(total, gpu.nics_per_node, radix, config.tiers,
+                                      config.pods, config.oversubscription,
+                                      config.rail_optimized))
+    switches = fabric.switches_total
+    media = {a.link_class: cat.medium[a.medium] for a in config.media}
+    media_usd = media_w = 0.0
+    violated = []
+    for lc in fabric.link_classes:
+        m = media[lc.name]
+        if m.gbps != nic.port_gbps or m.reach_m < link_length_m(inst, lc.name,
+                                                                 config.rail_optimized):
+            violated.append(f"reach[{lc.name}]")
+        media_usd += lc.links * (2 * m.price_usd_per_end / m.links_per_module
+                                 + m.fiber_usd_per_link)
+        media_w += lc.links * 2 * m.power_w_per_end / m.links_per_module
+    node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \
+        + gpu.nics_per_node * nic.power_w
+    network_w = switches * switch.power_w + media_w
+    network_racks = math.ceil(switches * switch.rack_units / 42)
+    racks = math.ceil(total / gpu.max_nodes_per_rack) + network_racks
+    equipment_usd = (total * (gpu.node_price_usd + gpu.nics_per_node * nic.price_usd
+                              + fac.storage_usd_per_node)
+                     + racks * fac.rack_usd + switches * switch.price_usd + media_usd)
+    equipment_w = total * node_w + network_w
+    it_w = (1 + fac.non_server_it_fraction) * equipment_w
+    capex = equipment_usd + fac.build_usd_per_mw * it_w / 1e6
+    years = inst.objective.years or fac.years
+    tco = capex + years * it_w * fac.pue * 8760 / 1e3 * fac.electricity_usd_per_kwh
+    gpus = cand.nodes * gpu.gpus_per_node
+    eff = effective_tokens_per_s(inst, gpu, gpus)
+    su = radix // 2  # both layouts are built and placed in rail-optimized units (k/2 nodes)
+    su_racks = math.ceil(su / gpu.max_nodes_per_rack)
+    if it_w > lim.it_power_mw * 1e6 * (1 + TOL):
+        violated.append("it_power")
+    if (tco if lim.budget_basis == "tco" else capex) > lim.budget_usd * (1 + TOL):
+        violated.append("budget")
+    if gpus < lim.min_gpus or (lim.max_gpus is not None and gpus > lim.max_gpus):
+        violated.append("gpu_range")
+    if eff < required_tokens_per_s(inst) * (1 - TOL):
+        violated.append("required_throughput")
+    if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
+                          network_racks):
+        violated.append("buildings")
+    return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,
+                  gpus, switches, equipment_usd, equipment_w, it_w, capex, tco, eff,
+                  not violated, tuple(violated))
+
+
+def loosened(inst: Instance) -> Instance:
+    """The instance with limits that bound nothing the real limits allow."""
+    lim = inst.limits.model_copy(update={
+        "budget_usd": inst.limits.budget_usd * 4, "it_power_mw": inst.limits.it_power_mw * 4,
+        "min_gpus": 0, "max_gpus": None, "deadline_days": None})
+    obj = inst.objective.model_copy(update={"required_tokens_per_s": None})
+    return inst.model_copy(update={"limits": lim, "objective": obj})
+
+
+def all_designs(inst: Instance) -> list[Design]:
+    data, _notes = build_design_data(loosened(inst), default_evaluators(inst))
+    return [evaluate(inst, data.configs[k.config], k) for k in data.candidates]
+
+
+def objective_value(inst: Instance, d: Design) -> float:
+    kind = inst.objective.kind
+    if kind == "max_effective_throughput":
+        return d.effective_tokens_per_s
+    return d.tco_usd if kind == "min_tco" else d.capex_usd
+
+
+def brute_force(inst: Instance) -> Optimum | None:
+    """The optimum over every candidate design, or None when none is feasible."""
+    designs = all_designs(inst)
+    ok = [d for d in designs if d.feasible]
+    if not ok:
+        return None
+    if inst.objective.kind == "max_effective_throughput":
+        top = max(d.effective_tokens_per_s for d in ok)
+        best = min((d for d in ok if d.effective_tokens_per_s >= top * (1 - TOL)),
+                   key=lambda d: (d.capex_usd, d.config, d.nodes))
+    else:
+        low = min(objective_value(inst, d) for d in ok)
+        best = max((d for d in ok if objective_value(inst, d) <= low * (1 + TOL)),
+                   key=lambda d: (d.effective_tokens_per_s, d.config, -d.nodes))
+    return Optimum(objective_value(inst, best), best, len(ok), tuple(designs))

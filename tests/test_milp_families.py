@@ -1,0 +1,325 @@
+"""The design MILP against a brute-force enumeration (tests/brute_force.py): one case per
+constraint family, several binding limits, and metamorphic properties on random instances."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+from pathlib import Path
+
+import pyomo.environ as pyo
+import pytest
+from brute_force import brute_force, loosened
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from models.design import milp
+from solver import solve
+from solver.backends.highs import solve_milp
+from solver.design_data import build_design_data, with_limits
+from solver.evaluators import default_evaluators
+from solver.loading import instance_from_dict, read_document
+
+TINY = Path(__file__).resolve().parents[1] / "instances" / "tiny"
+BASE = read_document(TINY / "power-bound.toml")
+ALL_CHOICES = {"fabrics": [{"switch": "quantum2-qm9700"}, {"switch": "tomahawk5"},
+                           {"switch": "spectrum4-sn5600"}],
+               "rail_optimized": [True, False], "nic_attachment": ["single", "twin"]}
+
+
+def variant(limits=None, objective=None, buildings=None, choices=None, reliability=None,
+            workload=None):
+    """The tiny power-bound instance with sections updated."""
+    d = copy.deepcopy(BASE)
+    d["limits"].update(limits or {})
+    d["objective"].update(objective or {})
+    d["choices"].update(choices or {})
+    d["workload"].update(workload or {})
+    if buildings is not None:
+        d["site"]["buildings"] = buildings
+    if reliability is not None:
+        d["reliability"] = reliability
+    return instance_from_dict(d)
+
+
+# Each case: the instance, and the limit family that stops a better design (the brute
+# force must find a strictly better design that violates only that family).
+CASES = {
+    "it_power": (dict(limits={"it_power_mw": 1.2}, choices=ALL_CHOICES), "it_power"),
+    "budget": (dict(limits={"budget_usd": 60e6, "it_power_mw": 5.0}, choices=ALL_CHOICES),
+               "budget"),
+    "budget_tco": (dict(limits={"budget_usd": 55e6, "it_power_mw": 5.0,
+                                "budget_basis": "tco"}, choices=ALL_CHOICES), "budget"),
+    "building_power": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
+                            buildings=[{"name": "a", "it_power_mw": 0.8},
+                                       {"name": "b", "it_power_mw": 0.5}]), "buildings"),
+    "max_gpus": (dict(limits={"it_power_mw": 5.0, "max_gpus": 700}, choices=ALL_CHOICES),
+                 "gpu_range"),
+    "space": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
+                   buildings=[{"name": "a", "it_power_mw": 5.0, "max_racks": 30}]),
+              "buildings"),
+    "min_capex": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
+                       objective={"kind": "min_capex", "required_tokens_per_s": 1.2e9}),
+                  "required_throughput"),
+    "min_tco": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
+                     objective={"kind": "min_tco", "required_tokens_per_s": 2e9}),
+                "required_throughput"),
+    "deadline": (dict(limits={"it_power_mw": 5.0, "deadline_days": 2.0},
+                      workload={"train_tokens": 3e14}, choices=ALL_CHOICES,
+                      objective={"kind": "min_capex"}), "required_throughput"),
+    "spares": (dict(limits={"it_power_mw": 1.5}, choices=ALL_CHOICES,
+                    reliability={"spare_fraction": 0.1}), "it_power"),
+}
+
+
+@functools.cache
+def case(name: str):
+    kwargs, family = CASES[name]
+    inst = variant(**kwargs)
+    return inst, brute_force(inst), family
+
+
+def better(inst, a, b) -> bool:
+    """Design a has a strictly better objective than b."""
+    if inst.objective.kind == "max_effective_throughput":
+        return a.effective_tokens_per_s > b.effective_tokens_per_s * (1 + 1e-9)
+    key = "tco_usd" if inst.objective.kind == "min_tco" else "capex_usd"
+    return getattr(a, key) < getattr(b, key) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_solve_equals_brute_force(name):
+    inst, bf, family = case(name)
+    assert bf is not None
+    # the case's limit is what binds: a better design fails that limit alone
+    assert any(better(inst, d, bf.design) and d.violated == (family,) for d in bf.designs)
+    s = solve(inst).summary
+    assert s["status"] == "optimal" and s["verified"] is True
+    assert s["objective"]["value"] == pytest.approx(bf.value, rel=1e-7)
+    # stage two: the cheapest (or most productive) among the optimal designs
+    assert s["cost"]["capex_usd"] == pytest.approx(bf.design.capex_usd, rel=1e-7)
+    assert s["throughput"]["effective_tokens_per_s"] == pytest.approx(
+        bf.design.effective_tokens_per_s, rel=1e-7)
+    assert s["design"]["gpus"] == bf.design.gpus
+    assert s["design"]["spare_nodes"] == bf.design.spare_nodes
+
+
+# ---- every constraint family, alone ----------------------------------------------------
+# Each family is tested on the UNPRUNED candidates (pruning would otherwise remove the
+# designs the family excludes): with every family the MILP optimum equals the brute force;
+# without the family under test, the MILP finds a strictly better (infeasible) answer.
+
+def milp_optimum(data, skip: str | None = None) -> tuple[float, float, int]:
+    """(effective tokens/s, capex M$, GPUs) of the MILP on `data`, optionally without one
+    constraint family."""
+    m = pyo.ConcreteModel()
+    milp.add_core(m, data, elastic=False)
+    for name, add, _relaxable in milp.FAMILIES:
+        if name != skip:
+            add(m, data)
+    milp.add_objective(m, data)
+    outcome = solve_milp(m, time_limit_s=30)
+    assert outcome.status == "optimal", outcome
+    return (pyo.value(m.effective_tokens_per_s), pyo.value(m.capex_musd) * 1e6,
+            round(pyo.value(m.gpus)))
+
+
+def objective_of(inst, tokens: float, capex: float) -> float:
+    """Objective as a quantity to maximise."""
+    return tokens if inst.objective.kind == "max_effective_throughput" else -capex
+
+
+def ladder_past_the_limits(inst):
+    """Unpruned design data whose size ladders run past every limit of `inst` (built on
+    the loosened instance, then given the limits of `inst`)."""
+    data, _notes = build_design_data(loosened(inst), default_evaluators(inst))
+    return with_limits(data, inst)
+
+
+def check_limit_family(family: str, case_name: str) -> None:
+    """With every family the MILP on unpruned candidates equals the brute force; without
+    `family` it finds a strictly better (so infeasible) design."""
+    inst, bf, _ = case(case_name)
+    data = ladder_past_the_limits(inst)
+    tokens, capex, gpus = milp_optimum(data)
+    full = objective_of(inst, tokens, capex)
+    assert full == pytest.approx(
+        objective_of(inst, bf.design.effective_tokens_per_s, bf.design.capex_usd), rel=1e-7)
+    assert gpus == bf.design.gpus
+    free_tokens, free_capex, _ = milp_optimum(data, skip=family)
+    assert objective_of(inst, free_tokens, free_capex) - full > 1e-6 * abs(full)
+
+
+def check_one_design() -> None:
+    """Minimum capex with no requirement: exactly the smallest candidate is built; without
+    the family the model builds nothing at all (capex 0)."""
+    inst, _, _ = case("min_capex")
+    data, _notes = build_design_data(inst, default_evaluators(inst))
+    data = dataclasses.replace(data, required_effective_tokens_per_s=0.0)
+    tokens, capex, gpus = milp_optimum(data)
+    cheapest = min(data.candidates, key=lambda k: (1.07 * k.equipment_power_w * 11.7
+                                                     + k.equipment_capex_usd))
+    assert gpus == cheapest.gpus and tokens > 0
+    assert milp_optimum(data, skip="one_design") == (0, 0, 0)
+
+
+def check_min_goodput() -> None:
+    """Goodput from the reliability model falls with size; reliability.min_goodput = 0.995
+    stops the ladder where goodput drops below it; without the family the model grows past."""
+    inst = variant(limits={"it_power_mw": 3.0}, objective={"reliability_model": "model"},
+                   buildings=[{"name": "hall", "it_power_mw": 3.0}],
+                   reliability={"min_goodput": 0.995})
+    data, _notes = build_design_data(inst, default_evaluators(inst))
+    f = 1 + inst.catalog.facility.non_server_it_fraction
+    ok = [k for k in data.candidates
+          if k.goodput >= 0.995 and f * k.equipment_power_w <= 3e6]
+    best = max(ok, key=lambda k: k.effective_tokens_per_s)
+    assert len(ok) < len(data.candidates)  # the requirement excludes some sizes
+    tokens, _capex, gpus = milp_optimum(data)
+    assert (tokens, gpus) == (pytest.approx(best.effective_tokens_per_s, rel=1e-9), best.gpus)
+    free_tokens, _, free_gpus = milp_optimum(data, skip="min_goodput")
+    assert free_tokens > tokens * (1 + 1e-6) and free_gpus > gpus
+
+
+FAMILY_TESTS = {
+    "min_goodput": check_min_goodput,
+    "one_design": check_one_design,
+    "gpu_range": functools.partial(check_limit_family, "gpu_range", "max_gpus"),
+    "it_power": functools.partial(check_limit_family, "it_power", "it_power"),
+    "building_power": functools.partial(check_limit_family, "building_power",
+                                        "building_power"),
+    "space": functools.partial(check_limit_family, "space", "space"),
+    "budget": functools.partial(check_limit_family, "budget", "budget"),
+    "required_throughput": functools.partial(check_limit_family, "required_throughput",
+                                             "min_capex"),
+}
+
+
+def test_every_family_has_a_test():
+    assert sorted(FAMILY_TESTS) == sorted(name for name, _add, _r in milp.FAMILIES)
+
+
+@pytest.mark.parametrize("family", [name for name, _add, _relaxable in milp.FAMILIES])
+def test_family_is_enforced_and_binds(family):
+    FAMILY_TESTS[family]()
+
+
+def test_one_design_builds_one_configuration_in_ladder_order():
+    inst, _, _ = case("it_power")
+    data, _ = build_design_data(inst, default_evaluators(inst))
+    m = milp.build_model(data)
+    assert solve_milp(m).status == "optimal"
+    built = [c for c in m.CONFIGS if pyo.value(m.build[c, 0]) > 0.5]
+    assert len(built) == 1
+    steps = [round(pyo.value(m.build[built[0], j])) for j in range(len(m.ladders[built[0]]))]
+    assert steps == sorted(steps, reverse=True)
+    assert pyo.value(m.gpus) == milp.chosen_candidate(m).gpus
+
+
+def test_elastic_mode_relaxes_only_resource_families():
+    assert milp.RELAXABLE == {"it_power", "building_power", "space", "budget"}
+    inst, _, _ = case("it_power")
+    data, _ = build_design_data(inst, default_evaluators(inst))
+    m = milp.build_model(data, elastic=True)
+    slacks = sorted(c.name for c in m.component_objects(pyo.Var) if c.name.startswith("slack"))
+    assert slacks == ["slack_budget", "slack_building_power", "slack_it_power"]
+
+
+# ---- metamorphic properties on random small instances ----------------------------------
+
+FABRICS = ["quantum2-qm9700", "tomahawk5", "spectrum4-sn5600"]
+
+
+@st.composite
+def instances(draw):
+    power = draw(st.floats(0.8, 4.0))
+    fabrics = draw(st.lists(st.sampled_from(FABRICS), min_size=1, max_size=3, unique=True))
+    rails = draw(st.lists(st.booleans(), min_size=1, max_size=2, unique=True))
+    two = draw(st.booleans())
+    share = draw(st.floats(0.35, 0.65))
+    racks = draw(st.one_of(st.none(), st.integers(20, 120)))
+    if two:
+        buildings = [{"name": "a", "it_power_mw": power * share},
+                     {"name": "b", "it_power_mw": power * (1 - share)}]
+    else:
+        buildings = [{"name": "a", "it_power_mw": power}]
+    if racks is not None:
+        buildings[0]["max_racks"] = racks
+    objective = draw(st.sampled_from(["max_effective_throughput", "min_capex"]))
+    obj = {"kind": objective}
+    if objective == "min_capex":
+        obj["required_tokens_per_s"] = draw(st.floats(2e8, 2.5e9))
+    return {"limits": {"it_power_mw": power, "budget_usd": draw(st.floats(20e6, 200e6))},
+            "buildings": buildings, "objective": obj,
+            "choices": {"fabrics": [{"switch": f} for f in fabrics], "rail_optimized": rails}}
+
+
+def build(spec) -> object:
+    return variant(limits=spec["limits"], objective=spec["objective"],
+                   buildings=spec["buildings"], choices=spec["choices"])
+
+
+def value(inst) -> float | None:
+    """The optimum as a quantity to maximise; None when infeasible (checked verified)."""
+    result = solve(inst)
+    if result.status == "infeasible":
+        return None
+    s = result.summary
+    assert s["status"] == "optimal" and s["verified"] is True
+    v = s["objective"]["value"]
+    return v if inst.objective.kind == "max_effective_throughput" else -v
+
+
+def not_worse(a: float | None, b: float | None) -> bool:
+    """b is at least as good as a (None = infeasible, worse than anything)."""
+    return a is None or (b is not None and b >= a - 1e-7 * abs(a))
+
+
+SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(instances())
+def test_random_instance_equals_brute_force(spec):
+    inst = build(spec)
+    bf = brute_force(inst)
+    v = value(inst)
+    if bf is None:
+        assert v is None
+        return
+    maximise = inst.objective.kind == "max_effective_throughput"
+    assert v == pytest.approx(bf.value if maximise else -bf.value, rel=1e-7)
+
+
+@SETTINGS
+@given(instances(), st.floats(1.0, 3.0))
+def test_more_budget_never_lowers_the_optimum(spec, factor):
+    more = copy.deepcopy(spec)
+    more["limits"]["budget_usd"] *= factor
+    assert not_worse(value(build(spec)), value(build(more)))
+
+
+@SETTINGS
+@given(instances(), st.floats(1.0, 3.0))
+def test_more_power_never_lowers_the_optimum(spec, factor):
+    more = copy.deepcopy(spec)
+    more["limits"]["it_power_mw"] *= factor
+    for b in more["buildings"]:
+        b["it_power_mw"] *= factor
+    assert not_worse(value(build(spec)), value(build(more)))
+
+
+@SETTINGS
+@given(instances(), st.data())
+def test_restricting_choices_never_raises_the_optimum(spec, data):
+    fewer = copy.deepcopy(spec)
+    ch = fewer["choices"]
+    options = [k for k in ("fabrics", "rail_optimized") if len(ch[k]) > 1]
+    if not options:
+        fewer["limits"]["max_gpus"] = 256  # restrict the size instead
+    else:
+        key = data.draw(st.sampled_from(options))
+        ch[key].pop(data.draw(st.integers(0, len(ch[key]) - 1)))
+    assert not_worse(value(build(fewer)), value(build(spec)))
