@@ -323,3 +323,13 @@ def test_restricting_choices_never_raises_the_optimum(spec, data):
         key = data.draw(st.sampled_from(options))
         ch[key].pop(data.draw(st.integers(0, len(ch[key]) - 1)))
     assert not_worse(value(build(fewer)), value(build(spec)))
+
+
+def test_deadline_sets_the_required_throughput_and_is_met():
+    """train_tokens 3e14 in 2 days needs 3e14 / 172,800 s = 1,736,111,111 effective tokens/s
+    (585 GPUs at 2,968,200 each): the cheapest design is the first size with >= 585 GPUs."""
+    inst, bf, _ = case("deadline")
+    s = solve(inst).summary
+    days = s["throughput"]["time_to_train_days"]
+    assert days == pytest.approx(3e14 / s["throughput"]["effective_tokens_per_s"] / 86400)
+    assert days <= 2.0 and s["design"]["gpus"] >= 585 and s["design"]["gpus"] == bf.design.gpus
