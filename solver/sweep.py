@@ -226,7 +226,9 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
               ) -> Iterator[dict[str, Any]]:
     """On a dask.distributed cluster: `scheduler` address, or a LocalCluster on loopback
     with `workers` single-threaded worker processes. Tasks are retried once when a
-    worker is lost."""
+    worker is lost. Workers must be processes with one thread: Pyomo captures solver
+    output by swapping the process's file descriptors, so concurrent solves in threads
+    of one process hang."""
     from dask.distributed import Client, LocalCluster
     from dask.distributed import as_completed as dask_completed
 

@@ -1,0 +1,243 @@
+"""Sweeps, tornado, pareto and marginal values on the small instance (assumed MFU and a
+fixed overhead, so every scenario solves in well under a second)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from solver import load_instance, pareto, solve, sweep, tornado
+from solver.analysis import candidate_x, marginal_values, pareto_base
+from solver.cli import app
+from solver.design_data import build_design_data
+from solver.errors import InvalidInstance
+from solver.evaluators import default_evaluators
+from solver.loading import instance_from_dict, read_document
+from solver.scenario import full_document, get_path, parse_spec, set_path
+
+SMALL = Path("instances/tiny/sweep-small.toml")
+COMPARED = ["status", "objective", "gpus", "switch", "tiers", "it_mw", "capex_usd",
+            "effective_tokens_per_s"]
+
+
+def single_solve(values: dict) -> dict:
+    doc = read_document(SMALL)
+    full = full_document(load_instance(SMALL))
+    for path, value in values.items():
+        set_path(doc, full, path, value)
+    result = solve(instance_from_dict(doc))
+    s = result.summary
+    return {"status": result.status, "objective": s["objective"]["value"],
+            "gpus": s["design"]["gpus"], "switch": s["design"]["switch"],
+            "tiers": s["design"]["tiers"], "it_mw": s["power"]["it_mw"],
+            "capex_usd": s["cost"]["capex_usd"],
+            "effective_tokens_per_s": s["throughput"]["effective_tokens_per_s"]}
+
+
+def assert_rows_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a[COMPARED].reset_index(drop=True),
+                                  b[COMPARED].reset_index(drop=True), rtol=1e-9)
+
+
+# --- specs and paths -----------------------------------------------------------------
+
+def test_specs():
+    assert parse_spec("p", "50:200:4", 1.0) == [50.0, 100.0, 150.0, 200.0]
+    assert parse_spec("p", "1000:2000:3", 7) == [1000, 1500, 2000]
+    assert parse_spec("p", "±30%:3", 10.0) == pytest.approx([7.0, 10.0, 13.0])
+    assert parse_spec("p", "+-10%:2", 100.0) == pytest.approx([90.0, 110.0])
+    assert parse_spec("p", "a,b", "x") == ["a", "b"]
+    assert parse_spec("p", "true,false", True) == [True, False]
+    with pytest.raises(InvalidInstance, match="p: a relative range needs a numeric base"):
+        parse_spec("p", "±10%:3", None)
+
+
+def test_paths_resolve_catalog_lists_and_dotted_ids():
+    full = full_document(load_instance(SMALL))
+    assert get_path(full, "catalog.gpu.h100-sxm.node_price_usd") == 292400.0
+    assert get_path(full, "site.buildings[hall-a].it_power_mw") == 8.0
+    assert get_path(full, "site.buildings[0].it_power_mw") == 8.0
+    doc = read_document(SMALL)
+    set_path(doc, full, "catalog.gpu.h100-sxm.node_price_usd", 1.0)
+    set_path(doc, full, "site.buildings[hall-a].it_power_mw", 5.0)
+    assert doc["catalog"] == {"gpu": {"h100-sxm": {"node_price_usd": 1.0}}}
+    inst = instance_from_dict(doc)
+    assert inst.catalog.gpu["h100-sxm"].node_price_usd == 1.0
+    assert inst.site.buildings[0].it_power_mw == 5.0
+
+
+@pytest.mark.parametrize("vary, named", [
+    ({"limits.nope": "1,2"}, "limits.nope"),
+    ({"catalog.gpu.h100-sxm.price_usd": "1,2"}, "catalog.gpu.h100-sxm.price_usd"),
+    ({"limits.it_power_mw": "-1:5:3"}, "limits.it_power_mw"),
+])
+def test_bad_vary_is_rejected_before_any_solve(tmp_path, vary, named):
+    solved = []
+    with pytest.raises(InvalidInstance) as err:
+        sweep(SMALL, vary, out=tmp_path, on_result=solved.append)
+    assert any(named in p for p in err.value.problems)
+    assert solved == [] and not (tmp_path / "scenarios").exists()
+
+
+# --- sweeps --------------------------------------------------------------------------
+
+def test_sweep_rows_equal_single_solves_and_files(tmp_path):
+    vary = {"limits.budget_usd": "1e8:2e8:3", "catalog.gpu.h100-sxm.node_price_usd": "±10%:2"}
+    table = sweep(SMALL, vary, out=tmp_path)
+    assert len(table) == 6 and table.attrs["solved"] == 6
+    expected = pd.DataFrame([single_solve(dict(zip(vary, (b, p), strict=True)))
+                             for b, p in zip(table["limits.budget_usd"],
+                                             table["catalog.gpu.h100-sxm.node_price_usd"],
+                                             strict=True)])
+    assert_rows_equal(table, expected)
+    assert_rows_equal(pd.read_parquet(tmp_path / "table.parquet"), table)
+    assert list(pd.read_csv(tmp_path / "table.csv").columns) == list(table.columns)
+    assert len(list((tmp_path / "scenarios").glob("*.json"))) == 6
+
+
+def test_shared_candidates_equal_rebuilt(tmp_path):
+    vary = {"limits.it_power_mw": "2:7:4", "limits.max_gpus": "1024,4096"}
+    shared = sweep(SMALL, vary, out=tmp_path / "a")
+    rebuilt = sweep(SMALL, vary, out=tmp_path / "b", share_candidates=False)
+    assert shared.attrs["shared_candidates"] == 8 and rebuilt.attrs["shared_candidates"] == 0
+    assert_rows_equal(shared, rebuilt)
+
+
+def test_monotone_in_power_and_budget(tmp_path):
+    for path, spec in (("limits.it_power_mw", "1:8:8"), ("limits.budget_usd", "5e7:3e8:8")):
+        table = sweep(SMALL, {path: spec}, out=tmp_path / path)
+        objective = table["objective"].tolist()
+        assert table["status"].eq("optimal").all()
+        assert all(b >= a for a, b in zip(objective, objective[1:], strict=False)), objective
+        assert objective[-1] > objective[0]
+
+
+def test_interrupted_sweep_resumes_without_resolving(tmp_path):
+    vary = {"limits.budget_usd": "8e7:2e8:6"}
+    reference = sweep(SMALL, vary, out=tmp_path / "ref")
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def stop_after_three(row):
+        seen.append(row["id"])
+        if len(seen) == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        sweep(SMALL, vary, out=tmp_path / "run", on_result=stop_after_three)
+    assert len(list((tmp_path / "run" / "scenarios").glob("*.json"))) == 3
+    resolved = []
+    resumed = sweep(SMALL, vary, out=tmp_path / "run", on_result=lambda r: resolved.append(r["id"]))
+    assert resumed.attrs["reused"] == 3 and resumed.attrs["solved_now"] == 3
+    assert not set(resolved) & set(seen) and len(resolved) == 3
+    assert_rows_equal(resumed, reference)
+
+
+def test_dask_local_cluster_equals_local(tmp_path):
+    """Worker processes on loopback. (Pyomo's solver output capture swaps process file
+    descriptors, so two solves must never run as threads of one process.)"""
+    from dask.distributed import LocalCluster
+
+    vary = {"limits.budget_usd": "8e7:2e8:3", "catalog.switch.tomahawk5.price_usd": "3e4,9e4"}
+    local = sweep(SMALL, vary, out=tmp_path / "local")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      host="127.0.0.1", dashboard_address=None) as cluster:
+        remote = sweep(SMALL, vary, out=tmp_path / "dask", backend="dask",
+                       scheduler=cluster.scheduler_address)
+    assert remote.attrs["backend"] == "dask"
+    assert_rows_equal(remote, local)
+
+
+def test_processes_backend_equals_local(tmp_path):
+    vary = {"limits.it_power_mw": "3,5"}
+    assert_rows_equal(sweep(SMALL, vary, out=tmp_path / "p", backend="processes"),
+                      sweep(SMALL, vary, out=tmp_path / "l"))
+
+
+# --- analyses ------------------------------------------------------------------------
+
+def test_tornado_node_price_is_a_hand_result_and_ranked(tmp_path):
+    """With min capex for a fixed throughput the design does not change when the node
+    price moves, so capex moves by exactly delta x price x (nodes + spares)."""
+    doc = read_document(SMALL)
+    doc["objective"] |= {"kind": "min_capex", "required_tokens_per_s": 2.0e5}
+    base = solve(instance_from_dict(doc)).summary
+    price = 292400.0
+    nodes = base["design"]["nodes"] + base["design"]["spare_nodes"]
+    table = tornado(doc, 0.2, ["catalog.gpu.h100-sxm.node_price_usd",
+                               "catalog.switch.quantum2-qm9700.price_usd",
+                               "limits.it_power_mw"], out=tmp_path)
+    row = table.set_index("parameter").loc["catalog.gpu.h100-sxm.node_price_usd"]
+    assert row["objective_high"] - row["objective_base"] == pytest.approx(0.2 * price * nodes)
+    assert row["swing"] == pytest.approx(0.4 * price * nodes)
+    assert table["parameter"].iloc[0] == "catalog.gpu.h100-sxm.node_price_usd"
+    assert table["swing"].is_monotonic_decreasing
+    # the power limit is slack at this size: moving it 20% changes nothing
+    assert table.set_index("parameter").loc["limits.it_power_mw", "swing"] == 0.0
+    assert (tmp_path / "tornado.png").stat().st_size > 0
+
+
+def test_pareto_matches_enumeration_of_candidates(tmp_path):
+    """Each ε point equals max{effective tokens/s of a candidate with capex <= ε and IT
+    power, GPU count within the limits}, computed by hand from the candidate list."""
+    front = pareto(SMALL, "capex_usd", "effective_tokens_per_s", points=6, out=tmp_path)
+    inst = instance_from_dict(pareto_base(read_document(SMALL), "capex_usd"))
+    data, _ = build_design_data(inst, default_evaluators(inst))
+    for _, row in front.iterrows():
+        feasible = [c.effective_tokens_per_s for c in data.candidates
+                    if candidate_x(data, c, "capex_usd") <= row["epsilon"]
+                    and candidate_x(data, c, "it_mw") <= inst.limits.it_power_mw
+                    and c.gpus <= inst.limits.max_gpus]
+        assert row["objective"] == pytest.approx(max(feasible), rel=1e-9)
+    on = front[front["on_frontier"]].sort_values("capex_usd")
+    assert on["effective_tokens_per_s"].is_monotonic_increasing
+    assert (on["capex_usd"] <= on["epsilon"] * (1 + 1e-9)).all()
+    assert (tmp_path / "pareto.png").exists()
+
+
+def test_marginal_values_are_finite_differences(tmp_path):
+    table = marginal_values(SMALL, 0.2, out=tmp_path).set_index("limit")
+    budget = table.loc["limits.budget_usd"]
+    hi = single_solve({"limits.budget_usd": 1.5e8 * 1.2})["objective"]
+    assert budget["forward_per_unit"] == pytest.approx((hi - budget["objective"]) / 30.0)
+    assert budget["binding"] and budget["forward_per_unit"] > 0
+    assert table.loc["limits.it_power_mw", "unit"] == "MW"
+    assert not math.isnan(table.loc["limits.it_power_mw", "backward_per_unit"])
+
+
+# --- CLI -----------------------------------------------------------------------------
+
+def test_cli_sweep_json_contract(tmp_path):
+    res = CliRunner().invoke(app, ["sweep", str(SMALL), "--vary", "limits.it_power_mw=3,6",
+                                   "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert {k: doc[k] for k in ("scenarios", "solved", "failed", "backend")} == {
+        "scenarios": 2, "solved": 2, "failed": 0, "backend": "local"}
+    table = pd.read_parquet(doc["table"])
+    assert {"limits.it_power_mw", "status", "objective", "gpus", "switch", "tiers", "it_mw",
+            "capex_usd", "effective_tokens_per_s"} <= set(table.columns)
+
+
+def test_cli_bad_path_exit_3(tmp_path):
+    res = CliRunner().invoke(app, ["sweep", str(SMALL), "--vary", "limits.nope=1,2",
+                                   "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 3 and "limits.nope" in res.output and res.stdout.strip() == ""
+
+
+def test_cli_sweep_file(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'instance = "{SMALL.resolve()}"\nname = "t"\n'
+                    '[vary]\n"limits.budget_usd" = [1e8, 2e8]\n')
+    res = CliRunner().invoke(app, ["sweep", "--file", str(spec), "--out", str(tmp_path / "o"),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["scenarios"] == 2
