@@ -270,6 +270,7 @@ def plot_tornado(table: pd.DataFrame, objective: str, delta: float, path: Path) 
         ax.barh(ypos, rows[col].fillna(base) - base, left=base, color=colour, alpha=0.8,
                 label=label)
     ax.axvline(base, color="black", linewidth=0.8)
+    ax.margins(x=0.15)
     ax.set_yticks(ypos, rows["parameter"])
     ax.set_xlabel(objective)
     ax.set_title(f"Tornado: each input moved ±{delta:.0%} alone")
