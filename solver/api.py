@@ -20,7 +20,7 @@ from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import check_design
 from solver.design import ChosenDesign, Reevaluation
 from solver.design_data import build_design_data, config_parts, links_of, with_limits
-from solver.diagnose import diagnose
+from solver.diagnose import diagnose, unmet_requirements
 from solver.evaluators import Evaluators, default_evaluators
 from solver.report import binding_limits, summary_document, tables
 from solver.schema import Instance
@@ -119,7 +119,8 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
     cand = chosen_candidate(m)
     su = {b: round(pyo.value(m.su_in[b, cand.config])) for b in m.BUILDINGS}
     net = {b: float(pyo.value(m.net_mw[b])) * 1e6 for b in m.BUILDINGS}
-    return ChosenDesign(m.data.configs[cand.config], cand, su, net)
+    racks = {b: float(pyo.value(m.net_racks[b])) for b in m.BUILDINGS}
+    return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks)
 
 
 def reevaluate(inst: Instance, design: ChosenDesign, evaluators: Evaluators) -> Reevaluation:
@@ -136,10 +137,10 @@ def reevaluate(inst: Instance, design: ChosenDesign, evaluators: Evaluators) -> 
 def _infeasible(inst: Instance, evaluators: Evaluators, opts: SolveOptions, start: float,
                 notes: list[str]) -> SolveResult:
     """Diagnose on candidates generated past the power and budget limits."""
-    relaxed, _ = build_design_data(inst, evaluators, relax_limits=True)
-    relaxed = elastic_candidates(relaxed)
-    diagnosis = (diagnose(relaxed, opts) if relaxed.candidates else
-                 ["no configuration in `choices` yields a buildable design: " + "; ".join(notes)])
+    relaxed_all, _ = build_design_data(inst, evaluators, relax_limits=True)
+    relaxed = elastic_candidates(relaxed_all)
+    diagnosis = (diagnose(relaxed, opts) if relaxed.candidates
+                 else unmet_requirements(relaxed_all, notes))
     return _without_design(inst, "infeasible", opts, start, notes, diagnosis)
 
 

@@ -29,6 +29,7 @@ class ChosenDesign:
     candidate: Candidate
     su_per_building: dict[str, int]
     network_w_per_building: dict[str, float]
+    network_racks_per_building: dict[str, float]
 
     def bom(self) -> list[BomLine]:
         """Every part with quantity, unit cost and unit power (the facility is not a part)."""

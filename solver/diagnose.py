@@ -8,6 +8,8 @@ requirements and how much more of it they need.
 
 from __future__ import annotations
 
+import math
+
 import pyomo.environ as pyo
 
 from models.design.data import DesignData
@@ -26,6 +28,34 @@ def requirement_text(data: DesignData) -> str:
     return " and ".join(parts) or "even the smallest design"
 
 
+def ceil_to(value: float, digits: int) -> float:
+    """Round up at `digits` decimals, so a reported need is never below the real one."""
+    scale = 10 ** digits
+    return math.ceil(value * scale - 1e-9) / scale
+
+
+def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
+    """Why no design meets the requirements at any power or budget (e.g. max_gpus)."""
+    if not data.candidates:
+        return ["no configuration in `choices` yields a buildable design: " + "; ".join(notes)]
+    best_tput = max(k.effective_tokens_per_s for k in data.candidates)
+    largest = max(k.gpus for k in data.candidates)
+    within = (f" within limits.max_gpus {data.max_gpus:,}" if data.max_gpus is not None
+              else "")
+    msgs = []
+    if data.min_gpus > largest:
+        msgs.append(f"limits.min_gpus {data.min_gpus:,} exceeds the largest design{within} "
+                    f"({largest:,} GPUs)")
+    if data.required_effective_tokens_per_s > best_tput:
+        msgs.append(f"the required {data.required_effective_tokens_per_s:,.0f} effective "
+                    f"tokens/s (objective.required_tokens_per_s or limits.deadline_days) is "
+                    f"out of reach{within}: the best design reaches {best_tput:,.0f}")
+    if data.min_goodput > max(k.goodput for k in data.candidates):
+        msgs.append(f"reliability.min_goodput {data.min_goodput:g} is above the best "
+                    f"goodput of any design ({max(k.goodput for k in data.candidates):.3f})")
+    return msgs or [f"no single design meets {requirement_text(data)} together"]
+
+
 def diagnose(data: DesignData, opts) -> list[str]:
     """Messages naming each conflicting limit with the value the requirements need."""
     m = build_model(data, elastic=True)
@@ -38,9 +68,9 @@ def diagnose(data: DesignData, opts) -> list[str]:
     if hasattr(m, "slack_it_power") and pyo.value(m.slack_it_power) > 1e-6:
         cap = data.it_power_cap_w / 1e6
         msgs.append(f"limits.it_power_mw {cap:g} cannot host {need}; needs >= "
-                    f"{cap + pyo.value(m.slack_it_power):.1f}")
+                    f"{ceil_to(cap + pyo.value(m.slack_it_power), 2):.2f}")
     if hasattr(m, "slack_budget") and pyo.value(m.slack_budget) > 1e-6:
-        need_usd = data.budget_usd + pyo.value(m.slack_budget) * 1e6
+        need_usd = math.ceil(data.budget_usd + pyo.value(m.slack_budget) * 1e6)
         msgs.append(f"limits.budget_usd {data.budget_usd:,.0f} cannot buy {need}; needs >= "
                     f"{need_usd:,.0f} ({data.budget_basis})")
     for b in data.buildings:
@@ -49,10 +79,10 @@ def diagnose(data: DesignData, opts) -> list[str]:
             if extra_mw > 1e-6:
                 msgs.append(f"site.buildings[{b.name}].it_power_mw {b.it_power_w / 1e6:g} is too "
                             f"small for its share of {need}; needs >= "
-                            f"{b.it_power_w / 1e6 + extra_mw:.1f}")
+                            f"{ceil_to(b.it_power_w / 1e6 + extra_mw, 2):.2f}")
         if hasattr(m, "slack_space") and b.name in m.RACK_LIMITED:
             extra = pyo.value(m.slack_space[b.name])
             if extra > 1e-6:
                 msgs.append(f"site.buildings[{b.name}].max_racks {b.max_racks} is too small for "
-                            f"{need}; needs >= {b.max_racks + extra:.0f}")
+                            f"{need}; needs >= {math.ceil(b.max_racks + extra - 1e-6)}")
     return msgs or [f"the limits cannot be met together with {need}"]

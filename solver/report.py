@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from models.design.data import Candidate, DesignData
+from models.design.prune import fits_buildings
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 from solver.design import ChosenDesign, Reevaluation
@@ -46,12 +47,55 @@ def binding_limits(inst: Instance, design: ChosenDesign, data: DesignData) -> li
                      "limit": bigger.gpus, "unit": "GPUs", "slack": bigger.gpus - cand.gpus,
                      "binding": True, "note": "one more scalable unit lowers effective "
                      "tokens/s: goodput falls faster than throughput grows"})
+    rows += _requirement_rows(design, data)
+    rows += _building_rows(inst, design, data, bigger)
+    return rows
+
+
+def _requirement_rows(design: ChosenDesign, data: DesignData) -> list[dict]:
+    """When cost is minimised the requirements bind: the next smaller size misses them."""
+    if data.objective == "max_effective_throughput":
+        return []
+    cand = design.candidate
+    smaller = [c for c in data.candidates if c.config == cand.config and c.nodes < cand.nodes]
+    below = max(smaller, key=lambda c: c.nodes) if smaller else None
+    rows = []
+    if data.required_effective_tokens_per_s > 0:
+        rows.append(_row("required effective tokens/s (objective or deadline)",
+                         cand.effective_tokens_per_s, data.required_effective_tokens_per_s,
+                         "tokens/s", below is None or below.effective_tokens_per_s
+                         < data.required_effective_tokens_per_s))
+    if data.min_gpus > 0:
+        rows.append(_row("limits.min_gpus", cand.gpus, data.min_gpus, "GPUs",
+                         below is None or below.gpus < data.min_gpus))
+    return rows
+
+
+def _building_rows(inst: Instance, design: ChosenDesign, data: DesignData,
+                   bigger: Candidate | None) -> list[dict]:
+    """Each building's power (and racks where limited); binding when the next size
+    cannot be placed because of that resource (models.design.prune.fits_buildings)."""
+    power_stops = space_stops = False
+    if bigger is not None and not fits_buildings(data, bigger):
+        power_stops = not fits_buildings(data, bigger, space=False)
+        space_stops = not fits_buildings(data, bigger, power=False)
+    cfg, rows = design.config, []
     for b in inst.site.buildings:
         used = design.su_per_building[b.name]
-        rows.append(_row(f"site.buildings[{b.name}].it_power_mw",
-                         _building_mw(inst, design, b.name), b.it_power_mw, "MW", False)
-                    | {"scalable_units": used})
+        power_mw = _building_mw(inst, design, b.name)
+        full = b.it_power_mw - power_mw < _su_mw(inst, design)
+        rows.append(_row(f"site.buildings[{b.name}].it_power_mw", power_mw, b.it_power_mw,
+                         "MW", power_stops and full) | {"scalable_units": used})
+        if b.max_racks is not None:
+            racks = used * cfg.su_racks + design.network_racks_per_building[b.name]
+            rows.append(_row(f"site.buildings[{b.name}].max_racks", racks, b.max_racks,
+                             "racks", space_stops and b.max_racks - racks < cfg.su_racks))
     return rows
+
+
+def _su_mw(inst: Instance, design: ChosenDesign) -> float:
+    f = 1 + inst.catalog.facility.non_server_it_fraction
+    return f * design.config.su_nodes * design.config.node_power_w / 1e6
 
 
 def _building_mw(inst: Instance, design: ChosenDesign, building: str) -> float:

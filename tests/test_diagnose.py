@@ -61,8 +61,6 @@ def test_power_too_small_for_min_gpus_names_the_limit():
     assert needed(msg) == pytest.approx(0.740249968, abs=0.05)
 
 
-@pytest.mark.xfail(strict=True, reason="solver/diagnose.py formats the needed IT power with "
-                   "'.1f' (rounds 0.740 MW down to 0.7, which is still too small)")
 def test_needed_power_is_never_rounded_below_the_need():
     msg = only(diagnosis(load_instance(TINY / "infeasible-power.toml")), "limits.it_power_mw")
     assert needed(msg) >= 0.740249968
@@ -116,10 +114,6 @@ def test_throughput_requirement_under_too_little_power():
     assert needed(msg) == pytest.approx(0.74, abs=0.05)  # 1e9 / 2,968,200 -> 512 GPUs
 
 
-@pytest.mark.xfail(strict=True, reason="solver/api.py _infeasible: when max_gpus keeps every "
-                   "relaxed candidate below the requirement, the diagnosis is 'no configuration "
-                   "in `choices` yields a buildable design: ' with an empty reason and never "
-                   "names limits.max_gpus")
 def test_max_gpus_below_the_throughput_requirement_is_named():
     msgs = diagnosis(variant(limits={"max_gpus": 256},
                              objective={"kind": "min_capex", "required_tokens_per_s": 1e9}))

@@ -87,8 +87,6 @@ def test_tiny_instance_reaches_its_hand_computed_optimum(name):
         assert d["scalable_units_per_building"] == hand["su_per_building"]
 
 
-@pytest.mark.xfail(strict=True, reason="report.binding_limits never marks a building's power "
-                   "binding (hard-coded False) and has no row for max_racks")
 @pytest.mark.parametrize(("name", "limit"), [("two-buildings", "site.buildings"),
                                              ("space-bound", "max_racks")])
 def test_building_power_and_space_are_reported_binding(name, limit):

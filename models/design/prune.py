@@ -49,19 +49,24 @@ def meets_requirements(data: DesignData, k: Candidate) -> bool:
             and k.goodput >= data.min_goodput)
 
 
-def fits_buildings(data: DesignData, k: Candidate) -> bool:
+def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
+                   space: bool = True) -> bool:
+    """The building conditions above; `power` / `space` False leaves that resource out
+    (to tell which one stops a design)."""
     cfg, f = data.configs[k.config], 1 + data.non_server_it_fraction
     su_w = cfg.su_nodes * cfg.node_power_w
     per_building = []
     for b in data.buildings:
-        by_power = math.floor(b.it_power_w / (f * su_w) * (1 + REL_TIE))
-        by_space = (math.floor(b.max_racks / cfg.su_racks) if b.max_racks is not None
-                    else by_power)
+        by_power = (math.floor(b.it_power_w / (f * su_w) * (1 + REL_TIE)) if power
+                    else k.su_count)
+        by_space = (math.floor(b.max_racks / cfg.su_racks)
+                    if space and b.max_racks is not None else by_power)
         per_building.append(min(by_power, by_space))
-    power_ok = f * (k.su_count * su_w + k.network_power_w) <= sum(
+    power_ok = not power or f * (k.su_count * su_w + k.network_power_w) <= sum(
         b.it_power_w for b in data.buildings) * (1 + REL_TIE)
     racks = [b.max_racks for b in data.buildings]
-    space_ok = (None in racks or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
+    space_ok = (not space or None in racks
+                or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
     return k.su_count <= sum(per_building) and power_ok and space_ok
 
 
