@@ -25,7 +25,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 # Modules under solver/commands/ that register their commands on `app`.
-COMMAND_MODULES: tuple[str, ...] = ("catalog", "fabric", "solve", "reliability", "perf", "sweep", "place")
+COMMAND_MODULES: tuple[str, ...] = (
+    "catalog", "fabric", "solve", "reliability", "perf", "sweep", "place")
 
 
 @app.command()

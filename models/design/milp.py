@@ -68,7 +68,8 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
                       doc="scalable units per building")
     m.net_mw = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals,
                        doc="network power per building [MW]")
-    m.net_racks = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals, doc="network racks per building")
+    m.net_racks = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals,
+                          doc="network racks per building")
 
     f_ns = data.non_server_it_fraction
     m.gpus = pyo.Expression(expr=ladder_sum(m, lambda k: k.gpus), doc="training GPUs")

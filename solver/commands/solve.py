@@ -28,8 +28,9 @@ def render(result) -> None:
     head.add_row("Switches per tier", " / ".join(f"{n:,}" for n in d["switches_per_tier"]))
     head.add_row("Power", f"{p['it_mw']:.1f} MW critical IT, {p['facility_mw']:.1f} MW facility, "
                           f"{p['annual_energy_twh']:.2f} TWh/yr")
-    head.add_row("Cost", f"capex ${c['capex_usd'] / 1e9:,.3f}B, opex ${c['annual_opex_usd'] / 1e6:,.1f}M"
-                         f"/yr, TCO ${c['tco_usd'] / 1e9:,.3f}B over {c['tco_years']} years")
+    head.add_row("Cost", f"capex ${c['capex_usd'] / 1e9:,.3f}B, opex "
+                         f"${c['annual_opex_usd'] / 1e6:,.1f}M/yr, TCO "
+                         f"${c['tco_usd'] / 1e9:,.3f}B over {c['tco_years']} years")
     head.add_row("Throughput", f"{t['tokens_per_s']:,.0f} tokens/s, MFU {t['mfu']:.1%}, "
                                f"goodput {t['goodput']:.1%} -> {t['effective_tokens_per_s']:,.0f} "
                                "effective tokens/s")
