@@ -15,11 +15,10 @@ import pyomo.environ as pyo
 from models.design.data import DesignData
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
 from models.design.prune import elastic_candidates, prune
-from models.fabric import design_fabric
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import check_design
-from solver.design import ChosenDesign, Reevaluation
-from solver.design_data import build_design_data, config_parts, links_of, with_limits
+from solver.design import ChosenDesign
+from solver.design_data import build_design_data, exact_candidate, refine, with_limits
 from solver.diagnose import diagnose, unmet_requirements
 from solver.evaluators import Evaluators, default_evaluators
 from solver.report import binding_limits, summary_document, tables
@@ -85,6 +84,7 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
         full, notes = build_design_data(inst, evaluators)
     else:
         full, notes = with_limits(candidates, inst), []
+    full = refine(inst, evaluators, full)
     data = prune(full)
     if not data.candidates:
         return _infeasible(inst, evaluators, opts, start, notes)
@@ -105,7 +105,7 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
                                   outcome.best_bound, outcome.gap,
                                   outcome.runtime_s + second.runtime_s, outcome.solver_version)
     design = extract_design(model)
-    exact = reevaluate(inst, design, evaluators)
+    exact = exact_candidate(inst, evaluators, full, design.candidate)
     check = check_design(inst, design, data, exact)
     runtime = time.perf_counter() - start
     summary = summary_document(inst, design, exact, outcome, check,
@@ -121,17 +121,6 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
     net = {b: float(pyo.value(m.net_mw[b])) * 1e6 for b in m.BUILDINGS}
     racks = {b: float(pyo.value(m.net_racks[b])) for b in m.BUILDINGS}
     return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks)
-
-
-def reevaluate(inst: Instance, design: ChosenDesign, evaluators: Evaluators) -> Reevaluation:
-    """Throughput and goodput of the chosen design evaluated exactly (no interpolation)."""
-    cand, cfg = design.candidate, design.config
-    parts = config_parts(inst, cfg.key)
-    fabric = design_fabric(parts.fabric_spec(cand.nodes + cand.spare_nodes))
-    perf = evaluators.exact_throughput(inst, parts, fabric, cand.gpus)
-    rel = evaluators.goodput(inst, parts, fabric, cand.nodes, cand.spare_nodes,
-                             links_of(inst, parts, cfg.media, fabric))
-    return Reevaluation(perf, rel)
 
 
 def _infeasible(inst: Instance, evaluators: Evaluators, opts: SolveOptions, start: float,

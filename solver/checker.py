@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from models.design.data import DesignData
+from models.design.data import Candidate, DesignData
 from models.fabric import design_fabric
-from solver.design import ChosenDesign, Reevaluation
+from solver.design import ChosenDesign
 from solver.design_data import config_parts, lengths_m, node_power_w
 from solver.schema import Instance
 
@@ -43,7 +43,8 @@ def _le(name: str, value: float, limit: float, detail: str = "") -> Check:
 
 
 def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
-                 exact: Reevaluation) -> CheckResult:
+                 exact: Candidate) -> CheckResult:
+    """`exact`: the chosen candidate with throughput and goodput evaluated exactly."""
     """Every limit, recomputed: fabric, media reach, parts cost and power, power, budget,
     buildings, GPU range and throughput requirement."""
     cand, cfg = design.candidate, design.config
@@ -94,7 +95,7 @@ def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
                             f"exactly re-evaluated {value:,.0f} effective tokens/s < "
                             f"{need:,.0f} required"))
     if data.min_goodput > 0:
-        value = exact.reliability.goodput
+        value = exact.goodput
         checks.append(Check("min_goodput", value >= data.min_goodput * (1 - REL_TOL), value,
                             data.min_goodput, f"exact goodput {value:.4f} < "
                             f"reliability.min_goodput {data.min_goodput:g}"))

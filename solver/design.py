@@ -7,20 +7,7 @@ from dataclasses import dataclass
 
 from models.design.data import Candidate, Config
 from models.power_cost import BomLine, PowerCost, power_cost
-from solver.evaluators import GoodputEstimate, PerfEstimate
 from solver.schema import Instance
-
-
-@dataclass(frozen=True)
-class Reevaluation:
-    """The chosen design's throughput and goodput evaluated exactly."""
-
-    perf: PerfEstimate
-    reliability: GoodputEstimate
-
-    @property
-    def effective_tokens_per_s(self) -> float:
-        return self.perf.tokens_per_s * self.reliability.goodput
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
+from models.design.prune import to_refine
 from models.fabric import (
     Fabric,
     FabricSpec,
@@ -27,7 +28,7 @@ from models.fabric import (
     scalable_unit_nodes,
 )
 from models.power_cost import BomLine
-from solver.evaluators import BREAKPOINT_RATIO, Evaluators, GoodputEstimate
+from solver.evaluators import Evaluators, GoodputEstimate, grid_points
 from solver.fabric_inputs import link_lengths
 from solver.schema import FabricChoice, GpuSystem, Instance, Nic, Switch
 
@@ -222,7 +223,7 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
                 node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
                 media=combo)
             links = [links_of(inst, p, combo, fabric) for _, _, fabric in sized]
-            goodputs = ladder_goodput(inst, evaluators, p, sized, links)
+            goodputs = ladder_goodput(inst, evaluators, p, combo, sized, links)
             candidates += [_candidate(inst, evaluators, p, key, nodes, spares, fabric, su,
                                       size_links, rel)
                            for (nodes, spares, fabric), size_links, rel
@@ -240,28 +241,42 @@ def links_of(inst: Instance, p: ConfigParts, combo: tuple[MediaAssignment, ...],
 
 
 def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
-                   sized: list[tuple[int, int, Fabric]], links: list[list[MediaLine]]
-                   ) -> list[GoodputEstimate]:
-    """Goodput along a size ladder: exact at sizes ~5% apart (and both ends), linear in
-    nodes in between; goodput varies smoothly with size, its model costs ~1 ms a call."""
-    exact = [0]
-    for i, (nodes, _, _) in enumerate(sized[1:], start=1):
-        if nodes >= BREAKPOINT_RATIO * sized[exact[-1]][0] or i == len(sized) - 1:
-            exact.append(i)
-    at = {i: evaluators.goodput(inst, p, sized[i][2], sized[i][0], sized[i][1], links[i])
-          for i in exact}
+                   combo: tuple[MediaAssignment, ...], sized: list[tuple[int, int, Fabric]],
+                   links: list[list[MediaLine]]) -> list[GoodputEstimate]:
+    """Goodput along a size ladder: exact at the first size and at every size where the
+    ladder crosses a point of the global grid ceil(1.05^i) nodes, linear in nodes in
+    between (past the end, the next crossing size is evaluated too). Goodput varies
+    smoothly with size and its model costs ~1 ms a call. The exact points do not depend
+    on where the ladder ends, so a size gets the same goodput whatever the limits."""
+    grid = grid_points(1)
+
+    def crosses(a: int, b: int) -> bool:
+        return bisect.bisect_right(grid, b) > bisect.bisect_right(grid, a)
+
+    points = [(nodes, spares, fabric, size_links) for (nodes, spares, fabric), size_links
+              in zip(sized, links, strict=True)]
+    step = sized[1][0] - sized[0][0] if len(sized) > 1 else 0
+    while step and not crosses(points[-2][0], points[-1][0]):
+        nodes = points[-1][0] + step
+        spares = evaluators.spare_nodes(inst, p, nodes)
+        fabric = design_fabric(p.fabric_spec(nodes + spares))
+        points.append((nodes, spares, fabric, links_of(inst, p, combo, fabric)))
+    crossing = [0] + [i for i in range(1, len(points))
+                      if crosses(points[i - 1][0], points[i][0])]
+    at = {i: evaluators.goodput(inst, p, points[i][2], points[i][0], points[i][1],
+                                points[i][3]) for i in crossing}
     out = []
     for i, (nodes, _, _) in enumerate(sized):
         if i in at:
             out.append(at[i])
             continue
-        j = bisect.bisect_left(exact, i)
-        lo, hi = exact[j - 1], exact[j]
-        t = (nodes - sized[lo][0]) / (sized[hi][0] - sized[lo][0])
+        j = bisect.bisect_left(crossing, i)
+        lo, hi = crossing[j - 1], crossing[j]
+        t = (nodes - points[lo][0]) / (points[hi][0] - points[lo][0])
         near = at[lo] if t < 0.5 else at[hi]
         out.append(GoodputEstimate((1 - t) * at[lo].goodput + t * at[hi].goodput,
                                    near.details | {"interpolated_between_nodes":
-                                                   [sized[lo][0], sized[hi][0]]}))
+                                                   [points[lo][0], points[hi][0]]}))
     return out
 
 
@@ -283,10 +298,36 @@ def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
                          + sum(line.power_w for line in links)),
         network_racks=network_racks(p, fabric.switches_total),
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
+        tokens_per_s_upper=perf.upper,
+        exact=perf.exact and "interpolated_between_nodes" not in rel.details,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods,
                "max_endpoints": fabric.max_endpoints},
     )
+
+
+def refine(inst: Instance, evaluators: Evaluators, data: DesignData) -> DesignData:
+    """Evaluate exactly every candidate whose bounds could change the optimum
+    (models.design.prune.to_refine), until none is left."""
+    while targets := to_refine(data):
+        exact = {k.key: exact_candidate(inst, evaluators, data, k) for k in targets}
+        data = dataclasses.replace(data, candidates=tuple(
+            exact.get(k.key, k) for k in data.candidates))
+    return data
+
+
+def exact_candidate(inst: Instance, evaluators: Evaluators, data: DesignData,
+                    k: Candidate) -> Candidate:
+    """Candidate k with throughput and goodput evaluated exactly."""
+    parts = config_parts(inst, k.config)
+    fabric = design_fabric(parts.fabric_spec(k.nodes + k.spare_nodes))
+    perf = evaluators.exact_throughput(inst, parts, fabric, k.gpus)
+    rel = evaluators.goodput(inst, parts, fabric, k.nodes, k.spare_nodes,
+                             links_of(inst, parts, data.configs[k.config].media, fabric))
+    return dataclasses.replace(
+        k, tokens_per_s=perf.tokens_per_s, tokens_per_s_upper=perf.tokens_per_s,
+        mfu=perf.mfu, goodput=rel.goodput, exact=True,
+        extra=k.extra | {"perf": perf.details, "reliability": rel.details})
 
 
 def required_effective_tokens_per_s(inst: Instance) -> float:

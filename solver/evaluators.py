@@ -2,10 +2,10 @@
 
 Two families, chosen by the instance's [objective]:
 - performance = 'model' (default): the calibrated performance model's best parallelism
-  (models.perf.search) on the design's GPUs and network. Evaluated exactly at breakpoints
-  every ~5% in GPU count and interpolated linearly (per GPU) between them, because the
-  search over thousands of ladder sizes would dominate the solve; the chosen design is
-  re-evaluated exactly afterwards (`exact_throughput`).
+  (models.perf.search) on the design's GPUs and network. Evaluated exactly on a grid
+  ~5% apart in GPU count, which bounds it in between (InterpolatedThroughput), because
+  the search over thousands of ladder sizes would dominate the solve; candidates whose
+  bounds could matter are then evaluated exactly (solver.design_data.refine).
   performance = 'assumed_mfu': GPUs x dense peak x assumed_mfu / model FLOPs per token.
 - reliability_model = 'model' (default): failures, checkpoints, restarts and hot spares
   (models.reliability) for the design's media and switches; the better recovery mode
@@ -44,8 +44,19 @@ COPPER_KINDS = ("dac", "acc", "aec")
 @dataclass(frozen=True)
 class PerfEstimate:
     tokens_per_s: float
+    """Throughput, or a guaranteed lower bound on it when `exact` is False [tokens/s]."""
     mfu: float
     details: dict[str, Any] = field(default_factory=dict)
+    upper_tokens_per_s: float | None = None
+    """An upper bound when the estimate is not exact (None: exact)."""
+
+    @property
+    def exact(self) -> bool:
+        return self.upper_tokens_per_s is None
+
+    @property
+    def upper(self) -> float:
+        return self.tokens_per_s if self.exact else self.upper_tokens_per_s
 
 
 @dataclass(frozen=True)
@@ -103,39 +114,45 @@ def exact_throughput(inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEs
                                        "memory_gib_per_gpu": res.memory_gib_per_gpu})
     return PerfEstimate(res.tokens_per_s, res.mfu, {
         "model": "perf", "fits": True, "parallelism": res.parallelism.as_dict(),
+        "gpus_used": res.gpus_used,
         "hfu": res.hfu, "step_time_s": res.step_time_s,
         "memory_gib_per_gpu": res.memory_gib_per_gpu, "breakdown_s": res.breakdown})
 
 
 class InterpolatedThroughput:
-    """exact_throughput on a grid of GPU counts ~5% apart, linear per GPU in between.
+    """Bounds on exact_throughput from a grid of GPU counts ~5% apart.
 
     Grid points are whole nodes, gpus_per_node * ceil(1.05^i); each is evaluated once per
     (GPU system, network as the job sees it) and cached, so fabrics that look the same to
-    the job (e.g. Spectrum-X and Tomahawk 5 at 400G) share evaluations.
+    the job (e.g. Spectrum-X and Tomahawk 5 at 400G) share evaluations. The best
+    throughput is non-decreasing in GPUs (the search leaves GPUs idle rather than lose
+    throughput), so between grid points lo < g < hi:
+        T(lo) <= T(g) <= T(hi), and T(g) = T(hi) when hi's best configuration uses <= g
+    GPUs (it then runs on g). The estimate is the lower bound, exact in that case;
+    `solver.design_data.refine` evaluates exactly wherever the bounds could matter.
     """
 
     def __init__(self) -> None:
-        self._cache: dict[tuple, PerfEstimate] = {}
+        self._cache: dict[tuple, tuple[PerfEstimate, int]] = {}
 
-    def _at(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+    def _at(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> tuple[PerfEstimate, int]:
         key = (parts.gpu.id, network_spec(parts, fabric, gpus), gpus)
         if key not in self._cache:
-            self._cache[key] = exact_throughput(inst, parts, fabric, gpus)
+            est = exact_throughput(inst, parts, fabric, gpus)
+            self._cache[key] = (est, est.details.get("gpus_used", gpus))
         return self._cache[key]
 
     def __call__(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
         points = grid_points(parts.gpu.gpus_per_node)
         i = bisect.bisect_left(points, gpus)
         if points[i] == gpus:
-            return self._at(inst, parts, fabric, gpus)
+            return self._at(inst, parts, fabric, gpus)[0]
         lo, hi = points[i - 1], points[i]
-        a, b = self._at(inst, parts, fabric, lo), self._at(inst, parts, fabric, hi)
-        t = (gpus - lo) / (hi - lo)
-        per_gpu = (1 - t) * a.tokens_per_s / lo + t * b.tokens_per_s / hi
-        near = a if t < 0.5 else b
-        return PerfEstimate(per_gpu * gpus, (1 - t) * a.mfu + t * b.mfu, near.details | {
-            "interpolated_between_gpus": [lo, hi]})
+        (a, _), (b, used_b) = self._at(inst, parts, fabric, lo), self._at(inst, parts, fabric, hi)
+        if used_b <= gpus:
+            return PerfEstimate(b.tokens_per_s, b.mfu * hi / gpus, b.details)
+        return PerfEstimate(a.tokens_per_s, a.mfu * lo / gpus, a.details | {
+            "bounded_between_gpus": [lo, hi]}, upper_tokens_per_s=b.tokens_per_s)
 
 
 @cache

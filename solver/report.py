@@ -10,7 +10,7 @@ from models.design.data import Candidate, DesignData
 from models.design.prune import fits_buildings
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
-from solver.design import ChosenDesign, Reevaluation
+from solver.design import ChosenDesign
 from solver.schema import Instance
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
@@ -114,7 +114,7 @@ def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> dic
             "slack": limit - value, "binding": bool(binding)}
 
 
-def summary_document(inst: Instance, design: ChosenDesign, exact: Reevaluation,
+def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
                      outcome: MilpOutcome, check: CheckResult, binding: list[dict],
                      runtime_s: float, sha256: str, notes: list[str]) -> dict[str, Any]:
     """The `clusterplan solve --json` contract. Throughput figures are the exact
@@ -150,12 +150,12 @@ def summary_document(inst: Instance, design: ChosenDesign, exact: Reevaluation,
                  "facility_capex_usd": pc.facility_capex_usd,
                  "annual_opex_usd": pc.annual_opex_usd, "tco_usd": pc.tco_usd,
                  "tco_years": pc.years},
-        "throughput": {"tokens_per_s": exact.perf.tokens_per_s,
+        "throughput": {"tokens_per_s": exact.tokens_per_s,
                        "effective_tokens_per_s": effective,
-                       "mfu": exact.perf.mfu, "goodput": exact.reliability.goodput,
+                       "mfu": exact.mfu, "goodput": exact.goodput,
                        "time_to_train_days": days,
-                       "performance": exact.perf.details,
-                       "reliability": exact.reliability.details,
+                       "performance": exact.extra["perf"],
+                       "reliability": exact.extra["reliability"],
                        "milp": {"tokens_per_s": cand.tokens_per_s, "goodput": cand.goodput,
                                 "effective_tokens_per_s": cand.effective_tokens_per_s,
                                 "mfu": cand.mfu}},

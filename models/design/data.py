@@ -66,10 +66,15 @@ class Candidate:
     """Switch and media power, placed in any building [W]."""
     network_racks: int
     tokens_per_s: float
-    """Training throughput with no failures [tokens/s]."""
+    """Training throughput with no failures, or a lower bound on it [tokens/s]."""
     goodput: float
-    """Useful fraction of wall-clock time (failures, checkpoints, restarts)."""
+    """Useful fraction of wall-clock time (failures, checkpoints, restarts); interpolated
+    along the ladder unless `exact`."""
     mfu: float
+    tokens_per_s_upper: float
+    """Upper bound on the throughput (= tokens_per_s when exact) [tokens/s]."""
+    exact: bool
+    """Throughput and goodput are exact evaluations (not bounds or interpolations)."""
     extra: dict = field(default_factory=dict, compare=False)
     """Evaluator details kept for reporting (parallelism, reliability metrics)."""
 
@@ -92,6 +97,10 @@ class Candidate:
     @property
     def effective_tokens_per_s(self) -> float:
         return self.tokens_per_s * self.goodput
+
+    @property
+    def effective_tokens_per_s_upper(self) -> float:
+        return self.tokens_per_s_upper * self.goodput
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,10 @@ SU placement, and network equipment can fill any leftover.
 
 Let LB be the best objective value among buildable candidates. A candidate that cannot
 be built, or whose value is below LB, is never optimal and is dropped; ties are kept
-for the MILP's second (cheapest-design) stage. `elastic_candidates` keeps, for the
+for the MILP's second (cheapest-design) stage. Throughput may be a lower bound with an
+upper bound beside it (and goodput interpolated); `to_refine` names the candidates that
+must be evaluated exactly before this argument holds: those that could be buildable and
+reach LB with their upper bounds. `elastic_candidates` keeps, for the
 diagnosis, each configuration's smallest candidate that meets the requirements: cost,
 power, SUs and network equipment are non-decreasing in size, so larger ones need more of
 every limit.
@@ -28,6 +31,9 @@ from dataclasses import replace
 from models.design.data import Candidate, DesignData
 
 REL_TIE = 1e-9
+GOODPUT_TOL = 0.02
+"""Allowance on interpolated goodput when deciding what to evaluate exactly (interpolation
+along the ladder stays within 1% of exact in tests/test_design_data.py)."""
 
 
 def it_power_w(data: DesignData, k: Candidate) -> float:
@@ -43,10 +49,15 @@ def tco_usd(data: DesignData, k: Candidate) -> float:
     return capex_usd(data, k) + data.years * opex
 
 
-def meets_requirements(data: DesignData, k: Candidate) -> bool:
+def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
+    """GPU range, throughput and goodput requirements; `optimistic` uses the candidate's
+    upper bounds (throughput bound, goodput + GOODPUT_TOL when interpolated)."""
+    tput, good = k.effective_tokens_per_s, k.goodput
+    if optimistic and not k.exact:
+        good = k.goodput * (1 + GOODPUT_TOL)
+        tput = k.tokens_per_s_upper * good
     return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
-            and k.effective_tokens_per_s >= data.required_effective_tokens_per_s
-            and k.goodput >= data.min_goodput)
+            and tput >= data.required_effective_tokens_per_s and good >= data.min_goodput)
 
 
 def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
@@ -70,12 +81,12 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
     return k.su_count <= sum(per_building) and power_ok and space_ok
 
 
-def buildable(data: DesignData, k: Candidate) -> bool:
+def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
     """All limits of the instance hold for candidate k (closed forms above)."""
     spend = tco_usd(data, k) if data.budget_basis == "tco" else capex_usd(data, k)
     return (it_power_w(data, k) <= data.it_power_cap_w * (1 + REL_TIE)
             and spend <= data.budget_usd * (1 + REL_TIE)
-            and meets_requirements(data, k) and fits_buildings(data, k))
+            and meets_requirements(data, k, optimistic) and fits_buildings(data, k))
 
 
 def objective_value(data: DesignData, k: Candidate) -> float:
@@ -83,6 +94,24 @@ def objective_value(data: DesignData, k: Candidate) -> float:
     if data.objective == "max_effective_throughput":
         return k.effective_tokens_per_s
     return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
+
+
+def to_refine(data: DesignData) -> list[Candidate]:
+    """Candidates not evaluated exactly whose bounds could make them optimal: buildable
+    with their upper bounds, and (upper) objective value >= the best lower value LB."""
+    sure = [objective_value(data, k) for k in data.candidates if buildable(data, k)]
+    best = max(sure, default=-math.inf)
+    out = []
+    for k in data.candidates:
+        if k.exact or not buildable(data, k, optimistic=True):
+            continue
+        if data.objective == "max_effective_throughput":
+            value = k.effective_tokens_per_s_upper * (1 + GOODPUT_TOL)
+        else:
+            value = objective_value(data, k)
+        if value >= best - REL_TIE * abs(best):
+            out.append(k)
+    return out
 
 
 def prune(data: DesignData) -> DesignData:

@@ -18,6 +18,7 @@ from models.perf.search import (
     candidate_grid,
     degree_checks,
     evaluate_grid,
+    fitting,
 )
 from models.perf.types import (
     RECOMPUTE_MODES,
@@ -97,5 +98,8 @@ def search(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec, 
     if len(grid["tp"]) == 0:
         raise ValueError(f"no parallel configuration of {workload.name} fits in {gpus} GPUs"
                          + (f" with {dict(fixed)}" if fixed else ""))
+    fits = fitting(arch, system, grid)
+    if fits.any():  # only configurations that fit memory can be best: time those alone
+        grid = {k: v[fits] for k, v in grid.items()}
     res = evaluate_grid(arch, system, network, grid, gpus)
     return _result(arch, res, grid, best_index(res), gpus)

@@ -169,6 +169,16 @@ def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
             "memory": mem}
 
 
+def fitting(arch: Arch, system: GpuSystemLike, grid: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Which configurations of `grid` fit in HBM (the memory model alone, cheaper than
+    timing them). m, the micro-batches per pipeline, as in step_components."""
+    per_rank = np.ceil(arch.global_batch / np.maximum(grid["dp"], 1))
+    m = np.ceil(per_rank / grid["mb"])
+    mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
+                       grid["vpp"], grid["mb"], grid["rc"], m)
+    return mem["total"] <= system.hbm_gib * GIB
+
+
 def best_index(result: Mapping[str, np.ndarray]) -> int:
     """Highest-throughput configuration that fits (first in grid order on ties); if none
     fits, the one needing the least memory."""

@@ -1,0 +1,63 @@
+"""Candidate data: interpolated throughput/goodput against exact evaluations, and
+independence of a size's figures from where its ladder ends (sweeps reuse ladders)."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.fabric import design_fabric
+from solver import load_instance, solve
+from solver.design_data import build_design_data, config_parts, links_of
+from solver.evaluators import default_evaluators, exact_throughput
+from solver.loading import INSTANCES_DIR, instance_from_dict, read_document
+
+LLAMA = INSTANCES_DIR / "llama3-16k.toml"
+
+
+def with_power(mw: float):
+    doc = read_document(LLAMA)
+    doc["limits"]["it_power_mw"] = mw
+    doc["site"]["buildings"][0]["it_power_mw"] = mw
+    return instance_from_dict(doc)
+
+
+def test_a_sizes_figures_do_not_depend_on_the_ladder_end():
+    small, large = with_power(12.0), with_power(30.0)
+    a, _ = build_design_data(small, default_evaluators(small))
+    b, _ = build_design_data(large, default_evaluators(large))
+    by_key = {k.key: k for k in b.candidates}
+    assert len(b.candidates) > len(a.candidates)
+    for k in a.candidates:
+        other = by_key[k.key]
+        assert (k.tokens_per_s, k.goodput, k.spare_nodes) == (
+            other.tokens_per_s, other.goodput, other.spare_nodes)
+
+
+def test_throughput_bounds_hold_and_goodput_interpolation_is_close():
+    inst = load_instance(LLAMA)
+    ev = default_evaluators(inst)
+    data, _ = build_design_data(inst, ev)
+    sample = data.candidates[:: max(1, len(data.candidates) // 25)]
+    for k in sample:
+        parts = config_parts(inst, k.config)
+        fabric = design_fabric(parts.fabric_spec(k.nodes + k.spare_nodes))
+        perf = exact_throughput(inst, parts, fabric, k.gpus)
+        rel = ev.goodput(inst, parts, fabric, k.nodes, k.spare_nodes,
+                         links_of(inst, parts, data.configs[k.config].media, fabric))
+        assert k.tokens_per_s <= perf.tokens_per_s * (1 + 1e-12)
+        assert perf.tokens_per_s <= k.tokens_per_s_upper * (1 + 1e-12)
+        if k.exact:
+            assert k.tokens_per_s == pytest.approx(perf.tokens_per_s, rel=1e-12)
+        assert k.goodput == pytest.approx(rel.goodput, rel=0.01)
+
+
+def test_solve_reports_exact_next_to_milp_values():
+    s = solve(load_instance(LLAMA)).summary
+    t = s["throughput"]
+    assert t["effective_tokens_per_s"] == pytest.approx(t["tokens_per_s"] * t["goodput"])
+    # the chosen candidate was evaluated exactly before the MILP (refine)
+    assert t["milp"]["effective_tokens_per_s"] == pytest.approx(
+        t["effective_tokens_per_s"], rel=1e-9)
+    assert s["objective"]["value"] == t["effective_tokens_per_s"]
+    assert t["performance"]["fits"] and t["performance"]["parallelism"]["tp"] <= 8
+    assert s["design"]["spare_nodes"] == t["reliability"]["spare_nodes"]
