@@ -256,13 +256,22 @@ def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
     points = [(nodes, spares, fabric, size_links) for (nodes, spares, fabric), size_links
               in zip(sized, links, strict=True)]
     step = sized[1][0] - sized[0][0] if len(sized) > 1 else 0
-    while step and not crosses(points[-2][0], points[-1][0]):
+    ends_at_crossing = not step
+    while not ends_at_crossing:
+        ends_at_crossing = crosses(points[-2][0], points[-1][0])
+        if ends_at_crossing:
+            break
         nodes = points[-1][0] + step
         spares = evaluators.spare_nodes(inst, p, nodes)
-        fabric = design_fabric(p.fabric_spec(nodes + spares))
+        try:
+            fabric = design_fabric(p.fabric_spec(nodes + spares))
+        except ValueError:  # the fabric cannot grow: evaluate the ladder's tail exactly
+            break
         points.append((nodes, spares, fabric, links_of(inst, p, combo, fabric)))
     crossing = [0] + [i for i in range(1, len(points))
                       if crosses(points[i - 1][0], points[i][0])]
+    if not ends_at_crossing:
+        crossing += list(range(crossing[-1] + 1, len(points)))
     at = {i: evaluators.goodput(inst, p, points[i][2], points[i][0], points[i][1],
                                 points[i][3]) for i in crossing}
     out = []

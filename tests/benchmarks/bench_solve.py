@@ -1,5 +1,7 @@
 """Benchmark (not collected by pytest): build+solve time and peak memory of the default
-instance and of a 1,000,000-GPU variant. Run: python tests/benchmarks/bench_solve.py
+instance and of a 1,000,000-GPU variant (max_gpus x10, power and budget x11, at least
+990,000 GPUs).
+Run: python tests/benchmarks/bench_solve.py
 
 Targets (issue 3): default optimal < 5 s, 1M GPUs < 30 s, peak memory < 2 GiB each, on a
 2-core machine. Each case runs in a fresh process so peak RSS is its own.
@@ -18,11 +20,14 @@ doc = read_document(DEFAULT_INSTANCE)
 scale = float(sys.argv[1])
 if scale != 1.0:
     doc["name"] = f"h100-{int(100 * scale)}k"
-    doc["limits"]["it_power_mw"] *= scale
-    doc["limits"]["budget_usd"] *= scale
+    doc["limits"]["it_power_mw"] *= 1.1 * scale
+    doc["limits"]["budget_usd"] *= 1.1 * scale
     doc["limits"]["max_gpus"] = int(doc["limits"]["max_gpus"] * scale)
+    # the reliability model's optimum is ~92k GPUs whatever the limits; require the
+    # scale so the benchmark builds and solves a genuinely 1M-GPU design
+    doc["limits"]["min_gpus"] = int(0.99 * doc["limits"]["max_gpus"])
     for b in doc["site"]["buildings"]:
-        b["it_power_mw"] *= scale
+        b["it_power_mw"] *= 1.1 * scale
 start = time.perf_counter()
 inst = load_instance() if scale == 1.0 else instance_from_dict(doc)
 r = solve(inst)
