@@ -15,12 +15,20 @@ import pyomo.environ as pyo
 from models.design.data import DesignData
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
 from models.design.prune import elastic_candidates, prune
+from models.fabric import design_fabric
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import check_design
 from solver.design import ChosenDesign
-from solver.design_data import build_design_data, exact_candidate, refine, with_limits
+from solver.design_data import (
+    build_design_data,
+    config_parts,
+    exact_candidate,
+    refine,
+    with_limits,
+)
 from solver.diagnose import diagnose, unmet_requirements
 from solver.evaluators import Evaluators, default_evaluators
+from solver.job_mapping import map_job
 from solver.report import binding_limits, summary_document, tables
 from solver.schema import Instance
 
@@ -108,9 +116,12 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
     exact = exact_candidate(inst, evaluators, full, design.candidate)
     check = check_design(inst, design, data, exact)
     runtime = time.perf_counter() - start
+    parts = config_parts(inst, design.config.key)
+    mapping = map_job(parts, design_fabric(parts.fabric_spec(
+        exact.nodes + exact.spare_nodes)), exact.extra["perf"])
     summary = summary_document(inst, design, exact, outcome, check,
                                binding_limits(inst, design, full), runtime,
-                               instance_sha256(inst), notes)
+                               instance_sha256(inst), notes, mapping)
     return SolveResult(outcome.status, summary, tables(inst, design, summary), design, notes)
 
 

@@ -115,6 +115,7 @@ def exact_throughput(inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEs
     return PerfEstimate(res.tokens_per_s, res.mfu, {
         "model": "perf", "fits": True, "parallelism": res.parallelism.as_dict(),
         "gpus_used": res.gpus_used,
+        "traffic_gb_per_step": {k: v / 1e9 for k, v in res.traffic_bytes.items()},
         "hfu": res.hfu, "step_time_s": res.step_time_s,
         "memory_gib_per_gpu": res.memory_gib_per_gpu, "breakdown_s": res.breakdown})
 

@@ -116,7 +116,8 @@ def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> dic
 
 def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
                      outcome: MilpOutcome, check: CheckResult, binding: list[dict],
-                     runtime_s: float, sha256: str, notes: list[str]) -> dict[str, Any]:
+                     runtime_s: float, sha256: str, notes: list[str],
+                     mapping: dict[str, Any] | None) -> dict[str, Any]:
     """The `clusterplan solve --json` contract. Throughput figures are the exact
     re-evaluation of the chosen design; `throughput.milp` holds the MILP's values."""
     cand, cfg = design.candidate, design.config
@@ -143,6 +144,7 @@ def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
             "links_per_tier": list(cand.links_per_tier),
             "media": design.media(),
             "scalable_units_per_building": design.su_per_building,
+            "job_mapping": mapping,
         },
         "power": {"it_mw": pc.it_power_w / 1e6, "facility_mw": pc.facility_power_w / 1e6,
                   "annual_energy_twh": pc.annual_energy_kwh / 1e9},

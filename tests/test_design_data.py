@@ -61,3 +61,19 @@ def test_solve_reports_exact_next_to_milp_values():
     assert s["objective"]["value"] == t["effective_tokens_per_s"]
     assert t["performance"]["fits"] and t["performance"]["parallelism"]["tp"] <= 8
     assert s["design"]["spare_nodes"] == t["reliability"]["spare_nodes"]
+
+
+def test_job_mapping_is_the_exhaustive_optimum_on_the_chosen_design():
+    from math import prod
+
+    from models.perf.mapping import Level, map_groups_exhaustive
+
+    mapping = solve(load_instance(LLAMA)).summary["design"]["job_mapping"]
+    groups = mapping["groups"]
+    assert groups["tp"]["crosses"] == []  # tensor parallelism stays on NVLink
+    for g in groups.values():
+        assert prod(g["factors"].values()) == g["degree"]
+    levels = [Level(lv["name"], lv["gpus"], lv["crossing_weight"]) for lv in mapping["levels"]]
+    best = map_groups_exhaustive(levels, {d: g["degree"] for d, g in groups.items()},
+                                 {d: g["traffic_mb_per_step"] for d, g in groups.items()})
+    assert best is not None and best.cost == mapping["cost"]

@@ -69,7 +69,9 @@ def _result(arch: Arch, res: Mapping[str, np.ndarray], grid: Mapping[str, np.nda
         parallelism=par,
         breakdown={k: float(np.broadcast_to(res[k], res["step"].shape)[i])
                    for k in BREAKDOWN_KEYS},
-        gpus=gpus, gpus_used=par.gpus, memory_breakdown_gib=mem)
+        gpus=gpus, gpus_used=par.gpus, memory_breakdown_gib=mem,
+        traffic_bytes={k: float(np.broadcast_to(v, res["step"].shape)[i])
+                       for k, v in res["traffic"].items()})
 
 
 def evaluate(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec,

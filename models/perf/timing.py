@@ -93,7 +93,8 @@ def _link_time(nbytes, span, system: GpuSystemLike, network: NetworkSpec):
 def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0) -> dict[str, np.ndarray]:
-    """Seconds per step by component, plus 'step' and micro-batch count 'm'."""
+    """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
+    bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
     tp, pp, dp, cp, ep, vpp, mb, rc = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
                                                                 mb, rc))
     h, s = arch.hidden, arch.seq_len
@@ -166,4 +167,6 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
            "ep_comm": m * t_ep, "pp_comm": m * t_pp, "pipeline_bubble": bubble,
            "dp_comm": t_dp_exposed, "optimizer": t_opt}
     step = sum(np.broadcast_arrays(*out.values()))
-    return {**out, "step": step, "m": m}
+    traffic = {"tp": m * tp_bytes, "cp": m * cp_bytes, "ep": m * ep_bytes,
+               "pp": m * pp_bytes, "dp": dp_bytes}
+    return {**out, "step": step, "m": m, "traffic": traffic}

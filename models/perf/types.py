@@ -121,6 +121,8 @@ class PerfResult:
     gpus: int
     gpus_used: int = 0
     memory_breakdown_gib: dict[str, float] = field(default_factory=dict)
+    traffic_bytes: dict[str, float] = field(default_factory=dict)
+    """Bytes each GPU sends per step, by parallel dimension (tp, cp, ep, pp, dp)."""
 
     def as_dict(self) -> dict[str, object]:
         return {"step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
@@ -129,4 +131,5 @@ class PerfResult:
                 "fits": self.fits, "parallelism": self.parallelism.as_dict(),
                 "breakdown": dict(self.breakdown), "gpus": self.gpus,
                 "gpus_used": self.gpus_used,
-                "memory_breakdown_gib": dict(self.memory_breakdown_gib)}
+                "memory_breakdown_gib": dict(self.memory_breakdown_gib),
+                "traffic_gb_per_step": {k: v / 1e9 for k, v in self.traffic_bytes.items()}}

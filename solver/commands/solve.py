@@ -37,6 +37,12 @@ def render(result) -> None:
     par = t["performance"].get("parallelism")
     if par:
         head.add_row("Parallelism", ", ".join(f"{k} {v}" for k, v in par.items()))
+    mapping = d.get("job_mapping")
+    if mapping:
+        head.add_row("Job mapping", "; ".join(
+            f"{dim} {g['degree']} " + (f"crosses {', '.join(g['crosses'])}" if g["crosses"]
+                                        else "inside the NVLink domain")
+            for dim, g in mapping["groups"].items()))
     rel = t["reliability"]
     if "interruptions_per_day" in rel:
         head.add_row("Reliability", (
