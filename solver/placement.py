@@ -42,6 +42,8 @@ from models.placement.model import (
     Zone,
 )
 from models.placement.model import solve as solve_model
+from models.power_cost import BomLine
+from solver.design_data import media_lines as bom_media_lines
 from solver.errors import Infeasible, InvalidInstance, NoSolution
 from solver.fabric_inputs import FabricParts, resolve_fabric_parts
 from solver.schema import Instance
@@ -639,6 +641,13 @@ class PlacementResult:
     runs: list[CableRun]
     inputs: Inputs
     solution: PlacementSolution
+
+
+def placed_bom_lines(result: PlacementResult) -> list[BomLine]:
+    """BOM lines of the media the placement's routed lengths call for."""
+    inst = result.inputs.inst
+    return [line for ml in media_lines(result.inputs, result.runs)
+            for line in bom_media_lines(ml, inst.catalog.medium[ml.medium_id].fiber_usd_per_link)]
 
 
 def place(inst: Instance, design: DesignToPlace, time_limit_s: float = 30.0,

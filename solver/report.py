@@ -8,6 +8,7 @@ import pandas as pd
 
 from models.design.data import Candidate, DesignData
 from models.design.prune import fits_buildings
+from models.power_cost import BomLine, PowerCost, power_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 from solver.design import ChosenDesign
@@ -146,12 +147,7 @@ def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
             "scalable_units_per_building": design.su_per_building,
             "job_mapping": mapping,
         },
-        "power": {"it_mw": pc.it_power_w / 1e6, "facility_mw": pc.facility_power_w / 1e6,
-                  "annual_energy_twh": pc.annual_energy_kwh / 1e9},
-        "cost": {"capex_usd": pc.capex_usd, "equipment_capex_usd": pc.equipment_capex_usd,
-                 "facility_capex_usd": pc.facility_capex_usd,
-                 "annual_opex_usd": pc.annual_opex_usd, "tco_usd": pc.tco_usd,
-                 "tco_years": pc.years},
+        **power_and_cost(pc),
         "throughput": {"tokens_per_s": exact.tokens_per_s,
                        "effective_tokens_per_s": effective,
                        "mfu": exact.mfu, "goodput": exact.goodput,
@@ -161,9 +157,7 @@ def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
                        "milp": {"tokens_per_s": cand.tokens_per_s, "goodput": cand.goodput,
                                 "effective_tokens_per_s": cand.effective_tokens_per_s,
                                 "mfu": cand.mfu}},
-        "bom": [{"item": line.item, "category": line.category, "quantity": line.quantity,
-                 "unit_cost_usd": line.unit_cost_usd, "cost_usd": line.cost_usd,
-                 "power_w": line.power_w} for line in design.bom()],
+        "bom": bom_rows(design.bom()),
         "binding": binding,
         "verified": check.ok,
         "verification": {"checks": len(check.checks), "failures": check.failures},
@@ -172,6 +166,47 @@ def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
                    "runtime_s": round(runtime_s, 3), "milp_runtime_s": round(outcome.runtime_s, 3),
                    "gap": outcome.gap, "best_bound": outcome.best_bound,
                    "termination": outcome.termination},
+    }
+
+
+def power_and_cost(pc: PowerCost) -> dict[str, dict[str, float]]:
+    """The `power` and `cost` sections of the summary."""
+    return {
+        "power": {"it_mw": pc.it_power_w / 1e6, "facility_mw": pc.facility_power_w / 1e6,
+                  "annual_energy_twh": pc.annual_energy_kwh / 1e9},
+        "cost": {"capex_usd": pc.capex_usd, "equipment_capex_usd": pc.equipment_capex_usd,
+                 "facility_capex_usd": pc.facility_capex_usd,
+                 "annual_opex_usd": pc.annual_opex_usd, "tco_usd": pc.tco_usd,
+                 "tco_years": pc.years},
+    }
+
+
+def bom_rows(lines: list[BomLine]) -> list[dict[str, Any]]:
+    return [{"item": line.item, "category": line.category, "quantity": line.quantity,
+             "unit_cost_usd": line.unit_cost_usd, "cost_usd": line.cost_usd,
+             "power_w": line.power_w} for line in lines]
+
+
+def with_placement(inst: Instance, summary: dict[str, Any], design: ChosenDesign,
+                   placed_lines: list[BomLine], racks: int,
+                   placement: dict[str, Any]) -> dict[str, Any]:
+    """The summary after placement: the placed media (by routed length) and rack count
+    replace the design's estimates in the BOM, power and cost are rolled up again, and
+    every limit is re-checked on them; the design's estimate is kept beside."""
+    lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
+    lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
+             if x.category == "rack" else x for x in lines] + placed_lines
+    pc = power_cost(lines, inst.catalog.facility, inst.years)
+    lim = inst.limits
+    spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
+    within = {"it_power_mw": pc.it_power_w / 1e6 <= lim.it_power_mw * (1 + 1e-9),
+              "budget_usd": spend <= lim.budget_usd * (1 + 1e-9)}
+    return summary | {
+        "bom": bom_rows(lines), **power_and_cost(pc),
+        "design_estimate": {"bom": summary["bom"], "power": summary["power"],
+                            "cost": summary["cost"]},
+        "placement": placement | {"within_limits": within},
+        "verified": summary["verified"] and all(within.values()),
     }
 
 

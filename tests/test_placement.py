@@ -11,6 +11,7 @@ import sys
 import tomllib
 
 import pytest
+from typer.testing import CliRunner
 
 from models.placement.model import (
     Group,
@@ -20,6 +21,7 @@ from models.placement.model import (
     solve,
     upper_coefficients,
 )
+from solver.cli import app
 from solver.errors import Infeasible
 from solver.loading import DEFAULT_INSTANCE, instance_from_dict
 from solver.placement import DesignToPlace, place
@@ -244,3 +246,22 @@ def test_cli_place_design_json(tmp_path, mor):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 4
     assert "short by" in out.stderr
+
+
+def test_solve_replaces_the_media_estimate_with_the_placed_cabling(tmp_path):
+    from solver.loading import INSTANCES_DIR
+
+    result = CliRunner().invoke(app, ["solve", str(INSTANCES_DIR / "tiny" / "power-bound.toml"),
+                                      "--out", str(tmp_path), "--json", "--time-limit", "10"])
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.stdout)
+    placed = s["placement"]
+    media = [b for b in s["bom"] if b["category"] in ("optics", "cable")]
+    assert sum(b["cost_usd"] for b in media) == pytest.approx(placed["optics_capex_usd"], abs=0.1)
+    racks = next(b for b in s["bom"] if b["category"] == "rack")
+    assert racks["quantity"] == placed["racks_total"]
+    assert s["cost"]["equipment_capex_usd"] == pytest.approx(sum(b["cost_usd"] for b in s["bom"]))
+    assert s["design_estimate"]["cost"]["capex_usd"] > 0
+    assert s["verified"] == all(placed["within_limits"].values())
+    on_disk = json.loads((tmp_path / "design.json").read_text())
+    assert on_disk["placement"]["racks_total"] == placed["racks_total"]

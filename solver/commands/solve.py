@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -68,6 +69,14 @@ def render(result) -> None:
         limits.add_row(escape(b["name"]), f"{b['value']:,.2f}", f"{b['limit']:,.2f}",
                        f"{b['slack']:,.2f} {b['unit']}", "yes" if b["binding"] else "")
     stdout.print(limits)
+    if "placement" in s:
+        from solver.commands.place import render as render_placement
+
+        render_placement(s["placement"])
+        est, placed = s["design_estimate"]["cost"]["capex_usd"], s["cost"]["capex_usd"]
+        stdout.print(f"Placed cabling replaces the design's media estimate: capex "
+                     f"${est / 1e9:,.3f}B -> ${placed / 1e9:,.3f}B; within limits: "
+                     f"{s['placement']['within_limits']}")
     solver = s["solver"]
     gap = f"{solver['gap']:.2g}" if solver["gap"] is not None else "n/a"
     stdout.print(f"HiGHS {solver['termination']} (gap {gap}) in {solver['milp_runtime_s']:.2f} s;"
@@ -95,6 +104,7 @@ def register(app: typer.Typer) -> None:
         from solver.api import solve as solve_instance
         from solver.loading import load_instance
         from solver.outputs import default_out_dir, write_solve_outputs
+        from solver.report import with_placement
 
         def body():
             inst = load_instance(instance)
@@ -109,17 +119,20 @@ def register(app: typer.Typer) -> None:
                     emit_json(result.summary)
                 raise NoSolution(f"no design found within {time_limit:g} s")
             folder = out or default_out_dir(inst.name)
-            written = write_solve_outputs(result.summary, result.bom.to_csv(index=False), folder)
+            placement_files = []
             # --- placement stage (solver.commands.place; skipped with --no-place) ---
             if not no_place:
                 from solver.commands.place import place_design
-                from solver.placement import design_to_place
+                from solver.placement import design_to_place, placed_bom_lines
 
-                placed, files = place_design(inst, design_to_place(result.design), folder,
-                                             min(time_limit, 30.0))
-                result.summary["placement"] = placed.summary
-                written += files
+                placed, placement_files = place_design(
+                    inst, design_to_place(result.design), folder, min(time_limit, 30.0))
+                result.summary = with_placement(
+                    inst, result.summary, result.design, placed_bom_lines(placed),
+                    placed.summary["racks_total"], placed.summary)
             # --- end of placement stage ---
+            bom_csv = pd.DataFrame(result.summary["bom"]).to_csv(index=False)
+            written = write_solve_outputs(result.summary, bom_csv, folder) + placement_files
             if as_json:
                 emit_json(result.summary)
             else:
