@@ -18,6 +18,7 @@ Two families, chosen by the instance's [objective]:
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import Any
 from models.fabric import Fabric, MediaLine
 from models.perf import NetworkSpec, search
 from models.perf.flops import arch_of
-from models.reliability import ReliabilityInputs, goodput
+from models.reliability import ReliabilityInputs, ReliabilityRates, goodput
 from models.reliability.goodput import choose_spares
 from solver.reliability_inputs import (
     load_reliability_catalog,
@@ -35,6 +36,7 @@ from solver.reliability_inputs import (
     workload_checkpoint_gb,
 )
 from solver.schema import Instance
+from solver.schema.instance import FailureRateMultipliers
 
 BREAKPOINT_RATIO = 1.05
 """Spacing of exact performance evaluations in GPU count (5%)."""
@@ -176,7 +178,8 @@ class ModelGoodput:
     def __init__(self, inst: Instance):
         self.catalog = load_reliability_catalog()
         self.checkpoint_gb = workload_checkpoint_gb(inst.workload)
-        self._rates: dict[str, object] = {}
+        self.multipliers = inst.reliability.failure_rate_multipliers
+        self._rates: dict[str, ReliabilityRates] = {}
         self._spares: dict[tuple, int] = {}
 
     def inputs(self, inst: Instance, parts, nodes: int, recovery: str,
@@ -209,7 +212,8 @@ class ModelGoodput:
     def rates(self, parts):
         gen = parts.gpu.generation
         if gen not in self._rates:
-            self._rates[gen] = reliability_rates(self.catalog, gen)
+            self._rates[gen] = scaled_rates(reliability_rates(self.catalog, gen),
+                                            self.multipliers)
         return self._rates[gen]
 
     def spare_nodes(self, inst: Instance, parts, nodes: int) -> int:
@@ -235,6 +239,16 @@ class ModelGoodput:
             "checkpoint_write_s": r.checkpoint_write_s, "restart_s": r.restart_s,
             "spare_nodes": r.spare_nodes, "availability": r.availability,
             "interruptions_per_day_by_cause": r.breakdown})
+
+
+def scaled_rates(rates: ReliabilityRates, m: FailureRateMultipliers) -> ReliabilityRates:
+    """The catalog's failure rates times the instance's what-if multipliers."""
+    return dataclasses.replace(
+        rates, gpu_per_h=rates.gpu_per_h * m.gpu,
+        node_rest_per_gpu_h=rates.node_rest_per_gpu_h * m.node, nic_per_h=rates.nic_per_h * m.nic,
+        optic_link_per_h={k: v * m.optics for k, v in rates.optic_link_per_h.items()},
+        copper_link_per_h={k: v * m.copper for k, v in rates.copper_link_per_h.items()},
+        switch_per_h=rates.switch_per_h * m.switch)
 
 
 def default_evaluators(inst: Instance) -> Evaluators:

@@ -77,3 +77,14 @@ def test_job_mapping_is_the_exhaustive_optimum_on_the_chosen_design():
     best = map_groups_exhaustive(levels, {d: g["degree"] for d, g in groups.items()},
                                  {d: g["traffic_mb_per_step"] for d, g in groups.items()})
     assert best is not None and best.cost == mapping["cost"]
+
+
+def test_failure_rate_multipliers_lower_goodput_and_effective_throughput():
+    doc = read_document(LLAMA)
+    base = solve(instance_from_dict(doc)).summary
+    doc["reliability"] = {"failure_rate_multipliers": {"gpu": 3.0, "optics": 2.0}}
+    worse = solve(instance_from_dict(doc)).summary
+    r0, r1 = base["throughput"]["reliability"], worse["throughput"]["reliability"]
+    assert r1["interruptions_per_day"] > r0["interruptions_per_day"]
+    assert worse["throughput"]["goodput"] < base["throughput"]["goodput"]
+    assert worse["objective"]["value"] < base["objective"]["value"]

@@ -115,6 +115,19 @@ class Objective(StrictModel):
     """TCO horizon [years]; default from the catalog's facility."""
 
 
+class FailureRateMultipliers(StrictModel):
+    """Scale the catalog's failure rates (instances/catalog/reliability.toml) for what-if
+    studies, e.g. gpu = 2 for GPUs failing twice as often."""
+
+    gpu: PositiveFloat = 1.0
+    node: PositiveFloat = 1.0
+    """Rest of node (CPU, memory, PSU, board, drivers)."""
+    nic: PositiveFloat = 1.0
+    optics: PositiveFloat = 1.0
+    copper: PositiveFloat = 1.0
+    switch: PositiveFloat = 1.0
+
+
 class Reliability(StrictModel):
     min_goodput: Fraction | None = None
     """Smallest acceptable goodput (useful fraction of wall-clock time)."""
@@ -124,6 +137,7 @@ class Reliability(StrictModel):
     """Most GPUs one failed part may take out of service: a GPU, NIC or node-end optic
     stops its node (8 GPUs on HGX, a whole 72-GPU rack on NVL72); GPU systems above
     this are not considered."""
+    failure_rate_multipliers: FailureRateMultipliers = FailureRateMultipliers()
     spare_fraction: Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)] = 0.0
     """Hot-spare nodes as a fraction of training nodes when
     objective.reliability_model = 'overhead' (the reliability model sizes spares itself)."""
