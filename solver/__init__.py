@@ -1,11 +1,28 @@
 """clusterplan: optimal designs for GPU training clusters.
 
-Public API: ``from solver import load_instance, solve``.
+Public API: ``from solver import load_instance, solve`` (and ``sweep``, ``tornado``,
+``pareto``). Names are imported on first use, so the CLI starts without loading the
+solver stack it does not need.
 """
 
-from solver.analysis import pareto, tornado
-from solver.api import SolveResult, solve
-from solver.loading import load_instance
-from solver.sweep import sweep
+from __future__ import annotations
 
-__all__ = ["SolveResult", "load_instance", "pareto", "solve", "sweep", "tornado"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "load_instance": "solver.loading",
+    "solve": "solver.api",
+    "SolveResult": "solver.api",
+    "sweep": "solver.sweep",
+    "tornado": "solver.analysis",
+    "pareto": "solver.analysis",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'solver' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -101,6 +100,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
+        import pandas as pd
+
         from solver.api import solve as solve_instance
         from solver.loading import load_instance
         from solver.outputs import default_out_dir, write_solve_outputs
