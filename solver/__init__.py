@@ -14,7 +14,7 @@ _EXPORTS = {
     "load_instance": "solver.loading",
     "solve": "solver.api",
     "SolveResult": "solver.api",
-    "sweep": "solver.sweep",
+    "sweep": "solver.sweeps",
     "tornado": "solver.analysis",
     "pareto": "solver.analysis",
 }

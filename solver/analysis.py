@@ -25,7 +25,7 @@ from solver.errors import InvalidInstance, UsageError
 from solver.loading import instance_from_dict
 from solver.scenario import full_document, get_path, make_scenarios
 from solver.schema import Instance
-from solver.sweep import (
+from solver.sweeps import (
     SOLVED,
     Base,
     _shared_candidates,

@@ -27,7 +27,7 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 
 def _run_options(out, backend, scheduler, workers, time_limit, name, quiet) -> dict[str, Any]:
     from solver.errors import UsageError
-    from solver.sweep import BACKENDS
+    from solver.sweeps import BACKENDS
 
     if backend not in BACKENDS:
         raise UsageError(f"--backend: one of {', '.join(BACKENDS)} (got '{backend}')")
@@ -73,8 +73,8 @@ def register(app: typer.Typer) -> None:
         """Solve every scenario of a grid; one tidy table (parquet + CSV) of the results."""
         from solver.errors import UsageError
         from solver.scenario import parse_vary
-        from solver.sweep import read_sweep_file
-        from solver.sweep import sweep as run_sweep
+        from solver.sweeps import read_sweep_file
+        from solver.sweeps import sweep as run_sweep
 
         def body():
             spec: dict[str, Any] = read_sweep_file(file) if file is not None else {}
