@@ -112,10 +112,13 @@ def _parts_checks(inst: Instance, design: ChosenDesign, parts, fabric, media_usd
     n = cand.nodes + cand.spare_nodes
     racks = math.ceil(n / g.max_nodes_per_rack) + math.ceil(
         fabric.switches_total * parts.switch.rack_units / 42)
+    storage = n * parts.checkpoint_gbytes_per_s_per_node
     usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd
                 + fac.storage_usd_per_node) + racks * fac.rack_usd
-           + fabric.switches_total * parts.switch.price_usd + media_usd)
-    watts = n * node_power_w(parts) + fabric.switches_total * parts.switch.power_w + media_w
+           + fabric.switches_total * parts.switch.price_usd + media_usd
+           + storage * fac.checkpoint_storage_usd_per_gbyte_s)
+    watts = (n * node_power_w(parts) + fabric.switches_total * parts.switch.power_w + media_w
+             + storage * fac.checkpoint_storage_w_per_gbyte_s)
     bom = design.bom()
     bom_usd, bom_w = sum(x.cost_usd for x in bom), sum(x.power_w for x in bom)
     return [

@@ -46,6 +46,8 @@ class ConfigParts:
     fabric: FabricChoice
     rail_optimized: bool
     nic_attachment: str
+    checkpoint_gbytes_per_s_per_node: float
+    """Checkpoint storage write bandwidth bought per node [GB/s]."""
 
     @property
     def radix(self) -> int:
@@ -58,11 +60,13 @@ class ConfigParts:
                           rail_optimized=self.rail_optimized)
 
 
-def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str) -> str:
+def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
+               checkpoint_gbytes_per_s: float) -> str:
     tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
     layout = "rail" if rail else "mor"
-    return f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}"
+    return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
+            f"ckpt{checkpoint_gbytes_per_s:g}")
 
 
 def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
@@ -86,10 +90,13 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
                 skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
                                f"{nic.id}")
                 continue
-            for rail in sorted(set(inst.choices.rail_optimized), reverse=True):
-                for attachment in sorted(set(inst.choices.nic_attachment)):
-                    key = config_key(gpu_id, fabric, rail, attachment)
-                    parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment))
+            for rail, attachment, storage in itertools.product(
+                    sorted(set(inst.choices.rail_optimized), reverse=True),
+                    sorted(set(inst.choices.nic_attachment)),
+                    sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node))):
+                key = config_key(gpu_id, fabric, rail, attachment, storage)
+                parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
+                                         storage))
     return sorted(parts, key=lambda p: p.key), skipped
 
 
@@ -129,6 +136,12 @@ def max_nodes(inst: Instance, p: ConfigParts, relax_limits: bool = False) -> int
     return max(int(cap), 0)
 
 
+def storage_power_w(inst: Instance, p: ConfigParts, nodes: int) -> float:
+    """Power of the checkpoint storage tier bought for `nodes` nodes [W]."""
+    return (nodes * p.checkpoint_gbytes_per_s_per_node
+            * inst.catalog.facility.checkpoint_storage_w_per_gbyte_s)
+
+
 def network_racks(p: ConfigParts, switches: int) -> int:
     return math.ceil(switches * p.switch.rack_units / RACK_UNITS_PER_NETWORK_RACK)
 
@@ -148,6 +161,9 @@ def base_lines(inst: Instance, p: ConfigParts, nodes: int, spares: int,
                 p.switch.power_w),
         BomLine("rack and power distribution", "rack", racks, fac.rack_usd),
         BomLine("storage and front-end share", "storage", total, fac.storage_usd_per_node),
+        BomLine("checkpoint storage write bandwidth [GB/s]", "storage",
+                total * p.checkpoint_gbytes_per_s_per_node,
+                fac.checkpoint_storage_usd_per_gbyte_s, fac.checkpoint_storage_w_per_gbyte_s),
     ]
 
 
@@ -221,7 +237,7 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
                 pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
                 node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
-                media=combo)
+                checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo)
             links = [links_of(inst, p, combo, fabric) for _, _, fabric in sized]
             goodputs = ladder_goodput(inst, evaluators, p, combo, sized, links)
             candidates += [_candidate(inst, evaluators, p, key, nodes, spares, fabric, su,
@@ -304,7 +320,8 @@ def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
         links_by_class={lc.name: lc.links for lc in fabric.link_classes},
         lines=tuple(line for line in lines if line.quantity > 0),
         network_power_w=(fabric.switches_total * p.switch.power_w
-                         + sum(line.power_w for line in links)),
+                         + sum(line.power_w for line in links)
+                         + storage_power_w(inst, p, nodes + spares)),
         network_racks=network_racks(p, fabric.switches_total),
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,

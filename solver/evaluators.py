@@ -8,9 +8,10 @@ Two families, chosen by the instance's [objective]:
   bounds could matter are then evaluated exactly (solver.design_data.refine).
   performance = 'assumed_mfu': GPUs x dense peak x assumed_mfu / model FLOPs per token.
 - reliability_model = 'model' (default): failures, checkpoints, restarts and hot spares
-  (models.reliability) for the design's media and switches; the better recovery mode
-  (storage checkpoints or in-memory/peer) is chosen per design, since neither costs
-  capex. Spares: the fewest meeting reliability.availability_target.
+  (models.reliability) for the design's media, switches and checkpoint storage
+  bandwidth; the better allowed recovery mode (storage checkpoints or in-memory/peer,
+  choices.recovery) is chosen per design, since neither costs capex of its own. Spares:
+  the fewest meeting reliability.availability_target.
   reliability_model = 'overhead': goodput = 1 - overhead_fraction, spares =
   ceil(reliability.spare_fraction x nodes).
 """
@@ -202,7 +203,7 @@ class ModelGoodput:
             switches=fabric.switches_total if fabric else 0,
             switch_links_optical=upper_optical, rail_optimized=parts.rail_optimized,
             checkpoint_size_gb=self.checkpoint_gb,
-            checkpoint_gbps=nodes * g.frontend_gbps_per_node / 8.0, recovery=recovery,
+            checkpoint_gbps=nodes * parts.checkpoint_gbytes_per_s_per_node, recovery=recovery,
             node_optic_kind=node_kind if not copper else "multimode",
             switch_optic_kind=upper_kind, node_copper_kind=node_kind if copper else "dac",
             leaf_down_ports=max(1, parts.radix // 2),
@@ -229,7 +230,7 @@ class ModelGoodput:
                 media_lines: list[MediaLine]) -> GoodputEstimate:
         results = {mode: goodput(self.inputs(inst, parts, nodes, mode, fabric, media_lines,
                                              spares), self.rates(parts))
-                   for mode in ("in-memory", "storage")}
+                   for mode in sorted(set(inst.choices.recovery))}
         mode = max(results, key=lambda m: results[m].goodput)
         r = results[mode]
         return GoodputEstimate(r.goodput, {

@@ -11,8 +11,10 @@ not trusted either. For every candidate this module recomputes, from the catalog
   fabric      models.fabric.design_fabric (switches per tier, links per class)
   media       per link: 2 * price_per_end / links_per_module + fibre  [USD],
               2 * power_per_end / links_per_module  [W]; reach >= the class's length
-  equipment   total * (node + NICs + storage) + racks * rack_usd + switches + media [USD]
-              total * (GPUs * gpu_w + rest + NICs * nic_w) + switches * switch_w + media [W]
+  equipment   total * (node + NICs + storage) + racks * rack_usd + switches + media
+              + checkpoint GB/s * usd per GB/s [USD]
+              total * (GPUs * gpu_w + rest + NICs * nic_w) + switches * switch_w + media
+              + checkpoint GB/s * W per GB/s [W]
   facility    IT = (1 + f_ns) * equipment W; capex = equipment + build_usd_per_mw * IT MW;
               TCO = capex + years * IT * PUE * 8760 h * price/kWh
   throughput  GPUs * dense peak * assumed_mfu / FLOPs per token, times (1 - overhead)
@@ -151,12 +153,15 @@ def evaluate(inst: Instance, config, cand) -> Design:
         media_w += lc.links * 2 * m.power_w_per_end / m.links_per_module
     node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \
         + gpu.nics_per_node * nic.power_w
-    network_w = switches * switch.power_w + media_w
+    checkpoint = total * config.checkpoint_gbytes_per_s_per_node  # GB/s bought
+    network_w = (switches * switch.power_w + media_w
+                 + checkpoint * fac.checkpoint_storage_w_per_gbyte_s)
     network_racks = math.ceil(switches * switch.rack_units / 42)
     racks = math.ceil(total / gpu.max_nodes_per_rack) + network_racks
     equipment_usd = (total * (gpu.node_price_usd + gpu.nics_per_node * nic.price_usd
                               + fac.storage_usd_per_node)
-                     + racks * fac.rack_usd + switches * switch.price_usd + media_usd)
+                     + racks * fac.rack_usd + switches * switch.price_usd + media_usd
+                     + checkpoint * fac.checkpoint_storage_usd_per_gbyte_s)
     equipment_w = total * node_w + network_w
     it_w = (1 + fac.non_server_it_fraction) * equipment_w
     capex = equipment_usd + fac.build_usd_per_mw * it_w / 1e6

@@ -88,3 +88,24 @@ def test_failure_rate_multipliers_lower_goodput_and_effective_throughput():
     assert r1["interruptions_per_day"] > r0["interruptions_per_day"]
     assert worse["throughput"]["goodput"] < base["throughput"]["goodput"]
     assert worse["objective"]["value"] < base["objective"]["value"]
+
+
+def test_checkpoint_storage_bandwidth_and_recovery_are_decisions():
+    doc = read_document(LLAMA)
+    doc["choices"]["checkpoint_storage_gbytes_per_s_per_node"] = [0.05, 1.0, 4.0]
+
+    def chosen(recovery: list[str]) -> tuple[float, str, dict]:
+        doc["choices"]["recovery"] = recovery
+        s = solve(instance_from_dict(doc)).summary
+        line = next(b for b in s["bom"] if b["item"].startswith("checkpoint storage"))
+        per_node = line["quantity"] / (s["design"]["nodes"] + s["design"]["spare_nodes"])
+        return per_node, s["throughput"]["reliability"]["recovery"], s
+
+    # storage checkpoints only: faster storage shortens every checkpoint, the budget is
+    # slack, so the fastest tier is bought; its cost and power are in the BOM
+    per_node, mode, s = chosen(["storage"])
+    assert (per_node, mode) == (4.0, "storage")
+    assert s["verified"]
+    # in-memory recovery needs no storage bandwidth: the cheapest tier is enough
+    per_node, mode, _ = chosen(["storage", "in-memory"])
+    assert (per_node, mode) == (0.05, "in-memory")

@@ -123,11 +123,13 @@ def test_bom_lines_sum_to_equipment_capex_and_power(name):
 
 
 def test_bom_items_of_the_power_bound_design():
-    """64 nodes, 512 NICs, 24 switches, 17 racks, 512 DAC, 1024 SR4 modules + 512 fibres."""
+    """64 nodes, 512 NICs, 24 switches, 17 racks, 512 DAC, 1024 SR4 modules + 512 fibres,
+    and 1 GB/s of checkpoint storage per node (priced at zero in this instance)."""
     lines = {line["item"]: line["quantity"] for line in solved("power-bound").summary["bom"]}
     assert lines == {
         "h100-sxm node": 64, "connectx-7 NIC": 512, "quantum2-qm9700 switch": 24,
         "rack and power distribution": 17, "storage and front-end share": 64,
+        "checkpoint storage write bandwidth [GB/s]": 64.0,
         "dac-400g cable (node-leaf, 3 m)": 512,
         "sr4-400g transceiver (leaf-spine, 50 m)": 1024, "sr4-400g fibre (leaf-spine, 50 m)": 512}
 

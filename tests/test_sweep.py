@@ -65,7 +65,7 @@ def test_paths_resolve_catalog_lists_and_dotted_ids():
     doc = read_document(SMALL)
     set_path(doc, full, "catalog.gpu.h100-sxm.node_price_usd", 1.0)
     set_path(doc, full, "site.buildings[hall-a].it_power_mw", 5.0)
-    assert doc["catalog"] == {"gpu": {"h100-sxm": {"node_price_usd": 1.0}}}
+    assert doc["catalog"]["gpu"] == {"h100-sxm": {"node_price_usd": 1.0}}
     inst = instance_from_dict(doc)
     assert inst.catalog.gpu["h100-sxm"].node_price_usd == 1.0
     assert inst.site.buildings[0].it_power_mw == 5.0

@@ -44,6 +44,8 @@ class Config:
     """One node with its back-end NICs [W]."""
     su_racks: int
     """Compute racks per scalable unit."""
+    checkpoint_gbytes_per_s_per_node: float
+    """Checkpoint storage write bandwidth bought per node [GB/s]."""
     media: tuple[MediaAssignment, ...]
     """Medium of each link class, tier order."""
 
@@ -63,7 +65,7 @@ class Candidate:
     lines: tuple[BomLine, ...]
     """The candidate's bill of materials: nodes, NICs, switches, media, racks, storage."""
     network_power_w: float
-    """Switch and media power, placed in any building [W]."""
+    """Switch, media and checkpoint-storage power, placed in any building [W]."""
     network_racks: int
     tokens_per_s: float
     """Training throughput with no failures, or a lower bound on it [tokens/s]."""

@@ -171,6 +171,10 @@ class Facility(SourcedItem):
     """Storage and front-end network capex per node [USD]."""
     rack_usd: NonNegativeFloat
     """Rack, PDU and cabling infrastructure per rack [USD]."""
+    checkpoint_storage_usd_per_gbyte_s: NonNegativeFloat
+    """All-flash checkpoint tier per GB/s of sustained write bandwidth [USD/(GB/s)]."""
+    checkpoint_storage_w_per_gbyte_s: NonNegativeFloat
+    """Its power per GB/s of write bandwidth [W/(GB/s)]."""
     years: PositiveInt
     """Default TCO horizon [years]."""
 

@@ -95,6 +95,16 @@ class Choices(StrictModel):
     nic_attachment: list[Literal["single", "twin"]] = Field(default=["single"], min_length=1)
     """'single': one single-port NIC cage per GPU; 'twin': twin-port cages, half the node-end
     transceivers (Cedar-style modules)."""
+    checkpoint_storage_gbytes_per_s_per_node: list[PositiveFloat] = Field(
+        default=[1.0], min_length=1)
+    """Checkpoint write bandwidth of the storage tier per node [GB/s]; each option costs
+    catalog.facility.checkpoint_storage_*_per_gbyte_s. Meta's Llama 3 storage sustained
+    2 TB/s (7 TB/s peak) for ~3,000 nodes, ~0.7-2.3 GB/s per node
+    (https://arxiv.org/abs/2407.21783, section 3.3.1)."""
+    recovery: list[Literal["storage", "in-memory"]] = Field(
+        default=["storage", "in-memory"], min_length=1)
+    """Recovery modes allowed: checkpoints to the storage tier, or in-memory checkpoints in
+    local and peer host memory with state rebuilt from peers (Gemini, SOSP 2023)."""
 
 
 class Objective(StrictModel):
