@@ -146,6 +146,10 @@ class InterpolatedThroughput:
             self._cache[key] = (est, est.details.get("gpus_used", gpus))
         return self._cache[key]
 
+    def exact(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+        """exact_throughput, cached like the grid points."""
+        return self._at(inst, parts, fabric, gpus)[0]
+
     def __call__(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
         points = grid_points(parts.gpu.gpus_per_node)
         i = bisect.bisect_left(points, gpus)
@@ -255,7 +259,8 @@ def scaled_rates(rates: ReliabilityRates, m: FailureRateMultipliers) -> Reliabil
 def default_evaluators(inst: Instance) -> Evaluators:
     """The evaluators the instance's [objective] asks for."""
     if inst.objective.performance == "model":
-        throughput, exact = InterpolatedThroughput(), exact_throughput
+        throughput = InterpolatedThroughput()
+        exact = throughput.exact
     else:
         throughput = exact = assumed_mfu_throughput
     if inst.objective.reliability_model == "model":
