@@ -257,12 +257,17 @@ def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]]
 
 def solve(problem: PlacementProblem, time_limit_s: float, workers: int = 2,
           seed: int = 0) -> PlacementSolution:
-    """Solve with CP-SAT (``workers`` ≤ 2 threads, fixed ``seed``)."""
+    """Solve with CP-SAT (``workers`` ≤ 2 threads, fixed ``seed``), reproducibly: the
+    workers interleave deterministically and the limit is CP-SAT's deterministic time
+    (about seconds of work), so the same problem gives the same placement; wall time is
+    capped at twice the limit as a safety net."""
     model, v = build_model(problem)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = max(1, min(workers, 2))
+    solver.parameters.interleave_search = True
     solver.parameters.random_seed = seed
-    solver.parameters.max_time_in_seconds = time_limit_s
+    solver.parameters.max_deterministic_time = time_limit_s
+    solver.parameters.max_time_in_seconds = 2 * time_limit_s
     code = solver.Solve(model)
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
               cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")
