@@ -117,7 +117,7 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
     check = check_design(inst, design, data, exact)
     runtime = time.perf_counter() - start
     parts = config_parts(inst, design.config.key)
-    mapping = map_job(parts, design_fabric(parts.fabric_spec(
+    mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
         exact.nodes + exact.spare_nodes)), exact.extra["perf"])
     summary = summary_document(inst, design, exact, outcome, check,
                                binding_limits(inst, design, full), runtime,

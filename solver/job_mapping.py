@@ -20,10 +20,12 @@ from models.perf.mapping import Level, map_groups
 MAPPING_TIME_LIMIT_S = 5.0
 
 
-def hierarchy(parts, fabric: Fabric) -> list[Level]:
-    gpn, nvlink = parts.gpu.gpus_per_node, parts.gpu.nvlink_domain_gpus
-    half = parts.radix // 2
-    group_nodes = half if parts.rail_optimized else max(1, half // parts.gpu.nics_per_node)
+def hierarchy(gpu, fabric: Fabric) -> list[Level]:
+    """The levels of `fabric` for a GPU system (`gpu`: GpuSystem)."""
+    gpn, nvlink = gpu.gpus_per_node, gpu.nvlink_domain_gpus
+    half = fabric.radix // 2
+    group_nodes = (half if fabric.spec.rail_optimized
+                   else max(1, half // gpu.nics_per_node))
     levels = [Level("nvlink", nvlink, 1), Level("leaf-group", group_nodes * gpn, 2)]
     if fabric.spec.pods > 1:
         pod_groups = math.ceil(fabric.spec.nodes / fabric.spec.pods) // group_nodes
@@ -34,8 +36,10 @@ def hierarchy(parts, fabric: Fabric) -> list[Level]:
     return levels
 
 
-def map_job(parts, fabric: Fabric, perf_details: dict[str, Any]) -> dict[str, Any] | None:
-    """The least-cost mapping of the job's groups, or None without a parallelism."""
+def map_job(gpu, fabric: Fabric, perf_details: dict[str, Any]) -> dict[str, Any] | None:
+    """The least-cost mapping of the job's groups, or None without a parallelism.
+    `perf_details` holds `parallelism` and `traffic_gb_per_step` (a PerfResult document
+    or the evaluators' details)."""
     par, traffic = perf_details.get("parallelism"), perf_details.get("traffic_gb_per_step")
     if not par or traffic is None:
         return None
@@ -43,7 +47,7 @@ def map_job(parts, fabric: Fabric, perf_details: dict[str, Any]) -> dict[str, An
     if par["ep"] > 1 and par["dp"] % par["ep"] == 0:  # EP groups are carved out of DP
         degrees["ep"], degrees["dp"] = int(par["ep"]), int(par["dp"]) // int(par["ep"])
     volumes = {d: max(1, round(traffic.get(d, 0.0) * 1e3)) for d in degrees}  # MB
-    levels = hierarchy(parts, fabric)
+    levels = hierarchy(gpu, fabric)
     found = map_groups(levels, degrees, volumes, seed=0, time_limit_s=MAPPING_TIME_LIMIT_S)
     if found is None:
         return None

@@ -4,6 +4,7 @@ behaviour, CP-SAT mapping against exhaustive enumeration, and the `perf` command
 from __future__ import annotations
 
 import json
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -234,3 +235,15 @@ def test_cli_impossible_degrees_exit_3(cli, args, needle):
     res = cli(*full)
     assert res.exit_code == 3
     assert needle in res.output
+
+
+def test_cli_maps_the_groups_onto_the_fabric(cli):
+    res = cli("--workload", "gpt3-175b", "--gpu", "h100-sxm", "--gpus", "1024",
+              "--switch", "quantum2-qm9700", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    groups = doc["mapping"]["groups"]
+    assert groups["tp"]["crosses"] == [] and groups["tp"]["degree"] == doc["parallelism"]["tp"]
+    for dim, g in groups.items():
+        assert g["degree"] == doc["parallelism"][dim]
+        assert math.prod(g["factors"].values()) == g["degree"]

@@ -35,6 +35,25 @@ def network_for(catalog, system, switch_id: str | None, oversubscription: float,
                        pod_gpus=pod_gpus, oversubscription=oversubscription)
 
 
+def job_mapping(catalog, system, switch: str, gpus: int, doc: dict) -> dict | None:
+    """Where the job's groups sit on a rail-optimized fat tree of `switch` (CP-SAT, see
+    solver.job_mapping); None when that fabric cannot be built for these GPUs."""
+    import math
+
+    from models.fabric import FabricSpec, design_fabric
+    from solver.fabric_inputs import resolve_fabric_parts
+    from solver.job_mapping import map_job
+
+    parts = resolve_fabric_parts(catalog, system.id, switch, "--gpu", "--switch")
+    try:
+        fabric = design_fabric(FabricSpec(nodes=math.ceil(gpus / system.gpus_per_node),
+                                          ports_per_node=system.nics_per_node,
+                                          radix=parts.radix))
+    except ValueError:
+        return None
+    return map_job(system, fabric, doc)
+
+
 def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
                   recompute: str | None, switch: str | None, oversubscription: float,
                   pod_gpus: int | None) -> dict:
@@ -89,6 +108,8 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
             raise InvalidInstance([f"--gpus {gpus}: {exc}"], "perf") from None
         mode = "search"
     doc = result.as_dict()
+    if switch is not None:
+        doc["mapping"] = job_mapping(catalog, system, switch, gpus, doc)
     doc.update({"mode": mode, "workload": workload.name, "gpu": gpu,
                 "network": {"gbps_per_gpu": network.gbps_per_gpu,
                             "in_network_reduction": network.in_network_reduction,
