@@ -4,7 +4,8 @@ It recomputes everything from the placed racks and cable runs with its own arith
 (not the placement code's): every position inside its hall and used once; per rack, row
 (busway), hall and building power from the rack's nodes, switches and the link ends that
 terminate in it; liquid-cooled systems only in liquid halls; every node, switch and link
-of the fabric placed; the routed length of every run within its medium's reach.
+of the fabric placed; the routed length of every run within its medium's reach; the
+switch racks of a tier in a hall spread over at least two rows (power feeds).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ def check_placement(inst: Instance, result) -> list[str]:
     for b in inst.site.buildings:
         if bldg_w[b.name] > b.it_power_mw * 1e6 + 1e-6:
             problems.append(f"{b.name}: {bldg_w[b.name] / 1e6:.2f} MW over {b.it_power_mw:g} MW")
+    problems += _failure_domains(result.racks, {(g.building, g.hall.name): len(g.network_rows)
+                                                for g in inp.halls})
     fabric = inp.fabric
     nodes = sum(r.nodes for r in result.racks)
     if nodes != inp.design.nodes:
@@ -93,6 +96,22 @@ def check_placement(inst: Instance, result) -> list[str]:
             problems.append(f"{lc.name}: {links_by_class[lc.name]} links cabled, the fabric has "
                             f"{lc.links}")
     return problems
+
+
+def _failure_domains(racks, network_rows: dict[tuple[str, str], int]) -> list[str]:
+    """Switch racks of one tier in a hall must not share one row (one busway feed) where
+    the hall has more than one network row: a feed failure would take the whole tier of
+    that hall down."""
+    rows: dict[tuple, set[int]] = defaultdict(set)
+    count: Counter[tuple] = Counter()
+    for r in racks:
+        if r.switches and r.role not in ("compute", "leaf"):
+            key = (r.position.building, r.position.hall, r.role)
+            rows[key].add(r.position.row)
+            count[key] += 1
+    return [f"{b}/{h}: all {count[b, h, role]} {role} racks on one row (one power feed)"
+            for (b, h, role), used in sorted(rows.items())
+            if count[b, h, role] > 1 and len(used) < 2 and network_rows[b, h] > 1]
 
 
 def _generated(building, inst: Instance):

@@ -191,6 +191,27 @@ def test_checker_catches_overloaded_power(mor):
     assert any("kW" in p for p in problems)
 
 
+def test_switch_tiers_are_spread_over_power_feeds_and_checked():
+    from solver import load_instance, solve
+    from solver.loading import INSTANCES_DIR
+    from solver.placement import design_to_place
+
+    inst = load_instance(INSTANCES_DIR / "llama3-16k.toml")  # halls with two network rows
+    result = place(inst, design_to_place(solve(inst).design), time_limit_s=5)
+    assert check_placement(inst, result) == []
+    tier = {}
+    for r in result.racks:
+        if r.switches and r.role not in ("compute", "leaf"):
+            tier.setdefault((r.position.building, r.position.hall, r.role), []).append(r)
+    key, members = next((k, v) for k, v in sorted(tier.items()) if len(v) > 1)
+    assert len({r.position.row for r in members}) >= 2
+    row = members[0].position.row
+    racks = [dataclasses.replace(r, position=dataclasses.replace(r.position, row=row))
+             if r in members else r for r in result.racks]
+    problems = check_placement(inst, dataclasses.replace(result, racks=racks))
+    assert any("one power feed" in p for p in problems)
+
+
 # --- infeasible placements name the constraint and the shortfall ----------------------
 
 def test_too_few_positions_is_infeasible_with_shortfall():
