@@ -58,6 +58,19 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     ]
     if t["time_to_train_days"] is not None:
         lines.append(f"| Time to train | {t['time_to_train_days']:.1f} days |")
+    par = t["performance"].get("parallelism")
+    if par:
+        lines.append("| Parallelism | " + ", ".join(f"{k} {v}" for k, v in par.items()) + " |")
+    rel = t["reliability"]
+    if "interruptions_per_day" in rel:
+        lines.append(f"| Reliability | {rel['interruptions_per_day']:.1f} interruptions/day, "
+                     f"{rel['recovery']} checkpoints every {rel['checkpoint_interval_s']:,.0f} s, "
+                     f"restart {rel['restart_s']:,.0f} s, {d['spare_nodes']:,} hot spares |")
+    if "placement" in summary:
+        pl, est = summary["placement"], summary["design_estimate"]["cost"]["capex_usd"]
+        lines.append(f"| Placement | {pl['racks_total']:,} racks in {len(pl['halls_used'])} "
+                     f"halls, longest link {pl['max_link_m']:,.0f} m, capex with placed cabling "
+                     f"${c['capex_usd'] / 1e9:.3f}B (design estimate ${est / 1e9:.3f}B) |")
     lines += ["", "## Media", "", "| link class | medium | length m | links |", "|---|---|---|---|"]
     lines += [f"| {m['link_class']} | {m['medium']} | {m['length_m']:g} | {m['links']:,} |"
               for m in d["media"]]
