@@ -121,3 +121,11 @@ def test_schema_command_prints_the_instance_file_schema():
     assert {"limits", "site", "choices", "workload", "catalog"} <= set(schema["properties"])
     assert "catalog" not in schema.get("required", [])
     assert schema["$defs"]["Limits"]["additionalProperties"] is False
+
+
+def test_committed_json_schema_is_fresh():
+    """instances/instance.schema.json is `clusterplan schema` output (regenerate it with
+    `clusterplan schema > instances/instance.schema.json`)."""
+    result = runner.invoke(app, ["schema"])
+    committed = json.loads((INSTANCES_DIR / "instance.schema.json").read_text())
+    assert json.loads(result.stdout) == committed
