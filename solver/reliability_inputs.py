@@ -23,10 +23,12 @@ from models.reliability import (
 )
 from solver.errors import InvalidInstance
 from solver.loading import CATALOG_DIR, format_validation_error, read_document
-from solver.schema import GpuSystem, Nic, Switch, Workload
+from solver.schema import Choices, GpuSystem, Nic, Switch, Workload
 from solver.schema.reliability import ReliabilityCatalog
 
 RELIABILITY_CATALOG = CATALOG_DIR / "reliability.toml"
+DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
+    "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 
 
 def load_reliability_catalog(path: Path = RELIABILITY_CATALOG) -> ReliabilityCatalog:
@@ -102,7 +104,8 @@ def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload:
 
     Rail-optimized: every NIC-to-leaf link optical (multimode); middle-of-rack: those
     links are copper (DAC). Inter-switch links single-mode. Storage bandwidth
-    defaults to the nodes' front-end bandwidth: nodes x frontend_gbps_per_node / 8.
+    defaults to the design default of the instance schema, 1 GB/s of checkpoint storage
+    write bandwidth per node (Choices.checkpoint_storage_gbytes_per_s_per_node).
     """
     problems = []
     if gpus <= 0:
@@ -122,7 +125,7 @@ def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload:
     except ValueError as exc:
         raise InvalidInstance([f"--gpus/--switch/--no-rail-optimized: {exc}"], "options") from None
     bandwidth = (checkpoint_gbps if checkpoint_gbps is not None
-                 else nodes * gpu.frontend_gbps_per_node / 8.0)
+                 else nodes * DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE)
     links = gpu.nics_per_node
     return ReliabilityInputs(
         gpus=gpus, gpus_per_node=gpu.gpus_per_node,

@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
             help="Rail-optimized (optical node links) or middle-of-rack (copper).")] = True,
         checkpoint_gbps: Annotated[float | None, typer.Option(
             "--checkpoint-gbps",
-            help="Aggregate checkpoint storage bandwidth [GB/s] (default: front-end).")
+            help="Aggregate checkpoint storage bandwidth [GB/s] (default: 1 GB/s per node).")
         ] = None,
         recovery: Annotated[str, typer.Option(
             "--recovery", help="storage | in-memory")] = "storage",
