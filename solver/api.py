@@ -81,6 +81,8 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
 
     Statuses: optimal | feasible (limit hit, incumbent kept) | infeasible (with a
     diagnosis in summary['diagnosis']) | no_solution.
+    `extra_constraints(model, inst)` adds user constraints to the MILP before it is solved
+    (the exact bound is then not applied: every buildable candidate stays in the model).
     `candidates`: design data built by `build_design_data` for an instance that differs
     from `inst` only in `limits` and whose limits are at least as large (sweeps reuse
     it); the limits of `inst` are applied to it.
@@ -93,7 +95,7 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
     else:
         full, notes = with_limits(candidates, inst), []
     full = refine(inst, evaluators, full)
-    data = prune(full)
+    data = prune(full, bound=extra_constraints is None)
     if not data.candidates:
         return _infeasible(inst, evaluators, opts, start, notes)
     model = build_model(data)

@@ -44,9 +44,9 @@ def _le(name: str, value: float, limit: float, detail: str = "") -> Check:
 
 def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
                  exact: Candidate) -> CheckResult:
-    """`exact`: the chosen candidate with throughput and goodput evaluated exactly."""
     """Every limit, recomputed: fabric, media reach, parts cost and power, power, budget,
-    buildings, GPU range and throughput requirement."""
+    buildings (power and racks), GPU range and the requirements. `exact`: the chosen
+    candidate with throughput and goodput evaluated exactly."""
     cand, cfg = design.candidate, design.config
     parts = config_parts(inst, cfg.key)
     total_nodes = cand.nodes + cand.spare_nodes
@@ -147,4 +147,20 @@ def _building_checks(inst: Instance, design: ChosenDesign, parts, equipment_w: f
                              + design.network_w_per_building[b.name])
         checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
                           f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
+    compute_racks = math.ceil(design.config.su_nodes / parts.gpu.max_nodes_per_rack)
+    network_racks = math.ceil(fabric_switches(design) * parts.switch.rack_units / 42)
+    checks.append(Check("network_racks_placed", math.isclose(
+        sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
+        sum(design.network_racks_per_building.values()), network_racks))
+    for b in inst.site.buildings:
+        if b.max_racks is not None:
+            racks = (design.su_per_building[b.name] * compute_racks
+                     + design.network_racks_per_building[b.name])
+            checks.append(_le(f"space[{b.name}]", racks, b.max_racks,
+                              f"building {b.name}: {racks:,.1f} racks > max_racks "
+                              f"{b.max_racks:,}"))
     return checks
+
+
+def fabric_switches(design: ChosenDesign) -> int:
+    return sum(design.candidate.switches_per_tier)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from solver.errors import ClusterplanError, InvalidInstance
 
@@ -32,7 +33,7 @@ def run(action: Callable[[], Any]) -> Any:
             stderr.print(f"  - {problem}", highlight=False, markup=False)
         raise typer.Exit(exc.exit_code) from None
     except ClusterplanError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", highlight=False)
+        stderr.print("[bold red]error:[/]", escape(str(exc)), highlight=False)
         raise typer.Exit(exc.exit_code) from None
 
 

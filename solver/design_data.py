@@ -216,7 +216,10 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
         # compared at equal sizes.
         su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
         sized = []
-        for nodes in range(su, max_nodes(inst, p, relax_limits) + 1, su):
+        top = max_nodes(inst, p, relax_limits)
+        if relax_limits:  # a diagnosis needs at least one size to say what it lacks
+            top = max(top, su)
+        for nodes in range(su, top + 1, su):
             spares = evaluators.spare_nodes(inst, p, nodes)
             try:
                 sized.append((nodes, spares, design_fabric(p.fabric_spec(nodes + spares))))

@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from models.design import prune
 from models.design.data import Candidate, DesignData
 from models.design.prune import fits_buildings
 from models.power_cost import BomLine, PowerCost, power_cost
@@ -21,32 +22,38 @@ OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "token
 def binding_limits(inst: Instance, design: ChosenDesign, data: DesignData) -> list[dict]:
     """Each limit with its slack; `binding` when the next size of the chosen configuration
     (one more scalable unit) would break it: the limit that stops the design growing.
-    The next size is evaluated exactly when it is a candidate, else scaled from this one."""
+    The next size is evaluated exactly when it is a candidate, else scaled from this one.
+    When every larger size of the configuration is worse, that is reported too."""
     cand = design.candidate
     pc = design.power_cost(inst)
     lim = inst.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     bigger = _next_size(data, cand)
-    next_nodes = cand.nodes + design.config.su_nodes
-    if bigger is not None:
-        scale = (bigger.nodes + bigger.spare_nodes) / (cand.nodes + cand.spare_nodes)
-        next_nodes = bigger.nodes
-    else:
+    if bigger is not None:  # the next size, evaluated exactly
+        next_it_w, next_gpus = prune.it_power_w(data, bigger), bigger.gpus
+        next_spend = (prune.tco_usd(data, bigger) if lim.budget_basis == "tco"
+                      else prune.capex_usd(data, bigger))
+    else:  # beyond the generated ladder: scaled from this size
+        next_nodes = cand.nodes + design.config.su_nodes
         scale = (next_nodes + cand.spare_nodes) / (cand.nodes + cand.spare_nodes)
-    next_gpus = next_nodes * cand.gpus // cand.nodes
+        next_it_w, next_spend = pc.it_power_w * scale, spend * scale
+        next_gpus = next_nodes * cand.gpus // cand.nodes
     rows = [
         _row("limits.it_power_mw", pc.it_power_w / 1e6, lim.it_power_mw, "MW",
-             pc.it_power_w * scale > lim.it_power_mw * 1e6),
-        _row("limits.budget_usd", spend, lim.budget_usd, "USD", spend * scale > lim.budget_usd),
+             next_it_w > lim.it_power_mw * 1e6),
+        _row("limits.budget_usd", spend, lim.budget_usd, "USD", next_spend > lim.budget_usd),
     ]
     if lim.max_gpus is not None:
         rows.append(_row("limits.max_gpus", cand.gpus, lim.max_gpus, "GPUs",
                          next_gpus > lim.max_gpus))
-    if (data.objective == "max_effective_throughput" and bigger is not None
-            and bigger.effective_tokens_per_s <= cand.effective_tokens_per_s):
+    larger = [c for c in data.candidates if c.config == cand.config and c.nodes > cand.nodes]
+    if (data.objective == "max_effective_throughput" and larger
+            and max(c.effective_tokens_per_s_upper for c in larger)
+            <= cand.effective_tokens_per_s):
         rows.append({"name": "effective throughput peaks at this size", "value": cand.gpus,
-                     "limit": bigger.gpus, "unit": "GPUs", "slack": bigger.gpus - cand.gpus,
-                     "binding": True, "note": "one more scalable unit lowers effective "
+                     "limit": max(c.gpus for c in larger), "unit": "GPUs",
+                     "slack": max(c.gpus for c in larger) - cand.gpus, "binding": True,
+                     "note": "no larger size of this configuration reaches more effective "
                      "tokens/s: goodput falls faster than throughput grows"})
     rows += _requirement_rows(design, data)
     rows += _building_rows(inst, design, data, bigger)
@@ -134,7 +141,7 @@ def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
         "instance": inst.name,
         "instance_sha256": sha256,
         "objective": {"name": name, "value": values[name], "unit": unit,
-                      "milp_value": outcome.objective},
+                      "milp_value": _model_units(outcome.objective, unit)},
         "design": {
             "gpu": cfg.gpu, "gpus": cand.gpus, "nodes": cand.nodes,
             "spare_nodes": cand.spare_nodes, "switch": cfg.switch, "nic": cfg.nic,
@@ -164,9 +171,14 @@ def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
         "notes": notes,
         "solver": {"backend": "milp-highs", "version": outcome.solver_version,
                    "runtime_s": round(runtime_s, 3), "milp_runtime_s": round(outcome.runtime_s, 3),
-                   "gap": outcome.gap, "best_bound": outcome.best_bound,
+                   "gap": outcome.gap, "best_bound": _model_units(outcome.best_bound, unit),
                    "termination": outcome.termination},
     }
+
+
+def _model_units(value: float | None, unit: str) -> float | None:
+    """The MILP states money in millions of USD; report it in the objective's unit."""
+    return value * 1e6 if value is not None and unit == "USD" else value
 
 
 def power_and_cost(pc: PowerCost) -> dict[str, dict[str, float]]:

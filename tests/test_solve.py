@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 
 from solver import load_instance, solve
 from solver.cli import app
+from solver.loading import instance_from_dict
 
 TINY = Path(__file__).resolve().parents[1] / "instances" / "tiny"
 
@@ -242,3 +244,21 @@ def test_cli_unknown_catalog_id_names_the_field(tmp_path):
     res = cli(str(path), "--json")
     assert res.exit_code == 3
     assert "choices.fabrics[0].switch" in res.stderr
+
+
+def test_extra_constraints_hook_changes_the_optimum_like_the_equivalent_limit():
+    """A user constraint added to the MILP acts like the instance limit it mirrors."""
+    import pyomo.environ as pyo
+
+    inst = load_instance(TINY / "min-capex.toml")
+
+    def at_least_512(m, _inst):
+        m.at_least_512 = pyo.Constraint(expr=m.gpus >= 512)
+
+    hooked = solve(inst, extra_constraints=at_least_512).summary
+    doc = tomllib.loads((TINY / "min-capex.toml").read_text())
+    doc["limits"]["min_gpus"] = 512
+    direct = solve(instance_from_dict(doc)).summary
+    assert hooked["status"] == direct["status"] == "optimal"
+    assert hooked["design"]["gpus"] == direct["design"]["gpus"] == 512
+    assert hooked["cost"]["capex_usd"] == pytest.approx(direct["cost"]["capex_usd"])

@@ -1,4 +1,4 @@
-"""Exact candidate pruning before the MILP (a bound, not a heuristic).
+"""Candidate pruning before the MILP: exact for the limits, a bound for the objective.
 
 Every limit of the design MILP involves only the one chosen candidate, so whether a
 candidate k can be built is decided by closed forms:
@@ -17,7 +17,9 @@ be built, or whose value is below LB, is never optimal and is dropped; ties are 
 for the MILP's second (cheapest-design) stage. Throughput may be a lower bound with an
 upper bound beside it (and goodput interpolated); `to_refine` names the candidates that
 must be evaluated exactly before this argument holds: those that could be buildable and
-reach LB with their upper bounds. `elastic_candidates` keeps, for the
+reach LB with their upper bounds. For goodput the "upper bound" is the interpolated value
+plus GOODPUT_TOL, a tolerance measured in tests (interpolation stays within 1%), not a
+proven bound. `elastic_candidates` keeps, for the
 diagnosis, each configuration's smallest candidate that meets the requirements: cost,
 power, SUs and network equipment are non-decreasing in size, so larger ones need more of
 every limit.
@@ -114,11 +116,13 @@ def to_refine(data: DesignData) -> list[Candidate]:
     return out
 
 
-def prune(data: DesignData) -> DesignData:
-    """Drop candidates that cannot be built or are beaten by a buildable one."""
+def prune(data: DesignData, bound: bool = True) -> DesignData:
+    """Drop candidates that cannot be built or (when `bound`) are beaten by a buildable
+    one. Without the bound every buildable candidate stays: for user constraints added to
+    the MILP, which the closed forms here do not know."""
     ok = [k for k in data.candidates if buildable(data, k)]
-    if not ok:
-        return replace(data, candidates=())
+    if not ok or not bound:
+        return _restrict(data, tuple(ok))
     best = max(objective_value(data, k) for k in ok)
     keep = tuple(k for k in ok if objective_value(data, k) >= best - REL_TIE * abs(best))
     return _restrict(data, keep)
