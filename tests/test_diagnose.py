@@ -129,3 +129,8 @@ def test_no_compatible_choice_says_why():
 def test_a_feasible_instance_has_no_diagnosis():
     result = solve(load_instance(TINY / "power-bound.toml"))
     assert result.status == "optimal" and "diagnosis" not in result.summary
+
+
+def test_a_budget_below_one_scalable_unit_still_names_the_budget():
+    msgs = diagnosis(variant(limits={"budget_usd": 1e5}))
+    assert any(m.startswith("limits.budget_usd") for m in msgs), msgs

@@ -262,3 +262,20 @@ def test_extra_constraints_hook_changes_the_optimum_like_the_equivalent_limit():
     assert hooked["status"] == direct["status"] == "optimal"
     assert hooked["design"]["gpus"] == direct["design"]["gpus"] == 512
     assert hooked["cost"]["capex_usd"] == pytest.approx(direct["cost"]["capex_usd"])
+
+
+def test_binding_uses_the_exact_cost_of_the_next_size():
+    """At $48.05M the next size (96 nodes) costs $48.16M exactly, although scaling the
+    chosen design's cost by nodes would put it just under the budget."""
+    doc = tomllib.loads((TINY / "budget-bound.toml").read_text())
+    doc["limits"]["budget_usd"] = 48.05e6
+    s = solve(instance_from_dict(doc)).summary
+    binding = {b["name"] for b in s["binding"] if b["binding"]}
+    assert "limits.budget_usd" in binding
+
+
+def test_checker_confirms_rack_space_per_building():
+    s = solved("space-bound").summary
+    assert s["verified"]
+    assert s["verification"]["checks"] > 0
+    assert any(b["name"].endswith(".max_racks") for b in s["binding"])
