@@ -190,12 +190,14 @@ def site_halls(inst: Instance) -> list[tuple[str, Hall]]:
 
 def nodes_per_rack(inst: Instance, parts: FabricParts, hall: Hall) -> int:
     """``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node kW⌋)``; 0 when the hall
-    cannot cool the system (liquid-cooled systems need a liquid hall)."""
+    cannot cool the system (liquid-cooled systems need a liquid hall). A rack-scale
+    system (NVL72: a 48U node) is its own rack: one per position."""
     g = parts.gpu
     if g.liquid_cooled and hall.cooling != "liquid":
         return 0
     node_w = node_power_w(parts)
-    return max(0, min(g.max_nodes_per_rack, RACK_UNITS // g.node_rack_units,
+    by_height = 1 if g.node_rack_units >= RACK_UNITS else RACK_UNITS // g.node_rack_units
+    return max(0, min(g.max_nodes_per_rack, by_height,
                       math.floor(hall.rack_power_kw * 1e3 / node_w + 1e-9)))
 
 

@@ -286,3 +286,34 @@ def test_solve_replaces_the_media_estimate_with_the_placed_cabling(tmp_path):
     assert s["verified"] == all(placed["within_limits"].values())
     on_disk = json.loads((tmp_path / "design.json").read_text())
     assert on_disk["placement"]["racks_total"] == placed["racks_total"]
+
+
+def test_a_rack_scale_system_is_its_own_rack():
+    from solver.fabric_inputs import resolve_fabric_parts
+    from solver.loading import load_catalog
+    from solver.placement import nodes_per_rack
+    from solver.schema.site import Hall
+
+    parts = resolve_fabric_parts(load_catalog(), "gb200-nvl72", "quantum2-qm9700")
+    liquid = Hall(name="l", rows=2, positions_per_row=40, rack_power_kw=140.0,
+                  cooling="liquid")
+    air = Hall(name="a", rows=2, positions_per_row=40, rack_power_kw=40.0)
+    inst = instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text()))
+    assert nodes_per_rack(inst, parts, liquid) == 1  # a 48U NVL72 fills one position
+    assert nodes_per_rack(inst, parts, air) == 0      # needs liquid cooling
+
+
+def test_solve_json_reports_a_failed_placement_with_exit_4(tmp_path):
+    from solver.loading import INSTANCES_DIR
+
+    text = (INSTANCES_DIR / "llama3-16k.toml").read_text().replace(
+        "positions_per_row = 24", "positions_per_row = 8")
+    path = tmp_path / "short-rows.toml"
+    path.write_text(text)
+    result = CliRunner().invoke(app, ["solve", str(path), "--json", "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 4
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "optimal" and doc["placement"]["status"] == "infeasible"
+    assert "short by" in doc["placement"]["diagnosis"]
+    assert not (tmp_path / "out" / "design.json").exists()

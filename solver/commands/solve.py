@@ -126,8 +126,16 @@ def register(app: typer.Typer) -> None:
                 from solver.commands.place import place_design
                 from solver.placement import design_to_place, placed_bom_lines
 
-                placed, placement_files = place_design(
-                    inst, design_to_place(result.design), folder, min(time_limit, 30.0))
+                try:
+                    placed, placement_files = place_design(
+                        inst, design_to_place(result.design), folder, min(time_limit, 30.0))
+                except (Infeasible, NoSolution) as exc:
+                    if as_json:
+                        emit_json(result.summary | {"placement": {
+                            "status": "infeasible" if isinstance(exc, Infeasible)
+                            else "no_solution", "diagnosis": str(exc)}})
+                    raise type(exc)(f"the design is optimal but its placement failed "
+                                    f"(use --no-place to skip it): {exc}") from None
                 result.summary = with_placement(
                     inst, result.summary, result.design, placed_bom_lines(placed),
                     placed.summary["racks_total"], placed.summary)
