@@ -317,3 +317,16 @@ def test_solve_json_reports_a_failed_placement_with_exit_4(tmp_path):
     assert doc["status"] == "optimal" and doc["placement"]["status"] == "infeasible"
     assert "short by" in doc["placement"]["diagnosis"]
     assert not (tmp_path / "out" / "design.json").exists()
+
+
+@pytest.mark.parametrize("name", ["two-buildings", "space-bound", "min-tco"])
+def test_tiny_designs_place_on_generated_halls(name):
+    """Buildings without explicit halls get generated ones (one extra row for network
+    racks), and the chosen design must fit them."""
+    from solver import load_instance, solve
+    from solver.loading import INSTANCES_DIR
+    from solver.placement import design_to_place
+
+    inst = load_instance(INSTANCES_DIR / "tiny" / f"{name}.toml")
+    result = place(inst, design_to_place(solve(inst).design), time_limit_s=5)
+    assert check_placement(inst, result) == []

@@ -85,12 +85,12 @@ class Hall(StrictModel):
 
 def default_halls(it_power_mw: float, rack_power_kw: float) -> list[Hall]:
     """Halls for a building that lists none: ``⌈MW / 25⌉`` equal halls, each with
-    ``⌈1.4 · hall_kw / rack_kw⌉`` positions in rows of 24, stacked along y with a 10 m
-    corridor; liquid cooling above the air limit."""
+    ``⌈1.4 · hall_kw / rack_kw⌉`` positions in rows of 24 plus one row for network racks,
+    stacked along y with a 10 m corridor; liquid cooling above the air limit."""
     count = math.ceil(it_power_mw / DEFAULT_HALL_MW - 1e-9)
     hall_kw = it_power_mw * 1e3 / count
     positions = math.ceil(DEFAULT_SPACE_HEADROOM * hall_kw / rack_power_kw)
-    rows = math.ceil(positions / DEFAULT_POSITIONS_PER_ROW)
+    rows = math.ceil(positions / DEFAULT_POSITIONS_PER_ROW) + 1
     cooling = "air" if rack_power_kw <= AIR_COOLED_MAX_RACK_KW else "liquid"
     halls = []
     for i in range(count):
