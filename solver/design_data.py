@@ -215,17 +215,13 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
         # Both layouts grow in the rail-optimized scalable unit (k/2 nodes), so they are
         # compared at equal sizes.
         su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
-        sized = []
         top = max_nodes(inst, p, relax_limits)
         if relax_limits:  # a diagnosis needs at least one size to say what it lacks
             top = max(top, su)
-        for nodes in range(su, top + 1, su):
-            spares = evaluators.spare_nodes(inst, p, nodes)
-            try:
-                sized.append((nodes, spares, design_fabric(p.fabric_spec(nodes + spares))))
-            except ValueError as exc:
-                notes.append(f"{p.key} stops at {nodes - su} nodes: {exc}")
-                break
+        ladders = {None: size_ladder(inst, evaluators, p, su, top, None)}
+        sized, stop = ladders[None]
+        if stop:
+            notes.append(stop)
         if not sized:
             notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
             continue
@@ -241,6 +237,12 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
                 node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
                 checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo)
+            node_kind = combo[0].kind  # hot spares follow the node links' failure rate
+            if node_kind not in ladders:
+                ladders[node_kind] = size_ladder(inst, evaluators, p, su, top, node_kind)
+            classes = {a.link_class for a in combo}
+            sized = [s for s in ladders[node_kind][0]
+                     if {lc.name for lc in s[2].link_classes} <= classes]
             links = [links_of(inst, p, combo, fabric) for _, _, fabric in sized]
             goodputs = ladder_goodput(inst, evaluators, p, combo, sized, links)
             candidates += [_candidate(inst, evaluators, p, key, nodes, spares, fabric, su,
@@ -248,6 +250,21 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
                            for (nodes, spares, fabric), size_links, rel
                            in zip(sized, links, goodputs, strict=True)]
     return _design_data(inst, configs, candidates), notes
+
+
+def size_ladder(inst: Instance, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
+                node_kind: str | None) -> tuple[list[tuple[int, int, Fabric]], str | None]:
+    """Sizes su, 2 su, ... <= top nodes with their hot spares (for node links of
+    `node_kind`; None: the layout's usual kind) and exact fabric; and a note where the
+    fabric cannot grow further."""
+    sized = []
+    for nodes in range(su, top + 1, su):
+        spares = evaluators.spare_nodes(inst, p, nodes, node_kind)
+        try:
+            sized.append((nodes, spares, design_fabric(p.fabric_spec(nodes + spares))))
+        except ValueError as exc:
+            return sized, f"{p.key} stops at {nodes - su} nodes: {exc}"
+    return sized, None
 
 
 def links_of(inst: Instance, p: ConfigParts, combo: tuple[MediaAssignment, ...],
@@ -281,7 +298,7 @@ def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
         if ends_at_crossing:
             break
         nodes = points[-1][0] + step
-        spares = evaluators.spare_nodes(inst, p, nodes)
+        spares = evaluators.spare_nodes(inst, p, nodes, combo[0].kind)
         try:
             fabric = design_fabric(p.fabric_spec(nodes + spares))
         except ValueError:  # the fabric cannot grow: evaluate the ladder's tail exactly

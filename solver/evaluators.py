@@ -93,7 +93,7 @@ def overhead_goodput(inst: Instance, parts, fabric: Fabric, nodes: int, spares: 
     return GoodputEstimate(1.0 - inst.objective.overhead_fraction, {"model": "overhead"})
 
 
-def fraction_spares(inst: Instance, parts, nodes: int) -> int:
+def fraction_spares(inst: Instance, parts, nodes: int, node_kind: str | None = None) -> int:
     return math.ceil(inst.reliability.spare_fraction * nodes)
 
 
@@ -189,9 +189,9 @@ class ModelGoodput:
 
     def inputs(self, inst: Instance, parts, nodes: int, recovery: str,
                fabric: Fabric | None = None, media_lines: list[MediaLine] | None = None,
-               spares: int | None = None) -> ReliabilityInputs:
+               spares: int | None = None, node_kind: str | None = None) -> ReliabilityInputs:
         g = parts.gpu
-        node_kind = ("dac" if not parts.rail_optimized else "multimode")
+        node_kind = node_kind or ("dac" if not parts.rail_optimized else "multimode")
         upper_optical, upper_kind = 0, "singlemode"
         for line in media_lines or []:
             if line.link_class == "node-leaf":
@@ -221,13 +221,17 @@ class ModelGoodput:
                                             self.multipliers)
         return self._rates[gen]
 
-    def spare_nodes(self, inst: Instance, parts, nodes: int) -> int:
-        """Fewest hot spares meeting the availability target (node-level failures only,
-        so configurations with the same GPU system and node links share the answer)."""
-        key = (parts.gpu.id, parts.nic.id, parts.rail_optimized, nodes)
+    def spare_nodes(self, inst: Instance, parts, nodes: int, node_kind: str | None = None
+                    ) -> int:
+        """Fewest hot spares meeting the availability target, for node links of
+        `node_kind` (None: the layout's usual one). Node-level failures only (the
+        recovery mode does not enter), so configurations with the same GPU system and
+        node links share the answer."""
+        key = (parts.gpu.id, parts.nic.id, parts.rail_optimized, node_kind, nodes)
         if key not in self._spares:
-            self._spares[key] = choose_spares(self.inputs(inst, parts, nodes, "in-memory"),
-                                              self.rates(parts))
+            self._spares[key] = choose_spares(
+                self.inputs(inst, parts, nodes, "in-memory", node_kind=node_kind),
+                self.rates(parts))
         return self._spares[key]
 
     def goodput(self, inst: Instance, parts, fabric: Fabric, nodes: int, spares: int,

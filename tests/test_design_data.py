@@ -109,3 +109,21 @@ def test_checkpoint_storage_bandwidth_and_recovery_are_decisions():
     # in-memory recovery needs no storage bandwidth: the cheapest tier is enough
     per_node, mode, _ = chosen(["storage", "in-memory"])
     assert (per_node, mode) == (0.05, "in-memory")
+
+
+def test_hot_spares_follow_the_chosen_node_link_medium():
+    from solver.evaluators import ModelGoodput
+
+    doc = read_document(LLAMA)
+    doc["choices"]["rail_optimized"] = [True]
+    inst = instance_from_dict(doc)
+    data, _ = build_design_data(inst, default_evaluators(inst))
+    model = ModelGoodput(inst)
+    kinds = set()
+    for k in data.candidates[::7]:
+        cfg = data.configs[k.config]
+        kinds.add(cfg.media[0].kind)
+        expected = model.spare_nodes(inst, config_parts(inst, k.config), k.nodes,
+                                     cfg.media[0].kind)
+        assert k.spare_nodes == expected
+    assert kinds  # node-leaf media of rail-optimized designs (optical)
