@@ -321,7 +321,8 @@ def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
         near = at[lo] if t < 0.5 else at[hi]
         out.append(GoodputEstimate((1 - t) * at[lo].goodput + t * at[hi].goodput,
                                    near.details | {"interpolated_between_nodes":
-                                                   [points[lo][0], points[hi][0]]}))
+                                                   [points[lo][0], points[hi][0]]},
+                                   exact=False))
     return out
 
 
@@ -345,10 +346,9 @@ def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
         network_racks=network_racks(p, fabric.switches_total),
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
-        exact=perf.exact and "interpolated_between_nodes" not in rel.details,
+        exact=perf.exact and rel.exact,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
-               "reliability": rel.details, "pods": fabric.pods,
-               "max_endpoints": fabric.max_endpoints},
+               "reliability": rel.details, "pods": fabric.pods},
     )
 
 

@@ -66,6 +66,8 @@ class PerfEstimate:
 class GoodputEstimate:
     goodput: float
     details: dict[str, Any] = field(default_factory=dict)
+    exact: bool = True
+    """False when interpolated between exact evaluations."""
 
 
 @dataclass(frozen=True)

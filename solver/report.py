@@ -102,14 +102,16 @@ def _building_rows(inst: Instance, design: ChosenDesign, data: DesignData,
 
 
 def _su_mw(inst: Instance, design: ChosenDesign) -> float:
+    """Critical IT power of one full scalable unit of nodes [MW]."""
     f = 1 + inst.catalog.facility.non_server_it_fraction
     return f * design.config.su_nodes * design.config.node_power_w / 1e6
 
 
 def _building_mw(inst: Instance, design: ChosenDesign, building: str) -> float:
-    cfg, f = design.config, 1 + inst.catalog.facility.non_server_it_fraction
-    return f * (design.su_per_building[building] * cfg.su_nodes * cfg.node_power_w
-                + design.network_w_per_building[building]) / 1e6
+    """Critical IT power placed in a building: its scalable units and network [MW]."""
+    f = 1 + inst.catalog.facility.non_server_it_fraction
+    return (design.su_per_building[building] * _su_mw(inst, design)
+            + f * design.network_w_per_building[building] / 1e6)
 
 
 def _next_size(data: DesignData, cand: Candidate) -> Candidate | None:
