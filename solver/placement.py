@@ -8,10 +8,13 @@ media costs per routed length) -> ``models.placement.model.solve`` (CP-SAT zone 
 :func:`placement_summary`. ``solver.placement_check.check_placement`` re-checks the result
 independently.
 
-Cost of a medium per link over the instance's years [USD]:
-``2·price_per_end/links_per_module + fiber_per_link + 2·power_per_end/lpm [W] · 8760 h ·
-years · electricity [USD/kWh] / 1000 · PUE``. The cheapest medium whose reach covers a
-link's routed length (ties: capex, id) builds it.
+Cost of a medium per link over the instance's years [USD] (:func:`lifetime_cost_usd`):
+capex ``2·price_per_end/lpm + fiber_per_link`` + energy ``2·power_per_end/lpm [W] · 8760 h ·
+years · electricity [USD/kWh] / 1000 · PUE`` + failures ``λ·8760·years · (part + s·(L − r)·c)``
+(:func:`failure_cost_usd`: the reliability model's per-link rate λ, replacement part, the
+share s of failures that stop the job, the training hours L an interruption loses and the
+cluster's cost rate c [USD/h]; 0 without the reliability model's figures). The cheapest
+medium whose reach covers a link's routed length (ties: capex, id) builds it.
 
 Conservative figures keep every model decision physically valid: a leaf switch or spine
 rack is sized at its switch power plus every port carrying the most power-hungry medium at
@@ -43,8 +46,10 @@ from models.placement.model import (
 )
 from models.placement.model import solve as solve_model
 from models.power_cost import BomLine
+from models.reliability import ReliabilityRates
 from solver.design_data import media_lines as bom_media_lines
 from solver.errors import Infeasible, InvalidInstance, NoSolution
+from solver.evaluators import COPPER_KINDS, ModelGoodput
 from solver.fabric_inputs import FabricParts, resolve_fabric_parts
 from solver.schema import Instance
 from solver.schema.catalog import Medium
@@ -70,21 +75,55 @@ class DesignToPlace:
     oversubscription: float
     rail_optimized: bool
     nic_attachment: str
+    lost_hours_per_interruption: float | None = None
+    """Training time one job interruption costs [h] (:func:`lost_hours_per_interruption`);
+    None without the reliability model's figures."""
+    cost_usd_per_hour: float | None = None
+    """The cluster's cost of ownership per hour: TCO / (years · 8760) [USD/h]."""
 
 
-def design_to_place(design) -> DesignToPlace:
-    """From a ``solver.design.ChosenDesign``."""
+def lost_hours_per_interruption(reliability: dict[str, Any]) -> float | None:
+    """Training time one interruption costs [h]: the restart R (detection, hot-spare swap,
+    job start-up, checkpoint reload) plus the work lost since the last checkpoint,
+    ``M − T/(e^{T/M} − 1)`` with ``T = τ + δ`` (Daly's model: the mean time into a
+    checkpoint segment at which an exponential failure of mean ``M`` strikes; ≈ T/2 for
+    T ≪ M). ``reliability``: the goodput model's figures of the design (restart_s,
+    checkpoint_interval_s, checkpoint_write_s, mtbf_hours); None when they are absent."""
+    keys = ("restart_s", "checkpoint_interval_s", "checkpoint_write_s", "mtbf_hours")
+    if not all(k in reliability for k in keys):
+        return None
+    m = reliability["mtbf_hours"] * 3600.0
+    t = reliability["checkpoint_interval_s"] + reliability["checkpoint_write_s"]
+    return (reliability["restart_s"] + m - t / math.expm1(t / m)) / 3600.0
+
+
+def cost_usd_per_hour(tco_usd: float, years: int) -> float:
+    """Capex amortised over the years plus energy, per hour [USD/h]: TCO / (years · 8760)."""
+    return tco_usd / (years * HOURS_PER_YEAR)
+
+
+def design_to_place(design, inst: Instance | None = None) -> DesignToPlace:
+    """From a ``solver.design.ChosenDesign``; the cost rate needs ``inst`` (facility, years)."""
     c, cand = design.config, design.candidate
+    pc = design.power_cost(inst) if inst is not None else None
     return DesignToPlace(c.gpu, c.switch, cand.nodes + cand.spare_nodes, cand.tiers, c.pods,
-                         c.oversubscription, c.rail_optimized, c.nic_attachment)
+                         c.oversubscription, c.rail_optimized, c.nic_attachment,
+                         lost_hours_per_interruption(cand.extra.get("reliability", {})),
+                         cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None)
 
 
 def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
-    """From the ``design`` section of a design.json written by ``clusterplan solve``."""
+    """From a design.json written by ``clusterplan solve``: its ``design`` section, the
+    reliability figures of ``throughput.reliability`` and the TCO of ``cost``."""
     d = summary["design"]
+    cost = summary.get("cost", {})
     return DesignToPlace(d["gpu"], d["switch"], d["nodes"] + d["spare_nodes"], d["tiers"],
                          d["pods"], d["oversubscription"], d["rail_optimized"],
-                         d["nic_attachment"])
+                         d["nic_attachment"],
+                         lost_hours_per_interruption(
+                             summary.get("throughput", {}).get("reliability", {})),
+                         cost_usd_per_hour(cost["tco_usd"], cost["tco_years"])
+                         if "tco_usd" in cost and "tco_years" in cost else None)
 
 
 @dataclass(frozen=True)
@@ -138,6 +177,7 @@ class Inputs:
     leaf_power_w: float
     """Conservative: switch + every port at the most power-hungry medium."""
     routing_between_buildings_m: float
+    pricing: MediaPricing
     problem: PlacementProblem | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -146,26 +186,108 @@ class Inputs:
 # Media costs
 
 
-def lifetime_cost_usd(m: Medium, inst: Instance) -> float:
-    """Capex plus energy over the instance's years of one link built with ``m`` [USD]."""
+@dataclass(frozen=True)
+class FailurePricing:
+    """What a link failure costs the design being placed.
+
+    rates: the goodput model's failure rates (the reliability catalog times the instance's
+        what-if multipliers, ``solver.evaluators.ModelGoodput.rates``).
+    lost_hours_per_interruption: training time a node-link interruption costs [h].
+    cost_usd_per_hour: the cluster's cost of ownership per hour [USD/h].
+    """
+
+    rates: ReliabilityRates
+    lost_hours_per_interruption: float
+    cost_usd_per_hour: float
+
+
+@dataclass(frozen=True)
+class MediaPricing:
+    """Prices one link over the instance's years; ``failure`` None: no failure term
+    (``note`` says why, or what the term assumes)."""
+
+    inst: Instance
+    failure: FailurePricing | None
+    note: str
+
+
+def media_pricing(inst: Instance, design: DesignToPlace, parts: FabricParts) -> MediaPricing:
+    """The failure term needs the reliability model (``objective.reliability_model =
+    'model'``) and the design's lost hours per interruption and cost rate."""
+    if inst.objective.reliability_model != "model":
+        return MediaPricing(inst, None, "no failure cost: the instance prices failures as a "
+                            "fixed overhead (objective.reliability_model = 'overhead')")
+    missing = [name for name in ("lost_hours_per_interruption", "cost_usd_per_hour")
+               if getattr(design, name) is None]
+    if missing:
+        return MediaPricing(inst, None, f"no failure cost: the design carries no "
+                            f"{' or '.join(missing)}")
+    rates = ModelGoodput(inst).rates(parts)
+    hours, rate = design.lost_hours_per_interruption, design.cost_usd_per_hour
+    return MediaPricing(inst, FailurePricing(rates, hours, rate), (
+        f"failure cost: every link fails at its medium's catalog rate (failure_rate_"
+        f"multipliers applied) over {inst.years} years; each failure costs a replacement "
+        f"part (the failed transceiver, or the whole cable assembly) and, when it stops the "
+        f"job, {hours:.3f} h of training (restart plus the work since the last checkpoint) "
+        f"at the cluster's ${rate:,.0f}/h cost of ownership (TCO over the years). A node "
+        f"link failure always stops the job; a switch-to-switch link failure stops it "
+        f"{rates.fabric_interrupt_fraction:.0%} of the time (the fabric routes around the "
+        f"rest) and restarts without a spare swap"))
+
+
+def link_failure_rate_per_h(m: Medium, rates: ReliabilityRates) -> float:
+    """Failure rate of one link built with ``m`` [1/h]: its kind's copper or optical rate,
+    as the goodput model maps media kinds (solver.evaluators.COPPER_KINDS)."""
+    table = rates.copper_link_per_h if m.kind in COPPER_KINDS else rates.optic_link_per_h
+    return table[m.kind]
+
+
+def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
+    """Expected cost of the failures of one link of ``m`` over the instance's years [USD]:
+    ``λ·8760·years · (part + s·(L − r)·c)``, 0 without a failure pricing.
+
+    part: the failed end's transceiver, ``price_per_end/lpm``, or a cable assembly (DAC,
+    ACC, AEC, AOC) replaced whole, ``2·price_per_end/lpm``. Node links (``tier`` 1): the
+    failure stops the job (s = 1, r = 0: the restart L includes the hot-spare swap).
+    Switch-to-switch links: the fabric routes around it, and only the share
+    s = fabric_interrupt_fraction of failures stops the job, restarting without a spare
+    swap (r = replace_s) — the goodput model's failure classes."""
+    f = pricing.failure
+    if f is None:
+        return 0.0
+    failures = link_failure_rate_per_h(m, f.rates) * HOURS_PER_YEAR * pricing.inst.years
+    part = (1 if m.is_transceiver else 2) * m.price_usd_per_end / m.links_per_module
+    share, saved_h = ((1.0, 0.0) if tier == 1
+                      else (f.rates.fabric_interrupt_fraction, f.rates.replace_s / 3600.0))
+    return failures * (part + share * (f.lost_hours_per_interruption - saved_h)
+                       * f.cost_usd_per_hour)
+
+
+def lifetime_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
+    """Capex, energy and failures over the instance's years of one link of tier ``tier``
+    (1 = node-leaf) built with ``m`` [USD]."""
+    inst = pricing.inst
     fac = inst.catalog.facility
     capex = 2 * m.price_usd_per_end / m.links_per_module + m.fiber_usd_per_link
     watts = 2 * m.power_w_per_end / m.links_per_module
-    return capex + watts / 1e3 * HOURS_PER_YEAR * inst.years * fac.electricity_usd_per_kwh * fac.pue
+    energy = watts / 1e3 * HOURS_PER_YEAR * inst.years * fac.electricity_usd_per_kwh * fac.pue
+    return capex + energy + failure_cost_usd(m, tier, pricing)
 
 
-def cheapest_medium(media: list[Medium], length_m: float, inst: Instance) -> Medium | None:
+def cheapest_medium(media: list[Medium], length_m: float, tier: int,
+                    pricing: MediaPricing) -> Medium | None:
     """Cheapest medium (lifetime cost, then capex, then id) whose reach covers ``length_m``."""
     options = [m for m in media if m.reach_m >= length_m - 1e-9]
     if not options:
         return None
-    return min(options, key=lambda m: (lifetime_cost_usd(m, inst),
+    return min(options, key=lambda m: (lifetime_cost_usd(m, tier, pricing),
                                        2 * m.price_usd_per_end / m.links_per_module, m.id))
 
 
-def link_cost_units(media: list[Medium], length_m: float, inst: Instance) -> int | None:
-    m = cheapest_medium(media, length_m, inst)
-    return None if m is None else round(lifetime_cost_usd(m, inst) * COST_UNITS_PER_USD)
+def link_cost_units(media: list[Medium], length_m: float, tier: int,
+                    pricing: MediaPricing) -> int | None:
+    m = cheapest_medium(media, length_m, tier, pricing)
+    return None if m is None else round(lifetime_cost_usd(m, tier, pricing) * COST_UNITS_PER_USD)
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,7 +419,7 @@ def placement_inputs(inst: Instance, design: DesignToPlace) -> Inputs:
         halls.append(hall_geometry(b, h, i, inst, parts, su_nodes, leaves, leaf_w, rows))
     out = Inputs(inst, design, parts, fabric, halls, media, su_nodes, leaves, blocks,
                  group_blocks, group_spines, switches_per_rack, node_power_w(parts), leaf_w,
-                 inst.site.cable_lengths.between_buildings_m)
+                 inst.site.cable_lengths.between_buildings_m, media_pricing(inst, design, parts))
     precheck(out)
     out.problem = zone_problem(out)
     return out
@@ -379,14 +501,14 @@ def zone_problem(inp: Inputs) -> PlacementProblem:
         ring: dict[int, int] = Counter()
         for row, start in h.block_slots:
             length = max_length(h.leaf_positions(row, start), list(h.network_positions), r)
-            ring[_cost(media, length, inst, "leaf-spine", h.key)] += 1
+            ring[_cost(inp, length, "leaf-spine", 2, h.key)] += 1
         costs = tuple(sorted(ring))
         zones.append(Zone(h.key, h.building, tuple(ring[c] for c in costs), costs,
                           len(h.network_positions), int(h.hall.hall_cap_kw * 1e3)))
         remote.append(tuple(
             0 if o.index == h.index else
-            _cost(media, max_length(leaf_pos[h.index] or list(h.network_positions),
-                                    list(o.network_positions), r), inst, "leaf-spine", h.key)
+            _cost(inp, max_length(leaf_pos[h.index] or list(h.network_positions),
+                                  list(o.network_positions), r), "leaf-spine", 2, h.key)
             for o in inp.halls))
     spine_w = inp.parts.switch.power_w + inp.parts.radix * max(
         m.power_w_per_end / m.links_per_module for m in media)
@@ -396,9 +518,9 @@ def zone_problem(inp: Inputs) -> PlacementProblem:
     upper = []
     for t in range(2, inp.fabric.tiers):
         lc = inp.fabric.link_classes[t]
-        cost = tuple(tuple(_cost(media, max_length(list(a.network_positions),
-                                                   list(b.network_positions), routing(a, inst)),
-                                 inst, lc.name, a.key) if a.network_positions
+        cost = tuple(tuple(_cost(inp, max_length(list(a.network_positions),
+                                                 list(b.network_positions), routing(a, inst)),
+                                 lc.name, lc.tier, a.key) if a.network_positions
                            and b.network_positions else 0
                            for b in inp.halls) for a in inp.halls)
         upper.append(UpperTier(lc.name, inp.fabric.switches_per_tier[t], inp.switches_per_rack,
@@ -408,11 +530,10 @@ def zone_problem(inp: Inputs) -> PlacementProblem:
                             tuple(upper), caps)
 
 
-def _cost(media: list[Medium], length: float, inst: Instance, link_class: str,
-          where: str) -> int:
-    cost = link_cost_units(media, length, inst)
+def _cost(inp: Inputs, length: float, link_class: str, tier: int, where: str) -> int:
+    cost = link_cost_units(inp.media, length, tier, inp.pricing)
     if cost is None:
-        longest = max(m.reach_m for m in media)
+        longest = max(m.reach_m for m in inp.media)
         raise Infeasible(f"{where}: a {link_class} link needs {length:,.0f} m, the longest "
                          f"medium reaches {longest:,.0f} m (short by {length - longest:,.0f} m)")
     return cost
@@ -462,7 +583,7 @@ def concrete_layout(inp: Inputs, sol: PlacementSolution) -> Layout:
         z = inp.problem.zones[h.index]
         for row, start in h.block_slots:
             length = max_length(h.leaf_positions(row, start), list(h.network_positions), r)
-            k = z.ring_cost.index(link_cost_units(inp.media, length, inp.inst))
+            k = z.ring_cost.index(link_cost_units(inp.media, length, 2, inp.pricing))
             ring_slots[h.index, k].append((row, start))
     free: dict[int, list[tuple[int, int]]] = {h.index: [] for h in halls}
     taken: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
@@ -603,7 +724,7 @@ def cable_runs(inp: Inputs, layout: Layout) -> list[CableRun]:
     for b in layout.bundles:
         pa, pb = where[b.a], where[b.b]
         length = routed_length_m(pa, pb, routing(geo[f"{pa.building}/{pa.hall}"], inp.inst))
-        m = cheapest_medium(inp.media, length, inp.inst)
+        m = cheapest_medium(inp.media, length, b.tier, inp.pricing)
         if m is None:
             raise Infeasible(f"{pa.building}/{pa.hall} row {pa.row}: a {b.link_class} link of "
                              f"{length:,.1f} m is beyond every medium's reach")
@@ -699,7 +820,10 @@ def placement_summary(inp: Inputs, sol: PlacementSolution, layout: Layout,
     lines = media_lines(inp, runs)
     roles = Counter(r.role for r in layout.racks)
     halls_used = sorted({f"{r.position.building}/{r.position.hall}" for r in layout.racks})
-    lifetime = sum(r.count * lifetime_cost_usd(inp.inst.catalog.medium[r.medium], inp.inst)
+    medium = inp.inst.catalog.medium
+    lifetime = sum(r.count * lifetime_cost_usd(medium[r.medium], r.tier, inp.pricing)
+                   for r in runs)
+    failures = sum(r.count * failure_cost_usd(medium[r.medium], r.tier, inp.pricing)
                    for r in runs)
     gap = ((sol.objective - sol.bound) / sol.objective) if sol.objective else 0.0
     cables: dict[tuple[str, str], dict[str, Any]] = {}
@@ -723,14 +847,18 @@ def placement_summary(inp: Inputs, sol: PlacementSolution, layout: Layout,
         "transceivers": sum(x.transceivers for x in lines),
         "cable_assemblies": sum(x.cables for x in lines),
         "media_lifetime_cost_usd": round(lifetime, 2),
+        "media_failure_cost_usd": round(failures, 2),
+        "media_failure_cost_note": inp.pricing.note,
         "max_link_m": max((r.length_m for r in runs), default=0.0),
         "objective_usd": sol.objective / COST_UNITS_PER_USD,
         "objective_bound": sol.bound / COST_UNITS_PER_USD,
         "gap": round(gap, 6),
-        "objective_note": ("CP-SAT zone model: lifetime media cost of leaf-spine and upper "
-                           "links at each zone pair's largest routed length; node-leaf links "
-                           "are fixed by the scalable-unit layout. media_lifetime_cost_usd is "
-                           "the cost at the routed lengths of the final layout (never above)."),
+        "objective_note": ("CP-SAT zone model: lifetime media cost (capex, energy and "
+                           "expected failures) of leaf-spine and upper links at each zone "
+                           "pair's largest routed length; node-leaf links are fixed by the "
+                           "scalable-unit layout. media_lifetime_cost_usd is the cost of all "
+                           "links at the routed lengths of the final layout (never above for "
+                           "the modelled links); media_failure_cost_usd is its failure part."),
         "runtime_s": round(runtime_s, 3),
         "solver": {"backend": "cp-sat", "runtime_s": round(sol.runtime_s, 3),
                    "zones": len(inp.problem.zones), "groups": len(inp.problem.groups)},

@@ -30,11 +30,19 @@ from solver.placement_check import check_placement
 COPPER = {"dac", "acc", "aec"}
 
 
-def small_instance(halls: list[dict], buildings: int = 1, mw: float = 10.0):
+def small_instance(halls: list[dict], buildings: int = 1, mw: float = 10.0, **sections):
+    """The default instance on a small site; ``sections`` update its tables."""
     doc = tomllib.loads(DEFAULT_INSTANCE.read_text())
     doc["site"]["buildings"] = [{"name": f"b{i}", "it_power_mw": mw, "halls": halls}
                                 for i in range(buildings)]
+    for name, table in sections.items():
+        doc[name] = doc.get(name, {}) | table
     return instance_from_dict(doc, "test")
+
+
+def multiplied(optics: float, copper: float = 1.0):
+    return small_instance([HALL], reliability={"failure_rate_multipliers": {
+        "optics": optics, "copper": copper}})
 
 
 HALL = {"name": "h1", "rows": 12, "positions_per_row": 24, "rack_power_kw": 40.0}
@@ -330,3 +338,131 @@ def test_tiny_designs_place_on_generated_halls(name):
     inst = load_instance(INSTANCES_DIR / "tiny" / f"{name}.toml")
     result = place(inst, design_to_place(solve(inst).design), time_limit_s=5)
     assert check_placement(inst, result) == []
+
+
+# --- the failure cost of media ---------------------------------------------------------
+
+def failure_pricing(inst, lost_hours: float, usd_per_hour: float):
+    from solver.evaluators import ModelGoodput
+    from solver.fabric_inputs import resolve_fabric_parts
+    from solver.placement import FailurePricing, MediaPricing
+
+    rates = ModelGoodput(inst).rates(resolve_fabric_parts(inst.catalog, "h100-sxm", "tomahawk5"))
+    return MediaPricing(inst, FailurePricing(rates, lost_hours, usd_per_hour), "")
+
+
+def test_failure_cost_of_one_link_by_hand():
+    """Over 5 years, an SR4 link (MTTF 43,800 h) fails 1.0 times and a DAC (438,000 h) 0.1
+    times; a failure stops the job for 0.25 h at $100,000/h. Node link: every failure
+    stops the job; switch link: 10% of them, restarting without the 60 s spare swap."""
+    from solver.placement import failure_cost_usd, lifetime_cost_usd
+
+    inst = small_instance([HALL])
+    sr4, dac = inst.catalog.medium["sr4-400g"], inst.catalog.medium["dac-400g"]
+    assert (inst.years, sr4.price_usd_per_end, dac.price_usd_per_end) == (5, 600.0, 100.0)
+    pricing = failure_pricing(inst, 0.25, 100_000.0)
+    # 1.0 x (600 transceiver + 0.25 h x $100,000/h)
+    assert failure_cost_usd(sr4, 1, pricing) == pytest.approx(25_600.0)
+    # 1.0 x (600 + 0.1 x (0.25 h - 60 s) x $100,000/h)
+    assert failure_cost_usd(sr4, 2, pricing) == pytest.approx(600 + 0.1 * (0.25 - 1 / 60) * 1e5)
+    # 0.1 x (2 x 100 cable ends + 25,000)
+    assert failure_cost_usd(dac, 1, pricing) == pytest.approx(2_520.0)
+    # capex 2 x 600 + 100 fibre, energy 16 W x 43,800 h x $0.078/kWh x PUE 1.3
+    assert lifetime_cost_usd(sr4, 1, pricing) == pytest.approx(1_300 + 71.06112 + 25_600)
+    assert failure_cost_usd(sr4, 1, failure_pricing(multiplied(2.0), 0.25, 1e5)) == pytest.approx(
+        2 * 25_600.0)
+
+
+def test_lost_hours_and_cost_rate_by_hand():
+    """Restart 900 s; a 2,000 s checkpoint segment (1,800 s compute + 200 s write) with
+    failures every hour loses 3,600 - 2,000/(e^(2000/3600) - 1) = 907.88 s of work on
+    average (T/2 when T << M)."""
+    from solver.placement import cost_usd_per_hour, lost_hours_per_interruption
+
+    rel = {"restart_s": 900.0, "checkpoint_interval_s": 1800.0, "checkpoint_write_s": 200.0,
+           "mtbf_hours": 1.0}
+    assert lost_hours_per_interruption(rel) == pytest.approx(1807.88023 / 3600)
+    short = rel | {"restart_s": 0.0, "checkpoint_interval_s": 1.5, "checkpoint_write_s": 0.5}
+    assert lost_hours_per_interruption(short) * 3600 == pytest.approx(1.0, rel=1e-3)
+    assert lost_hours_per_interruption({"model": "overhead"}) is None
+    assert cost_usd_per_hour(8.76e9, 5) == pytest.approx(200_000.0)
+
+
+@pytest.mark.parametrize("tier", [1, 2])
+def test_a_dearer_hour_never_picks_a_more_failure_prone_medium(tier):
+    """As the cluster's cost rate (or every failure rate) grows, the medium chosen at any
+    length never fails more often; at $1B/h it is the least failure-prone one that
+    reaches (copper wherever copper reaches)."""
+    from solver.placement import cheapest_medium, link_failure_rate_per_h
+
+    inst = small_instance([HALL])
+    media = [m for m in inst.catalog.medium.values() if m.gbps == 400]
+    by_cost_rate = [failure_pricing(inst, 0.25, c) for c in (0, 1e2, 1e3, 1e4, 1e5, 1e6, 1e9)]
+    by_multiplier = [failure_pricing(multiplied(k, k), 0.25, 1e5) for k in (0.1, 1, 10, 1e4)]
+    rates = by_cost_rate[0].failure.rates
+    for length in (0.5, 2.9, 3.0, 4.0, 5.0, 6.0, 20.0, 40.0, 60.0, 400.0, 1500.0, 5000.0):
+        for pricings in (by_cost_rate, by_multiplier):
+            chosen = [link_failure_rate_per_h(cheapest_medium(media, length, tier, p), rates)
+                      for p in pricings]
+            assert chosen == sorted(chosen, reverse=True), length
+        least = min(link_failure_rate_per_h(m, rates) for m in media if m.reach_m >= length)
+        dearest = cheapest_medium(media, length, tier, by_cost_rate[-1])
+        assert link_failure_rate_per_h(dearest, rates) == least
+        assert (dearest.kind in COPPER) == (length <= 5.0)
+
+
+def test_a_huge_cost_rate_cables_copper_wherever_it_reaches():
+    """Copper made dearer than AOC ($2,000 per end): without the failure term the short
+    node links take AOC; at $1B per hour of lost training every link takes the least
+    failure-prone medium that reaches, copper up to 5 m."""
+    from solver.placement import link_failure_rate_per_h
+
+    inst = small_instance([HALL], catalog={"medium": {
+        "dac-400g": {"price_usd_per_end": 2000.0}, "acc-400g": {"price_usd_per_end": 2000.0}}})
+    plain = place(inst, design(512, rail=True), time_limit_s=10)
+    assert {r.medium for r in plain.runs if r.length_m <= 5.0} == {"aoc-400g"}
+    result = place(inst, dataclasses.replace(design(512, rail=True),
+                                             lost_hours_per_interruption=0.25,
+                                             cost_usd_per_hour=1e9), time_limit_s=10)
+    assert check_placement(inst, result) == []
+    rates, media = result.inputs.pricing.failure.rates, result.inputs.media
+    for r in result.runs:
+        least = min(link_failure_rate_per_h(m, rates) for m in media if m.reach_m >= r.length_m)
+        assert link_failure_rate_per_h(inst.catalog.medium[r.medium], rates) == least
+    assert {inst.catalog.medium[r.medium].kind for r in result.runs if r.length_m <= 5.0} <= COPPER
+    s = result.summary
+    assert 0 < s["media_failure_cost_usd"] < s["media_lifetime_cost_usd"]
+    assert s["media_failure_cost_note"].startswith("failure cost:")
+
+
+def test_no_failure_cost_without_the_figures(mor):
+    inst, result = mor  # a design without lost hours or cost rate
+    s = result.summary
+    assert s["media_failure_cost_usd"] == 0.0
+    assert s["media_failure_cost_note"].startswith("no failure cost: the design carries no")
+    overhead = small_instance([HALL], objective={"reliability_model": "overhead"})
+    from solver.fabric_inputs import resolve_fabric_parts
+    from solver.placement import failure_cost_usd, media_pricing
+
+    parts = resolve_fabric_parts(inst.catalog, "h100-sxm", "tomahawk5")
+    full = dataclasses.replace(design(512, rail=False), lost_hours_per_interruption=0.25,
+                               cost_usd_per_hour=1e5)
+    pricing = media_pricing(overhead, full, parts)
+    assert pricing.failure is None and "overhead" in pricing.note
+    assert failure_cost_usd(inst.catalog.medium["sr4-400g"], 1, pricing) == 0.0
+    assert media_pricing(inst, full, parts).failure is not None
+
+
+def test_both_design_sources_carry_the_same_failure_figures():
+    from solver import load_instance, solve
+    from solver.loading import INSTANCES_DIR
+    from solver.placement import design_from_summary, design_to_place
+
+    inst = load_instance(INSTANCES_DIR / "llama3-16k.toml")
+    solved = solve(inst)
+    a, b = design_to_place(solved.design, inst), design_from_summary(solved.summary)
+    assert a == b
+    rel, cost = solved.summary["throughput"]["reliability"], solved.summary["cost"]
+    assert a.lost_hours_per_interruption * 3600 > rel["restart_s"]
+    assert a.cost_usd_per_hour == pytest.approx(cost["tco_usd"] / (cost["tco_years"] * 8760))
+    assert design_to_place(solved.design).cost_usd_per_hour is None

@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
                 solved = solve_instance(inst)
                 if solved.design is None:
                     raise Infeasible(f"the instance has no design to place ({solved.status})")
-                design = design_to_place(solved.design)
+                design = design_to_place(solved.design, inst)
             result, written = place_design(inst, design, out or default_out_dir(inst.name),
                                            time_limit)
             if as_json:

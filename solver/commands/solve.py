@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
 
                 try:
                     placed, placement_files = place_design(
-                        inst, design_to_place(result.design), folder, min(time_limit, 30.0))
+                        inst, design_to_place(result.design, inst), folder, min(time_limit, 30.0))
                 except (Infeasible, NoSolution) as exc:
                     if as_json:
                         emit_json(result.summary | {"placement": {
