@@ -853,12 +853,17 @@ def placement_summary(inp: Inputs, sol: PlacementSolution, layout: Layout,
         "objective_usd": sol.objective / COST_UNITS_PER_USD,
         "objective_bound": sol.bound / COST_UNITS_PER_USD,
         "gap": round(gap, 6),
+        "gap_usd": (sol.objective - sol.bound) / COST_UNITS_PER_USD,
+        "bound_method": sol.bound_method,
         "objective_note": ("CP-SAT zone model: lifetime media cost (capex, energy and "
                            "expected failures) of leaf-spine and upper links at each zone "
                            "pair's largest routed length; node-leaf links are fixed by the "
                            "scalable-unit layout. media_lifetime_cost_usd is the cost of all "
                            "links at the routed lengths of the final layout (never above for "
-                           "the modelled links); media_failure_cost_usd is its failure part."),
+                           "the modelled links); media_failure_cost_usd is its failure part. "
+                           "objective_bound: CP-SAT's bound or, when higher, the hub bound "
+                           "(bound_method exhaustive or by building: every placement of the "
+                           "spine groups enumerated, the rest relaxed; models.placement.bound)."),
         "runtime_s": round(runtime_s, 3),
         "solver": {"backend": "cp-sat", "runtime_s": round(sol.runtime_s, 3),
                    "zones": len(inp.problem.zones), "groups": len(inp.problem.groups)},

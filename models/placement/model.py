@@ -34,6 +34,10 @@ positions ``Σ_g hub·spine_racks_g + Σ_t racks[t,h] ≤ net[h]`` with
 Objective (integer cost units, e.g. 0.01 USD of lifetime media cost):
 ``Σ loc·links·ring_cost + Σ rem·links·remote + Σ_t Σ_ij p[t,i,j]·round(links_t·cost_t[i][j]
 / (S_{t-1}·S_t))``. Only integer coefficients enter CP-SAT.
+
+Bound: the linear relaxation of the products lets spines and cores pair up inside one
+hall, so CP-SAT's own bound is weak on large sites; :mod:`models.placement.bound`
+enumerates the hub distributions instead and its bound enters as ``objective ≥ bound``.
 """
 
 from __future__ import annotations
@@ -42,55 +46,19 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-
-@dataclass(frozen=True)
-class Zone:
-    """One hall as the model sees it."""
-
-    name: str
-    building: str
-    ring_slots: tuple[int, ...]
-    """Block slots per ring (disjoint), ring order = ``ring_cost`` order."""
-    ring_cost: tuple[int, ...]
-    """Leaf-spine cost per link of a block in the ring, hub in this hall [cost units]."""
-    network_positions: int
-    power_cap_w: int
+from models.placement.bound import hub_bound
+from models.placement.problem import (  # noqa: F401  (re-exported: the model's data)
+    Group,
+    PlacementProblem,
+    UpperTier,
+    Zone,
+    group_types,
+    upper_coefficients,
+)
 
 
-@dataclass(frozen=True)
-class Group:
-    """The blocks one tier-2 switch group joins, and that group's spine switches."""
-
-    blocks: int
-    links_per_block: int
-    """Leaf-spine links of one block (all to this group's spines)."""
-    spine_switches: int
-    spine_racks: int
-    spine_power_w: int
-
-
-@dataclass(frozen=True)
-class UpperTier:
-    """Tier ``t ≥ 3``: its switches and the links arriving at it from tier ``t-1``."""
-
-    name: str
-    switches: int
-    per_rack: int
-    switch_power_w: int
-    links: int
-    cost: tuple[tuple[int, ...], ...]
-    """Cost per link [cost units], lower end in zone ``i``, upper end in zone ``j``."""
-
-
-@dataclass(frozen=True)
-class PlacementProblem:
-    zones: tuple[Zone, ...]
-    groups: tuple[Group, ...]
-    block_power_w: int
-    remote_cost: tuple[tuple[int, ...], ...]
-    """Leaf-spine cost per link, block in zone ``i``, hub in zone ``j ≠ i``."""
-    upper: tuple[UpperTier, ...]
-    building_cap_w: dict[str, int]
+RELATIVE_GAP = 0.005
+"""CP-SAT stops once ``(objective − bound) / objective`` is at most this."""
 
 
 @dataclass(frozen=True)
@@ -109,26 +77,9 @@ class PlacementSolution:
     """Switches of each upper tier per zone."""
     upper_racks: tuple[tuple[int, ...], ...]
     runtime_s: float
-
-
-def upper_coefficients(problem: PlacementProblem) -> list[list[list[int]]]:
-    """``round(links_t · cost_t[i][j] / (S_{t-1} · S_t))`` per upper tier and zone pair."""
-    below = sum(g.spine_switches for g in problem.groups)
-    out = []
-    for tier in problem.upper:
-        denom = below * tier.switches
-        out.append([[round(tier.links * c / denom) if denom else 0 for c in row]
-                    for row in tier.cost])
-        below = tier.switches
-    return out
-
-
-def group_types(groups: tuple[Group, ...]) -> list[tuple[Group, list[int]]]:
-    """Identical groups gathered: (group, indices), in order of first appearance."""
-    out: dict[Group, list[int]] = {}
-    for g, grp in enumerate(groups):
-        out.setdefault(grp, []).append(g)
-    return list(out.items())
+    bound_method: str = "cp-sat"
+    """Where ``bound`` comes from: cp-sat, or the hub bound's method (exhaustive | by
+    building) when that is higher."""
 
 
 def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
@@ -220,7 +171,7 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
               for t, p_t in enumerate(prods) for key, (w, v) in p_t.items()))
     m.Minimize(objective)
     return m, {"types": types, "hubs": hubs, "loc": loc, "rem": rem, "sw": sw,
-               "racks": racks}
+               "racks": racks, "objective": objective}
 
 
 def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]],
@@ -256,18 +207,27 @@ def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]]
 
 
 def solve(problem: PlacementProblem, time_limit_s: float, workers: int = 2,
-          seed: int = 0) -> PlacementSolution:
+          seed: int = 0, relative_gap: float = RELATIVE_GAP) -> PlacementSolution:
     """Solve with CP-SAT (``workers`` ≤ 2 threads, fixed ``seed``), reproducibly: the
     workers interleave deterministically and the limit is CP-SAT's deterministic time
     (about seconds of work), so the same problem gives the same placement; wall time is
-    capped at twice the limit as a safety net."""
+    capped at twice the limit as a safety net.
+
+    The hub-enumeration bound (:mod:`models.placement.bound`), when the distributions are
+    few enough to enumerate, enters as ``objective ≥ bound`` (valid, and it lets CP-SAT
+    stop once within ``relative_gap`` of it); the reported bound is the larger of the two.
+    """
     model, v = build_model(problem)
+    enumerated = hub_bound(problem)
+    if enumerated is not None:
+        model.Add(v["objective"] >= enumerated.bound)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = max(1, min(workers, 2))
     solver.parameters.interleave_search = True
     solver.parameters.random_seed = seed
     solver.parameters.max_deterministic_time = time_limit_s
     solver.parameters.max_time_in_seconds = 2 * time_limit_s
+    solver.parameters.relative_gap_limit = relative_gap
     code = solver.Solve(model)
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
               cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")
@@ -278,6 +238,11 @@ def solve(problem: PlacementProblem, time_limit_s: float, workers: int = 2,
     hub, local, remote = disaggregate(problem, v["types"], val["hubs"], val["loc"], val["rem"])
     upper = tuple(tuple(solver.Value(x) for x in row) for row in v["sw"])
     upper_racks = tuple(tuple(solver.Value(x) for x in row) for row in v["racks"])
-    return PlacementSolution(status, round(solver.ObjectiveValue()),
-                             round(solver.BestObjectiveBound()), hub, local, remote, upper,
-                             upper_racks, solver.WallTime())
+    objective, bound, method = (round(solver.ObjectiveValue()),
+                                round(solver.BestObjectiveBound()), "cp-sat")
+    if enumerated is not None and enumerated.bound >= bound:
+        bound, method = enumerated.bound, enumerated.method
+    # CP-SAT calls a stop at the gap limit OPTIMAL; only a closed gap is.
+    status = "optimal" if objective <= bound else "feasible"
+    return PlacementSolution(status, objective, bound, hub, local, remote, upper,
+                             upper_racks, solver.WallTime(), method)

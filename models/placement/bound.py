@@ -1,0 +1,376 @@
+"""A lower bound on the zone model's optimum by enumerating where the spine groups stand.
+
+The zone model (:mod:`models.placement.model`) is bilinear: the spine-to-core cost is
+``Σ_ij coef_ij · D_i · sw_j`` with ``D_i = Σ_τ S_τ · hubs[τ,i]`` spines in zone ``i`` and
+``sw_j`` tier-3 switches in zone ``j`` (a fat tree wires every core to one spine of every
+group, so the link counts are a product of the two distributions). Its linear relaxation
+lets spines and cores pair up inside one hall, which no placement can do, so CP-SAT's own
+bound stays far below the optimum. For a *fixed* hub distribution ``H`` the rest is
+nearly linear, and a valid bound ``LB(H) ≤ min cost given H`` is cheap:
+
+* leaf-spine: the blocks ``B_τ = blocks_τ · H[τ,j]`` of the groups hubbed in zone ``j`` take
+  the cheapest of: its own rings (``ring_slots`` at ``ring_cost``) and every other zone's
+  slots (at ``remote[i][j]``), each as if no other hub competed for them; types with more
+  links per block take the cheaper options first (optimal for costs ``links_τ · c``);
+* spine-core: cores fill zones in ascending ``G_j = Σ_i coef_ij · D_i`` (the exact LP of the
+  core distribution for fixed ``H``), zone ``j`` holding at most
+  ``per_rack · (network_positions_j − Σ_τ spine_racks_τ · H[τ,j])`` and the switches its
+  power left after the spines allows;
+* tiers above 3: ``min_ij coef_ij · S_{t-1} · S_t`` (every product sums to ``S_{t-1}·S_t``).
+
+Every term relaxes a constraint of the model, so ``min_H LB(H)`` over *all* hub
+distributions that fit the zones' network positions and power is a lower bound on the
+optimum (:func:`exhaustive_bound`, vectorised over chunks of distributions).
+
+Large sites have too many distributions; :func:`building_bound` decomposes by building.
+With ``cf_i = min_{j in another building} coef_ij`` the spine-core cost is at least
+``Σ_b [S_3 · Σ_{i∈b} cf_i·D_i + Σ_{j∈b} sw_j · g_j]`` with
+``g_j = Σ_{i∈b} (coef_ij − cf_i) · D_i`` (cores in another building cost at least ``cf``),
+which is separable by building except for ``Σ_j sw_j = S_3`` and the group counts.
+Relaxing the first with a price ``λ`` (any ``λ`` gives a valid bound; the best is found by
+golden-section search on the concave dual) leaves, per building and hub vector, the cost
+``A_b + Σ_{j∈b} cap_j · min(0, g_j + λ)``, combined over buildings by a dynamic program
+on the group counts. Each building's hub vectors are enumerated exhaustively.
+:func:`hub_bound` returns the better of the two that fit ``max_distributions``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.placement.problem import PlacementProblem, group_types, upper_coefficients
+
+MAX_DISTRIBUTIONS = 4_000_000
+"""Default cap on the hub distributions enumerated (about 10 s on one core)."""
+CHUNK = 250_000
+GOLDEN_STEPS = 30
+NO_FIT = np.iinfo(np.int64).max // 4
+"""Cost of a distribution whose zones cannot hold every core (it bounds nothing)."""
+
+
+@dataclass(frozen=True)
+class HubBound:
+    bound: int
+    """Lower bound on the zone model's objective [cost units]."""
+    method: str
+    """exhaustive | by building."""
+    distributions: int
+    """Hub distributions (exhaustive) or per-building hub vectors enumerated."""
+
+
+def count_compositions(total: int, caps: list[int]) -> int:
+    """Ways to write ``total`` as ``Σ x_j`` with ``0 ≤ x_j ≤ caps[j]`` (dynamic program)."""
+    ways = [1] + [0] * total
+    for cap in caps:
+        ways = [sum(ways[n - x] for x in range(min(cap, n) + 1)) for n in range(total + 1)]
+    return ways[total]
+
+
+def compositions(total: int, caps: list[int]) -> np.ndarray:
+    """Every ``x`` with ``Σ x = total``, ``0 ≤ x_j ≤ caps[j]`` as rows (lexicographic)."""
+    rows: list[tuple[int, ...]] = []
+
+    def extend(prefix: tuple[int, ...], left: int, j: int) -> None:
+        if j == len(caps) - 1:
+            if left <= caps[j]:
+                rows.append(prefix + (left,))
+            return
+        room = sum(caps[j + 1:])
+        for x in range(max(0, left - room), min(caps[j], left) + 1):
+            extend(prefix + (x,), left - x, j + 1)
+
+    extend((), total, 0)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), len(caps))
+
+
+def hall_leaf_spine_table(problem: PlacementProblem, types, j: int) -> np.ndarray:
+    """Cheapest placement of the blocks of the groups hubbed in zone ``j`` (module doc),
+    for every count of each type hubbed there: an array indexed ``[n_type0, n_type1, ...]``."""
+    zones = problem.zones
+    options = sorted([*zip(zones[j].ring_cost, zones[j].ring_slots, strict=True)]
+                     + [(problem.remote_cost[i][j], sum(zones[i].ring_slots))
+                        for i in range(len(zones)) if i != j])
+    order = sorted(range(len(types)), key=lambda t: (-types[t][0].links_per_block, t))
+    table = np.zeros(tuple(len(members) + 1 for _, members in types), dtype=np.int64)
+    for counts in itertools.product(*[range(n) for n in table.shape]):
+        room = [cap for _, cap in options]
+        for t in order:
+            grp, left = types[t][0], types[t][0].blocks * counts[t]
+            for k, (cost, _) in enumerate(options):
+                take = min(left, room[k])
+                table[counts] += take * grp.links_per_block * cost
+                room[k] -= take
+                left -= take
+    return table
+
+
+def leaf_spine_bound(problem: PlacementProblem, types, hubs: np.ndarray) -> np.ndarray:
+    """Σ_j of :func:`hall_leaf_spine_table` per row of ``hubs`` ``[rows, types, zones]``."""
+    total = np.zeros(len(hubs), dtype=np.int64)
+    for j in range(len(problem.zones)):
+        total += hall_leaf_spine_table(problem, types, j)[tuple(hubs[:, :, j].T)]
+    return total
+
+
+def spine_core_bound(problem: PlacementProblem, types, hubs: np.ndarray) -> np.ndarray:
+    """Cores filled into zones in ascending per-switch cost (module doc), per row."""
+    tier = problem.upper[0]
+    coef = np.array(upper_coefficients(problem)[0], dtype=np.int64)
+    spines = sum(types[t][0].spine_switches * hubs[:, t, :] for t in range(len(types)))
+    per_switch = spines @ coef
+    racks = sum(types[t][0].spine_racks * hubs[:, t, :] for t in range(len(types)))
+    power = sum(types[t][0].spine_power_w * hubs[:, t, :] for t in range(len(types)))
+    net = np.array([z.network_positions for z in problem.zones])
+    cap_w = np.array([z.power_cap_w for z in problem.zones])
+    by_power = (cap_w - power) // tier.switch_power_w if tier.switch_power_w else tier.switches
+    room = np.minimum(tier.per_rack * (net - racks), by_power).clip(0)
+    order = np.argsort(per_switch, axis=1, kind="stable")
+    cost = np.take_along_axis(per_switch, order, 1)
+    room = np.take_along_axis(room, order, 1)
+    left = np.full(len(hubs), tier.switches, dtype=np.int64)
+    total = np.zeros(len(hubs), dtype=np.int64)
+    for k in range(cost.shape[1]):
+        take = np.minimum(left, room[:, k])
+        total += take * cost[:, k]
+        left -= take
+    return np.where(left > 0, NO_FIT, total)
+
+
+def higher_tiers_bound(problem: PlacementProblem) -> int:
+    """``Σ_{t ≥ 4} min coef_t · S_{t-1} · S_t``."""
+    coef = upper_coefficients(problem)
+    return sum(min(min(row) for row in coef[t]) * problem.upper[t - 1].switches
+               * problem.upper[t].switches for t in range(1, len(problem.upper)))
+
+
+def hub_distributions(problem: PlacementProblem, types) -> Iterator[np.ndarray]:
+    """Chunks ``[rows, types, zones]`` of every hub distribution that fits each zone's
+    network positions and power."""
+    zones = problem.zones
+    net = np.array([z.network_positions for z in zones])
+    cap_w = np.array([z.power_cap_w for z in zones])
+    per_type = []
+    for grp, members in types:
+        caps = [min(len(members), z.network_positions // max(grp.spine_racks, 1)) for z in zones]
+        per_type.append(compositions(len(members), caps))
+    racks = [t[0].spine_racks for t in types]
+    watts = [t[0].spine_power_w for t in types]
+    first, rest = per_type[0], per_type[1:]
+    for combo in itertools.product(*[range(len(r)) for r in rest]):
+        tail = [rest[k][i] for k, i in enumerate(combo)]
+        fixed_racks = sum(r * x for r, x in zip(racks[1:], tail, strict=True))
+        fixed_w = sum(w * x for w, x in zip(watts[1:], tail, strict=True))
+        for start in range(0, len(first), CHUNK):
+            head = first[start:start + CHUNK]
+            fits = ((racks[0] * head + fixed_racks <= net).all(1)
+                    & (watts[0] * head + fixed_w <= cap_w).all(1))
+            head = head[fits]
+            if len(head):
+                yield np.stack([head] + [np.broadcast_to(x, head.shape) for x in tail], axis=1)
+
+
+def exhaustive_bound(problem: PlacementProblem, types) -> HubBound | None:
+    """``min_H LB(H)`` over every hub distribution (module doc)."""
+    best = None
+    size = 0
+    for hubs in hub_distributions(problem, types):
+        lb = leaf_spine_bound(problem, types, hubs) + spine_core_bound(problem, types, hubs)
+        size += len(hubs)
+        best = int(lb.min()) if best is None else min(best, int(lb.min()))
+    if best is None or best >= NO_FIT:
+        return None
+    return HubBound(best + higher_tiers_bound(problem), "exhaustive", size)
+
+
+def distribution_count(problem: PlacementProblem, types) -> int:
+    """Hub distributions before the fit filter: product over types of compositions."""
+    size = 1
+    for grp, members in types:
+        size *= count_compositions(len(members), hub_caps(problem, grp, len(members),
+                                                          range(len(problem.zones))))
+    return size
+
+
+def hub_caps(problem: PlacementProblem, grp, count: int, zones) -> list[int]:
+    """Most groups of a type one zone can hub: its network positions over spine racks."""
+    return [min(count, problem.zones[j].network_positions // max(grp.spine_racks, 1))
+            for j in zones]
+
+
+def buildings(problem: PlacementProblem) -> list[list[int]]:
+    """Zone indices of each building, in order of first appearance."""
+    out: dict[str, list[int]] = {}
+    for j, z in enumerate(problem.zones):
+        out.setdefault(z.building, []).append(j)
+    return list(out.values())
+
+
+def interchangeable(problem: PlacementProblem, a: int, b: int) -> bool:
+    """Whether swapping zones ``a`` and ``b`` maps every figure the bound reads onto itself
+    (zone data, leaf-spine remote costs, upper-tier costs)."""
+    za, zb = problem.zones[a], problem.zones[b]
+    if (za.building, za.ring_slots, za.ring_cost, za.network_positions, za.power_cap_w) != (
+            zb.building, zb.ring_slots, zb.ring_cost, zb.network_positions, zb.power_cap_w):
+        return False
+    swap = list(range(len(problem.zones)))
+    swap[a], swap[b] = b, a
+    return all(m[i][j] == m[swap[i]][swap[j]]
+               for m in [problem.remote_cost] + [t.cost for t in problem.upper]
+               for i in range(len(swap)) for j in range(len(swap)))
+
+
+def symmetry_classes(problem: PlacementProblem, halls: list[int]) -> list[list[int]]:
+    """The halls split into classes of pairwise interchangeable zones (swaps compose, so
+    comparing with each class's first member suffices)."""
+    classes: list[list[int]] = []
+    for j in halls:
+        home = next((c for c in classes if interchangeable(problem, c[0], j)), None)
+        if home is None:
+            classes.append([j])
+        else:
+            home.append(j)
+    return classes
+
+
+def building_vectors(problem: PlacementProblem, types, halls: list[int]) -> np.ndarray:
+    """Every hub vector ``[rows, types, halls]`` of one building (any number of each
+    type's groups, at most its count) that fits the halls' network positions and power,
+    one per orbit of interchangeable halls (columns of a class in non-increasing order:
+    the bound is the same on the whole orbit)."""
+    per_type = []
+    for grp, members in types:
+        caps = hub_caps(problem, grp, len(members), halls)
+        per_type.append(np.concatenate([compositions(n, caps)
+                                        for n in range(len(members) + 1)]))
+    index = np.meshgrid(*[np.arange(len(a)) for a in per_type], indexing="ij")
+    hubs = np.stack([a[i.ravel()] for a, i in zip(per_type, index, strict=True)], axis=1)
+    racks = sum(grp.spine_racks * hubs[:, t, :] for t, (grp, _) in enumerate(types))
+    watts = sum(grp.spine_power_w * hubs[:, t, :] for t, (grp, _) in enumerate(types))
+    net = np.array([problem.zones[j].network_positions for j in halls])
+    cap_w = np.array([problem.zones[j].power_cap_w for j in halls])
+    keep = (racks <= net).all(1) & (watts <= cap_w).all(1)
+    column = np.ravel_multi_index(tuple(hubs.transpose(1, 0, 2)),
+                                  tuple(len(members) + 1 for _, members in types))
+    where = {j: k for k, j in enumerate(halls)}
+    for cls in symmetry_classes(problem, halls):
+        for a, b in itertools.pairwise(cls):
+            keep &= column[:, where[a]] >= column[:, where[b]]
+    return hubs[keep]
+
+
+@dataclass
+class BuildingTerms:
+    """Per hub vector of one building: ``A_b``, ``g_j``, ``cap_j`` (module doc) and the
+    vector's group counts as a flat index, rows sorted by that index."""
+
+    fixed: np.ndarray
+    saving: np.ndarray
+    room: np.ndarray
+    starts: np.ndarray
+    """First row of each distinct count index."""
+    keys: np.ndarray
+    """The distinct count indices."""
+
+
+def building_terms(problem: PlacementProblem, types, halls: list[int], far: np.ndarray,
+                   coef: np.ndarray, shape: tuple[int, ...]) -> BuildingTerms:
+    tier = problem.upper[0]
+    hubs = building_vectors(problem, types, halls)
+    everywhere = np.zeros((len(hubs), len(types), len(problem.zones)), dtype=np.int64)
+    everywhere[:, :, halls] = hubs
+    spines = sum(grp.spine_switches * hubs[:, t, :] for t, (grp, _) in enumerate(types))
+    fixed = (leaf_spine_bound(problem, types, everywhere)
+             + tier.switches * (spines * far[halls]).sum(1)).astype(float)
+    saving = (spines @ (coef[np.ix_(halls, halls)] - far[halls][:, None])).astype(float)
+    racks = sum(grp.spine_racks * hubs[:, t, :] for t, (grp, _) in enumerate(types))
+    watts = sum(grp.spine_power_w * hubs[:, t, :] for t, (grp, _) in enumerate(types))
+    net = np.array([problem.zones[j].network_positions for j in halls])
+    cap_w = np.array([problem.zones[j].power_cap_w for j in halls])
+    by_power = (cap_w - watts) // tier.switch_power_w if tier.switch_power_w else tier.switches
+    room = np.minimum(tier.per_rack * (net - racks), by_power).clip(0).astype(float)
+    key = np.ravel_multi_index(tuple(hubs.sum(2).T), shape)
+    order = np.argsort(key, kind="stable")
+    keys, starts = np.unique(key[order], return_index=True)
+    return BuildingTerms(fixed[order], saving[order], room[order], starts, keys)
+
+
+def dual_value(terms: list[BuildingTerms], price: float, shape: tuple[int, ...],
+               cores: int) -> float:
+    """The Lagrangian dual at core price ``price`` (module doc): a min-plus dynamic program
+    over buildings on the group counts."""
+    table = None
+    for b in terms:
+        cost = b.fixed + (b.room * np.minimum(0.0, b.saving + price)).sum(1)
+        best = np.full(int(np.prod(shape)), np.inf)
+        best[b.keys] = np.minimum.reduceat(cost, b.starts)
+        best = best.reshape(shape)
+        if table is None:
+            table = best
+            continue
+        merged = np.full(shape, np.inf)
+        for used in zip(*np.nonzero(np.isfinite(table)), strict=True):
+            src = tuple(slice(0, n - u) for n, u in zip(shape, used, strict=True))
+            dst = tuple(slice(u, n) for n, u in zip(shape, used, strict=True))
+            merged[dst] = np.minimum(merged[dst], table[used] + best[src])
+        table = merged
+    return float(table[tuple(n - 1 for n in shape)]) - price * cores
+
+
+def building_bound(problem: PlacementProblem, types, max_vectors: int) -> HubBound | None:
+    """The Lagrangian building decomposition of the module doc, or ``None`` when a
+    building has more than ``max_vectors`` hub vectors."""
+    coef = np.array(upper_coefficients(problem)[0], dtype=np.int64)
+    groups = buildings(problem)
+    far = np.array([min((coef[i][j] for j in range(len(problem.zones))
+                         if problem.zones[j].building != problem.zones[i].building),
+                        default=0) for i in range(len(problem.zones))])
+    size = 0
+    for halls in groups:
+        count = 1
+        for grp, members in types:
+            caps = hub_caps(problem, grp, len(members), halls)
+            count *= sum(count_compositions(n, caps) for n in range(len(members) + 1))
+        size += count
+        if count > max_vectors:
+            return None
+    shape = tuple(len(members) + 1 for _, members in types)
+    terms = [building_terms(problem, types, halls, far, coef, shape) for halls in groups]
+    cores = problem.upper[0].switches
+    low, high = 0.0, max(0.0, -min(float(t.saving.min()) for t in terms))
+    best = max(dual_value(terms, low, shape, cores), dual_value(terms, high, shape, cores))
+    ratio = (5 ** 0.5 - 1) / 2
+    a, b = high - ratio * (high - low), low + ratio * (high - low)
+    fa, fb = dual_value(terms, a, shape, cores), dual_value(terms, b, shape, cores)
+    for _ in range(GOLDEN_STEPS):
+        if fa > fb:
+            high, b, fb = b, a, fa
+            a = high - ratio * (high - low)
+            fa = dual_value(terms, a, shape, cores)
+        else:
+            low, a, fa = a, b, fb
+            b = low + ratio * (high - low)
+            fb = dual_value(terms, b, shape, cores)
+    best = max(best, fa, fb)
+    if not np.isfinite(best):
+        return None
+    return HubBound(math.floor(best) + higher_tiers_bound(problem), "by building", size)
+
+
+def hub_bound(problem: PlacementProblem,
+              max_distributions: int = MAX_DISTRIBUTIONS) -> HubBound | None:
+    """The best of :func:`exhaustive_bound` and :func:`building_bound` whose enumeration
+    fits ``max_distributions``; ``None`` when neither does, or the model has no spine-core
+    tier."""
+    if not problem.upper or not problem.groups:
+        return None
+    types = group_types(problem.groups)
+    found = [building_bound(problem, types, max_distributions)]
+    if distribution_count(problem, types) <= max_distributions:
+        found.append(exhaustive_bound(problem, types))
+    found = [f for f in found if f is not None]
+    return max(found, key=lambda f: f.bound) if found else None

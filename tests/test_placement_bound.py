@@ -1,0 +1,139 @@
+"""The hub-enumeration lower bound of the placement zone model: hand calculation,
+enumeration counts, validity against proven optima, and the symmetry reduction."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from ortools.sat.python import cp_model
+
+from models.placement import bound
+from models.placement.model import (
+    Group,
+    PlacementProblem,
+    UpperTier,
+    Zone,
+    build_model,
+    group_types,
+    solve,
+)
+
+
+def test_compositions_match_brute_force_and_count():
+    caps = [2, 0, 3, 1]
+    for total in range(8):
+        expected = sorted(x for x in itertools.product(*[range(c + 1) for c in caps])
+                          if sum(x) == total)
+        got = sorted(tuple(map(int, row)) for row in bound.compositions(total, caps))
+        assert got == expected
+        assert bound.count_compositions(total, caps) == len(expected)
+
+
+def one_hall() -> PlacementProblem:
+    zone = Zone("b/h", "b", (2,), (10,), 10, 10**9)
+    groups = (Group(blocks=2, links_per_block=3, spine_switches=2, spine_racks=1,
+                    spine_power_w=1),)
+    upper = (UpperTier("spine-core", switches=4, per_rack=2, switch_power_w=1, links=8,
+                       cost=((7,),)),)
+    return PlacementProblem((zone,), groups, 1, ((0,),), upper, {"b": 10**9})
+
+
+def test_one_hall_bound_by_hand():
+    """2 blocks x 3 links x 10 + round(8·7/(2·4)) = 7 per spine-core product x 2 spines x
+    4 cores = 60 + 56 = 116, which is also the optimum (one hall: nothing to choose)."""
+    hb = bound.hub_bound(one_hall())
+    assert hb.bound == 116 and hb.method == "exhaustive" and hb.distributions == 1
+    sol = solve(one_hall(), time_limit_s=5)
+    assert sol.status == "optimal" and sol.objective == 116 == sol.bound
+
+
+def random_problem(seed: int) -> PlacementProblem:
+    """Two buildings of two halls, rings, remote and upper costs growing with distance
+    (same hall < same building < other building), small enough to solve to optimality."""
+    rng = random.Random(seed)
+    zones, names = [], []
+    for b in range(2):
+        for h in range(2):
+            rings = rng.randint(1, 2)
+            slots = tuple(rng.randint(1, 3) for _ in range(rings))
+            costs = tuple(sorted(rng.sample(range(50, 200), rings)))
+            zones.append(Zone(f"b{b}/h{h}", f"b{b}", slots, costs, rng.randint(3, 6),
+                              rng.choice([10**9, 60_000])))
+            names.append(b)
+    n = len(zones)
+
+    def dist(i, j, base):
+        if i == j:
+            return base
+        return base + (150 if names[i] == names[j] else 400) + rng.randint(0, 40)
+
+    remote = tuple(tuple(0 if i == j else dist(i, j, 150) for j in range(n)) for i in range(n))
+    cost = tuple(tuple(dist(i, j, 60) for j in range(n)) for i in range(n))
+    groups = tuple(Group(rng.randint(1, 2), rng.choice([2, 4]), rng.choice([1, 2]), 1,
+                         rng.choice([100, 5_000])) for _ in range(rng.randint(3, 5)))
+    upper = (UpperTier("spine-core", rng.randint(3, 6), 2, 1_000,
+                       sum(g.spine_switches for g in groups) * 2, cost),)
+    return PlacementProblem(tuple(zones), groups, 10_000, remote, upper,
+                            {"b0": 10**9, "b1": 10**9})
+
+
+def proven_optimum(p: PlacementProblem) -> int | None:
+    """CP-SAT on the model alone (no bound added), solved to proven optimality."""
+    model, _ = build_model(p)
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = 2
+    s.parameters.random_seed = 0
+    s.parameters.max_time_in_seconds = 30
+    code = s.Solve(model)
+    if code == cp_model.INFEASIBLE:
+        return None
+    assert code == cp_model.OPTIMAL
+    return round(s.ObjectiveValue())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_both_bounds_are_below_the_proven_optimum(seed):
+    p = random_problem(seed)
+    types = group_types(p.groups)
+    best = proven_optimum(p)
+    found = [bound.exhaustive_bound(p, types), bound.building_bound(p, types, 10**6)]
+    if best is None:
+        return
+    assert all(f is not None and f.bound <= best for f in found), (found, best)
+    sol = solve(p, time_limit_s=10)
+    assert sol.status == "optimal" and sol.objective == best and sol.bound == best
+
+
+def test_bound_is_tight_where_the_relaxation_is_exact():
+    """Blocks fit their hub hall's cheapest ring and cores their own hall: every relaxed
+    constraint is slack, so the bound is the optimum."""
+    p = random_problem(3)
+    zones = tuple(Zone(z.name, z.building, (9,), (50,), 9, 10**9) for z in p.zones)
+    p = PlacementProblem(zones, p.groups, p.block_power_w, p.remote_cost, p.upper,
+                         p.building_cap_w)
+    assert bound.hub_bound(p).bound == proven_optimum(p)
+
+
+def test_interchangeable_halls_and_the_symmetry_reduction(monkeypatch):
+    p = random_problem(5)
+    same = PlacementProblem(tuple(Zone(z.name, z.building, (2,), (80,), 4, 10**9)
+                                  for z in p.zones), p.groups, p.block_power_w,
+                            ((0, 300, 600, 600), (300, 0, 600, 600), (600, 600, 0, 300),
+                             (600, 600, 300, 0)),
+                            (UpperTier("spine-core", 5, 2, 1_000, 24,
+                                       ((60, 200, 500, 500), (200, 60, 500, 500),
+                                        (500, 500, 60, 200), (500, 500, 200, 60))),),
+                            p.building_cap_w)
+    assert bound.symmetry_classes(same, [0, 1]) == [[0, 1]]
+    assert bound.symmetry_classes(p, [0, 1]) == [[0], [1]]  # rings differ
+    types = group_types(same.groups)
+    reduced = bound.building_bound(same, types, 10**6)
+    monkeypatch.setattr(bound, "symmetry_classes", lambda _p, halls: [[j] for j in halls])
+    assert bound.building_bound(same, types, 10**6).bound == reduced.bound
+
+
+def test_no_bound_beyond_the_enumeration_cap():
+    p = random_problem(1)
+    assert bound.hub_bound(p, max_distributions=1) is None
