@@ -47,9 +47,11 @@ from models.placement.model import (
 from models.placement.model import solve as solve_model
 from models.power_cost import BomLine
 from models.reliability import ReliabilityRates
+from models.reliability.goodput import lost_work_s
+from models.reliability.rates import link_failure_rate
 from solver.design_data import media_lines as bom_media_lines
 from solver.errors import Infeasible, InvalidInstance, NoSolution
-from solver.evaluators import COPPER_KINDS, ModelGoodput
+from solver.evaluators import ModelGoodput
 from solver.fabric_inputs import FabricParts, resolve_fabric_parts
 from solver.schema import Instance
 from solver.schema.catalog import Medium
@@ -92,9 +94,9 @@ def lost_hours_per_interruption(reliability: dict[str, Any]) -> float | None:
     keys = ("restart_s", "checkpoint_interval_s", "checkpoint_write_s", "mtbf_hours")
     if not all(k in reliability for k in keys):
         return None
-    m = reliability["mtbf_hours"] * 3600.0
-    t = reliability["checkpoint_interval_s"] + reliability["checkpoint_write_s"]
-    return (reliability["restart_s"] + m - t / math.expm1(t / m)) / 3600.0
+    segment = reliability["checkpoint_interval_s"] + reliability["checkpoint_write_s"]
+    lost = lost_work_s(segment, reliability["mtbf_hours"] * 3600.0)
+    return (reliability["restart_s"] + lost) / 3600.0
 
 
 def cost_usd_per_hour(tco_usd: float, years: int) -> float:
@@ -235,13 +237,6 @@ def media_pricing(inst: Instance, design: DesignToPlace, parts: FabricParts) -> 
         f"rest) and restarts without a spare swap"))
 
 
-def link_failure_rate_per_h(m: Medium, rates: ReliabilityRates) -> float:
-    """Failure rate of one link built with ``m`` [1/h]: its kind's copper or optical rate,
-    as the goodput model maps media kinds (solver.evaluators.COPPER_KINDS)."""
-    table = rates.copper_link_per_h if m.kind in COPPER_KINDS else rates.optic_link_per_h
-    return table[m.kind]
-
-
 def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     """Expected cost of the failures of one link of ``m`` over the instance's years [USD]:
     ``λ·8760·years · (part + s·(L − r)·c)``, 0 without a failure pricing.
@@ -255,7 +250,7 @@ def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     f = pricing.failure
     if f is None:
         return 0.0
-    failures = link_failure_rate_per_h(m, f.rates) * HOURS_PER_YEAR * pricing.inst.years
+    failures = link_failure_rate(m.kind, f.rates) * HOURS_PER_YEAR * pricing.inst.years
     part = (1 if m.is_transceiver else 2) * m.price_usd_per_end / m.links_per_module
     share, saved_h = ((1.0, 0.0) if tier == 1
                       else (f.rates.fabric_interrupt_fraction, f.rates.replace_s / 3600.0))

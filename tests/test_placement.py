@@ -21,6 +21,7 @@ from models.placement.model import (
     solve,
     upper_coefficients,
 )
+from models.reliability.rates import link_failure_rate
 from solver.cli import app
 from solver.errors import Infeasible
 from solver.loading import DEFAULT_INSTANCE, instance_from_dict
@@ -393,7 +394,7 @@ def test_a_dearer_hour_never_picks_a_more_failure_prone_medium(tier):
     """As the cluster's cost rate (or every failure rate) grows, the medium chosen at any
     length never fails more often; at $1B/h it is the least failure-prone one that
     reaches (copper wherever copper reaches)."""
-    from solver.placement import cheapest_medium, link_failure_rate_per_h
+    from solver.placement import cheapest_medium
 
     inst = small_instance([HALL])
     media = [m for m in inst.catalog.medium.values() if m.gbps == 400]
@@ -402,12 +403,12 @@ def test_a_dearer_hour_never_picks_a_more_failure_prone_medium(tier):
     rates = by_cost_rate[0].failure.rates
     for length in (0.5, 2.9, 3.0, 4.0, 5.0, 6.0, 20.0, 40.0, 60.0, 400.0, 1500.0, 5000.0):
         for pricings in (by_cost_rate, by_multiplier):
-            chosen = [link_failure_rate_per_h(cheapest_medium(media, length, tier, p), rates)
+            chosen = [link_failure_rate(cheapest_medium(media, length, tier, p).kind, rates)
                       for p in pricings]
             assert chosen == sorted(chosen, reverse=True), length
-        least = min(link_failure_rate_per_h(m, rates) for m in media if m.reach_m >= length)
+        least = min(link_failure_rate(m.kind, rates) for m in media if m.reach_m >= length)
         dearest = cheapest_medium(media, length, tier, by_cost_rate[-1])
-        assert link_failure_rate_per_h(dearest, rates) == least
+        assert link_failure_rate(dearest.kind, rates) == least
         assert (dearest.kind in COPPER) == (length <= 5.0)
 
 
@@ -415,7 +416,6 @@ def test_a_huge_cost_rate_cables_copper_wherever_it_reaches():
     """Copper made dearer than AOC ($2,000 per end): without the failure term the short
     node links take AOC; at $1B per hour of lost training every link takes the least
     failure-prone medium that reaches, copper up to 5 m."""
-    from solver.placement import link_failure_rate_per_h
 
     inst = small_instance([HALL], catalog={"medium": {
         "dac-400g": {"price_usd_per_end": 2000.0}, "acc-400g": {"price_usd_per_end": 2000.0}}})
@@ -427,8 +427,8 @@ def test_a_huge_cost_rate_cables_copper_wherever_it_reaches():
     assert check_placement(inst, result) == []
     rates, media = result.inputs.pricing.failure.rates, result.inputs.media
     for r in result.runs:
-        least = min(link_failure_rate_per_h(m, rates) for m in media if m.reach_m >= r.length_m)
-        assert link_failure_rate_per_h(inst.catalog.medium[r.medium], rates) == least
+        least = min(link_failure_rate(m.kind, rates) for m in media if m.reach_m >= r.length_m)
+        assert link_failure_rate(inst.catalog.medium[r.medium].kind, rates) == least
     assert {inst.catalog.medium[r.medium].kind for r in result.runs if r.length_m <= 5.0} <= COPPER
     s = result.summary
     assert 0 < s["media_failure_cost_usd"] < s["media_lifetime_cost_usd"]

@@ -21,7 +21,7 @@ waits for the switch replacement.
 
 from __future__ import annotations
 
-from math import exp
+from math import exp, expm1
 
 from models.reliability.checkpoint import checkpoint_write_s, daly_interval, restart_s
 from models.reliability.design import ReliabilityInputs, ReliabilityResult
@@ -39,6 +39,13 @@ def goodput_fraction(tau_s: float, delta_s: float, mtbf_s: float, restart_s: flo
     if tau_s <= 0 or delta_s < 0 or mtbf_s <= 0 or restart_s < 0:
         raise ValueError("need tau_s > 0, delta_s >= 0, mtbf_s > 0, restart_s >= 0")
     return tau_s / (mtbf_s * exp(restart_s / mtbf_s) * (exp((tau_s + delta_s) / mtbf_s) - 1.0))
+
+
+def lost_work_s(segment_s: float, mtbf_s: float) -> float:
+    """Expected work lost to one failure [s]: ``M − T/(e^{T/M} − 1)``, the mean time into a
+    checkpoint segment of ``T = tau + delta`` seconds at which an exponential failure of
+    mean ``M`` strikes (Daly; about T/2 for T << M)."""
+    return mtbf_s - segment_s / expm1(segment_s / mtbf_s)
 
 
 def choose_spares(inputs: ReliabilityInputs, rates: ReliabilityRates) -> int:

@@ -99,6 +99,14 @@ def _kind_rate(table: Mapping[str, float], kind: str, what: str) -> float:
     return table[kind]
 
 
+def link_failure_rate(kind: str, rates: ReliabilityRates) -> float:
+    """Failure rate of one link of medium ``kind`` [1/h]: the copper table when it lists the
+    kind, else the optical one."""
+    if kind in rates.copper_link_per_h:
+        return rates.copper_link_per_h[kind]
+    return _kind_rate(rates.optic_link_per_h, kind, "optical link")
+
+
 def node_component_rates(inputs: ReliabilityInputs, rates: ReliabilityRates) -> dict[str, float]:
     """Failure rate of one node by component [1/h] (keys sorted)."""
     g = inputs.gpus_per_node
