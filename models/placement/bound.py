@@ -63,6 +63,36 @@ class HubBound:
     """Hub distributions (exhaustive) or per-building hub vectors enumerated."""
 
 
+def hub_loads(types, hubs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Spine switches, spine racks and spine power [W] per zone, for each row of ``hubs``
+    ``[rows, types, zones]``."""
+    def weighted(attr: str) -> np.ndarray:
+        return sum(getattr(grp, attr) * hubs[:, t, :] for t, (grp, _) in enumerate(types))
+    return weighted("spine_switches"), weighted("spine_racks"), weighted("spine_power_w")
+
+
+def zone_limits(problem: PlacementProblem, zones) -> tuple[np.ndarray, np.ndarray]:
+    """Network positions and power cap [W] of ``zones``."""
+    return (np.array([problem.zones[j].network_positions for j in zones]),
+            np.array([problem.zones[j].power_cap_w for j in zones]))
+
+
+def fits(problem: PlacementProblem, zones, racks: np.ndarray, watts: np.ndarray) -> np.ndarray:
+    """Rows whose spine racks and power fit every zone's network positions and power."""
+    net, cap_w = zone_limits(problem, zones)
+    return (racks <= net).all(1) & (watts <= cap_w).all(1)
+
+
+def core_room(problem: PlacementProblem, zones, racks: np.ndarray,
+              watts: np.ndarray) -> np.ndarray:
+    """Most tier-3 switches each zone can take beside its spines: ``per_rack`` times the
+    network positions the spine racks leave, and what the power the spines leave feeds."""
+    tier = problem.upper[0]
+    net, cap_w = zone_limits(problem, zones)
+    by_power = (cap_w - watts) // tier.switch_power_w if tier.switch_power_w else tier.switches
+    return np.minimum(tier.per_rack * (net - racks), by_power).clip(0)
+
+
 def count_compositions(total: int, caps: list[int]) -> int:
     """Ways to write ``total`` as ``Σ x_j`` with ``0 ≤ x_j ≤ caps[j]`` (dynamic program)."""
     ways = [1] + [0] * total
@@ -121,14 +151,9 @@ def spine_core_bound(problem: PlacementProblem, types, hubs: np.ndarray) -> np.n
     """Cores filled into zones in ascending per-switch cost (module doc), per row."""
     tier = problem.upper[0]
     coef = np.array(upper_coefficients(problem)[0], dtype=np.int64)
-    spines = sum(types[t][0].spine_switches * hubs[:, t, :] for t in range(len(types)))
+    spines, racks, watts = hub_loads(types, hubs)
     per_switch = spines @ coef
-    racks = sum(types[t][0].spine_racks * hubs[:, t, :] for t in range(len(types)))
-    power = sum(types[t][0].spine_power_w * hubs[:, t, :] for t in range(len(types)))
-    net = np.array([z.network_positions for z in problem.zones])
-    cap_w = np.array([z.power_cap_w for z in problem.zones])
-    by_power = (cap_w - power) // tier.switch_power_w if tier.switch_power_w else tier.switches
-    room = np.minimum(tier.per_rack * (net - racks), by_power).clip(0)
+    room = core_room(problem, range(len(problem.zones)), racks, watts)
     order = np.argsort(per_switch, axis=1, kind="stable")
     cost = np.take_along_axis(per_switch, order, 1)
     room = np.take_along_axis(room, order, 1)
@@ -151,27 +176,19 @@ def higher_tiers_bound(problem: PlacementProblem) -> int:
 def hub_distributions(problem: PlacementProblem, types) -> Iterator[np.ndarray]:
     """Chunks ``[rows, types, zones]`` of every hub distribution that fits each zone's
     network positions and power."""
-    zones = problem.zones
-    net = np.array([z.network_positions for z in zones])
-    cap_w = np.array([z.power_cap_w for z in zones])
-    per_type = []
-    for grp, members in types:
-        caps = [min(len(members), z.network_positions // max(grp.spine_racks, 1)) for z in zones]
-        per_type.append(compositions(len(members), caps))
-    racks = [t[0].spine_racks for t in types]
-    watts = [t[0].spine_power_w for t in types]
+    zones = range(len(problem.zones))
+    per_type = [compositions(len(members), hub_caps(problem, grp, len(members), zones))
+                for grp, members in types]
     first, rest = per_type[0], per_type[1:]
     for combo in itertools.product(*[range(len(r)) for r in rest]):
         tail = [rest[k][i] for k, i in enumerate(combo)]
-        fixed_racks = sum(r * x for r, x in zip(racks[1:], tail, strict=True))
-        fixed_w = sum(w * x for w, x in zip(watts[1:], tail, strict=True))
         for start in range(0, len(first), CHUNK):
             head = first[start:start + CHUNK]
-            fits = ((racks[0] * head + fixed_racks <= net).all(1)
-                    & (watts[0] * head + fixed_w <= cap_w).all(1))
-            head = head[fits]
-            if len(head):
-                yield np.stack([head] + [np.broadcast_to(x, head.shape) for x in tail], axis=1)
+            hubs = np.stack([head] + [np.broadcast_to(x, head.shape) for x in tail], axis=1)
+            _, racks, watts = hub_loads(types, hubs)
+            hubs = hubs[fits(problem, zones, racks, watts)]
+            if len(hubs):
+                yield hubs
 
 
 def exhaustive_bound(problem: PlacementProblem, types) -> HubBound | None:
@@ -249,11 +266,8 @@ def building_vectors(problem: PlacementProblem, types, halls: list[int]) -> np.n
                                         for n in range(len(members) + 1)]))
     index = np.meshgrid(*[np.arange(len(a)) for a in per_type], indexing="ij")
     hubs = np.stack([a[i.ravel()] for a, i in zip(per_type, index, strict=True)], axis=1)
-    racks = sum(grp.spine_racks * hubs[:, t, :] for t, (grp, _) in enumerate(types))
-    watts = sum(grp.spine_power_w * hubs[:, t, :] for t, (grp, _) in enumerate(types))
-    net = np.array([problem.zones[j].network_positions for j in halls])
-    cap_w = np.array([problem.zones[j].power_cap_w for j in halls])
-    keep = (racks <= net).all(1) & (watts <= cap_w).all(1)
+    _, racks, watts = hub_loads(types, hubs)
+    keep = fits(problem, halls, racks, watts)
     column = np.ravel_multi_index(tuple(hubs.transpose(1, 0, 2)),
                                   tuple(len(members) + 1 for _, members in types))
     where = {j: k for k, j in enumerate(halls)}
@@ -283,16 +297,11 @@ def building_terms(problem: PlacementProblem, types, halls: list[int], far: np.n
     hubs = building_vectors(problem, types, halls)
     everywhere = np.zeros((len(hubs), len(types), len(problem.zones)), dtype=np.int64)
     everywhere[:, :, halls] = hubs
-    spines = sum(grp.spine_switches * hubs[:, t, :] for t, (grp, _) in enumerate(types))
+    spines, racks, watts = hub_loads(types, hubs)
     fixed = (leaf_spine_bound(problem, types, everywhere)
              + tier.switches * (spines * far[halls]).sum(1)).astype(float)
     saving = (spines @ (coef[np.ix_(halls, halls)] - far[halls][:, None])).astype(float)
-    racks = sum(grp.spine_racks * hubs[:, t, :] for t, (grp, _) in enumerate(types))
-    watts = sum(grp.spine_power_w * hubs[:, t, :] for t, (grp, _) in enumerate(types))
-    net = np.array([problem.zones[j].network_positions for j in halls])
-    cap_w = np.array([problem.zones[j].power_cap_w for j in halls])
-    by_power = (cap_w - watts) // tier.switch_power_w if tier.switch_power_w else tier.switches
-    room = np.minimum(tier.per_rack * (net - racks), by_power).clip(0).astype(float)
+    room = core_room(problem, halls, racks, watts).astype(float)
     key = np.ravel_multi_index(tuple(hubs.sum(2).T), shape)
     order = np.argsort(key, kind="stable")
     keys, starts = np.unique(key[order], return_index=True)
