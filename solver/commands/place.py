@@ -43,8 +43,9 @@ def render(summary: dict) -> None:
     stdout.print(t)
     stdout.print(f"optics capex ${s['optics_capex_usd'] / 1e6:,.1f}M, optics power "
                  f"{s['optics_power_w'] / 1e3:,.0f} kW, longest link {s['max_link_m']:,.0f} m; "
-                 f"CP-SAT objective ${s['objective_usd'] / 1e6:,.1f}M, bound "
-                 f"${s['objective_bound'] / 1e6:,.1f}M, gap {s['gap']:.2%}, {s['runtime_s']:.1f} s")
+                 f"lifetime media objective ${s['objective_usd'] / 1e6:,.1f}M, bound "
+                 f"${s['objective_bound'] / 1e6:,.1f}M ({s['bound_method']}), gap "
+                 f"{s['gap']:.2%} (${s['gap_usd'] / 1e6:,.1f}M), {s['runtime_s']:.1f} s")
 
 
 def register(app: typer.Typer) -> None:
