@@ -134,6 +134,21 @@ def test_interchangeable_halls_and_the_symmetry_reduction(monkeypatch):
     assert bound.building_bound(same, types, 10**6).bound == reduced.bound
 
 
+def test_groups_without_racks_may_hub_in_a_hall_without_network_rows():
+    """Found by review: a group with no spine rack of its own is not capped by network
+    positions; hubbing it in the hall without network rows keeps its block local (10),
+    the bound must not force it to the other hall (remote cost 1000)."""
+    za = Zone("b/a", "b", (1,), (10,), 0, 10**9)
+    zb = Zone("b/b", "b", (0,), (10,), 2, 10**9)
+    g = Group(blocks=1, links_per_block=1, spine_switches=1, spine_racks=0, spine_power_w=0)
+    up = (UpperTier("core", 1, 1, 0, 1, ((0, 0), (0, 0))),)
+    p = PlacementProblem((za, zb), (g,), 0, ((0, 100), (1000, 0)), up, {"b": 10**9})
+    types = group_types(p.groups)
+    assert proven_optimum(p) == 10
+    assert bound.exhaustive_bound(p, types).bound == 10
+    assert bound.building_bound(p, types, 10**6).bound <= 10
+
+
 def test_no_bound_beyond_the_enumeration_cap():
     p = random_problem(1)
     assert bound.hub_bound(p, max_distributions=1) is None

@@ -214,9 +214,10 @@ def distribution_count(problem: PlacementProblem, types) -> int:
 
 
 def hub_caps(problem: PlacementProblem, grp, count: int, zones) -> list[int]:
-    """Most groups of a type one zone can hub: its network positions over spine racks."""
-    return [min(count, problem.zones[j].network_positions // max(grp.spine_racks, 1))
-            for j in zones]
+    """Most groups of a type one zone can hub: its network positions over spine racks
+    (any number when the group needs no rack of its own)."""
+    return [min(count, problem.zones[j].network_positions // grp.spine_racks)
+            if grp.spine_racks else count for j in zones]
 
 
 def buildings(problem: PlacementProblem) -> list[list[int]]:

@@ -56,7 +56,6 @@ from models.placement.problem import (  # noqa: F401  (re-exported: the model's 
     upper_coefficients,
 )
 
-
 RELATIVE_GAP = 0.005
 """CP-SAT stops once ``(objective − bound) / objective`` is at most this."""
 
