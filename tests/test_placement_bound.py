@@ -149,6 +149,75 @@ def test_groups_without_racks_may_hub_in_a_hall_without_network_rows():
     assert bound.building_bound(p, types, 10**6).bound <= 10
 
 
+def varied_problem(seed: int) -> PlacementProblem | None:
+    """The review's generator: 1-3 buildings of 1-3 halls (copies of the previous hall
+    half the time: symmetry), 1-3 rings, zones without network rows, tight power, group
+    types with 0-2 spine racks and different links, 1-2 upper tiers, costs that need not
+    grow with distance, sometimes scaled to 1e9 per link. ``None`` above 6 zones."""
+    rng = random.Random(seed)
+    scale = rng.choice([10**8, 10**9]) if rng.random() < 0.2 else 1
+    zones, label, shape = [], [], None
+    for b in range(rng.choice([1, 2, 2, 3])):
+        for h in range(rng.randint(1, 3)):
+            if shape is None or shape[0] != b or rng.random() >= 0.5:
+                rings = rng.randint(1, 3)
+                shape = (b, len(label), tuple(rng.randint(0, 4) for _ in range(rings)),
+                         tuple(sorted(rng.randint(1, 200) * scale for _ in range(rings))),
+                         rng.choice([0, 2, 3, 4, 6, 10]),
+                         rng.choice([10**12, 10**12, rng.randint(10_000, 60_000)]))
+            zones.append(Zone(f"b{b}/h{h}", f"b{b}", *shape[2:]))
+            label.append(shape[1])
+    n = len(zones)
+    if n > 6:
+        return None
+    symmetric = rng.random() < 0.6
+
+    def matrix(high: int, diagonal: int | None) -> tuple[tuple[int, ...], ...]:
+        drawn: dict = {}
+
+        def value(i, j):
+            if i == j and diagonal is not None:
+                return diagonal
+            key = (label[i], label[j], i == j) if symmetric else (i, j)
+            return drawn.setdefault(key, rng.randint(1, high) * scale)
+        return tuple(tuple(value(i, j) for j in range(n)) for i in range(n))
+
+    remote = matrix(600, 0)
+    kinds = [Group(rng.randint(0, 2), rng.choice([1, 2, 4, 7]), rng.randint(1, 3),
+                   rng.choice([0, 1, 1, 2]), rng.choice([0, 100, 5_000]))
+             for _ in range(rng.randint(1, 3))]
+    groups = [g for g in kinds for _ in range(rng.randint(1, 4))]
+    rng.shuffle(groups)
+    below, upper = sum(g.spine_switches for g in groups[:8]), []
+    for t in range(rng.choice([1, 1, 2])):
+        switches = rng.randint(1, 5)
+        upper.append(UpperTier(f"t{t}", switches, rng.choice([1, 2, 3]),
+                               rng.choice([0, 1_000, 3_000]),
+                               rng.choice([below, 2 * below, rng.randint(1, 40)]),
+                               matrix(700, None)))
+        below = switches
+    caps = {z.building: rng.choice([10**13, rng.randint(20_000, 100_000)]) for z in zones}
+    return PlacementProblem(tuple(zones), tuple(groups[:8]), rng.choice([0, 1_000, 10_000]),
+                            remote, tuple(upper), caps)
+
+
+@pytest.mark.slow
+def test_bounds_stay_below_the_optimum_on_varied_sites():
+    checked = 0
+    for seed in range(200):
+        p = varied_problem(seed)
+        if p is None:
+            continue
+        best = proven_optimum(p)
+        if best is None:
+            continue
+        types = group_types(p.groups)
+        for found in (bound.exhaustive_bound(p, types), bound.building_bound(p, types, 10**6)):
+            assert found is None or found.bound <= best, (seed, found, best)
+        checked += 1
+    assert checked >= 80
+
+
 def test_no_bound_beyond_the_enumeration_cap():
     p = random_problem(1)
     assert bound.hub_bound(p, max_distributions=1) is None

@@ -31,7 +31,8 @@ Relaxing the first with a price ``λ`` (any ``λ`` gives a valid bound; the best
 golden-section search on the concave dual) leaves, per building and hub vector, the cost
 ``A_b + Σ_{j∈b} cap_j · min(0, g_j + λ)``, combined over buildings by a dynamic program
 on the group counts. Each building's hub vectors are enumerated exhaustively.
-:func:`hub_bound` returns the better of the two that fit ``max_distributions``.
+:func:`hub_bound` returns the exhaustive bound when it fits ``max_distributions``, else
+the building bound.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ from models.placement.problem import PlacementProblem, group_types, upper_coeffi
 MAX_DISTRIBUTIONS = 4_000_000
 """Default cap on the hub distributions enumerated (about 10 s on one core)."""
 CHUNK = 250_000
-GOLDEN_STEPS = 30
-NO_FIT = np.iinfo(np.int64).max // 4
-"""Cost of a distribution whose zones cannot hold every core (it bounds nothing)."""
+GOLDEN_STEPS = 40
+FLOAT_EXACT = 2.0 ** 50
+"""Largest magnitude the float dual handles exactly enough (integers to 2^53)."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,13 @@ def fits(problem: PlacementProblem, zones, racks: np.ndarray, watts: np.ndarray)
 def core_room(problem: PlacementProblem, zones, racks: np.ndarray,
               watts: np.ndarray) -> np.ndarray:
     """Most tier-3 switches each zone can take beside its spines: ``per_rack`` times the
-    network positions the spine racks leave, and what the power the spines leave feeds."""
+    network positions the spine racks leave, what the power the spines leave feeds, and
+    never more than the tier has."""
     tier = problem.upper[0]
     net, cap_w = zone_limits(problem, zones)
     by_power = (cap_w - watts) // tier.switch_power_w if tier.switch_power_w else tier.switches
-    return np.minimum(tier.per_rack * (net - racks), by_power).clip(0)
+    return np.minimum(np.minimum(tier.per_rack * (net - racks), by_power),
+                      tier.switches).clip(0)
 
 
 def count_compositions(total: int, caps: list[int]) -> int:
@@ -139,16 +142,19 @@ def hall_leaf_spine_table(problem: PlacementProblem, types, j: int) -> np.ndarra
     return table
 
 
-def leaf_spine_bound(problem: PlacementProblem, types, hubs: np.ndarray) -> np.ndarray:
-    """Σ_j of :func:`hall_leaf_spine_table` per row of ``hubs`` ``[rows, types, zones]``."""
+def leaf_spine_bound(tables: list[np.ndarray], hubs: np.ndarray, zones) -> np.ndarray:
+    """Σ over ``zones`` of their :func:`hall_leaf_spine_table` per row of ``hubs``
+    ``[rows, types, len(zones)]``."""
     total = np.zeros(len(hubs), dtype=np.int64)
-    for j in range(len(problem.zones)):
-        total += hall_leaf_spine_table(problem, types, j)[tuple(hubs[:, :, j].T)]
+    for k, j in enumerate(zones):
+        total += tables[j][tuple(hubs[:, :, k].T)]
     return total
 
 
-def spine_core_bound(problem: PlacementProblem, types, hubs: np.ndarray) -> np.ndarray:
-    """Cores filled into zones in ascending per-switch cost (module doc), per row."""
+def spine_core_bound(problem: PlacementProblem, types,
+                     hubs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cores filled into zones in ascending per-switch cost (module doc), per row; and
+    whether the zones can hold every core at all (rows that cannot are infeasible)."""
     tier = problem.upper[0]
     coef = np.array(upper_coefficients(problem)[0], dtype=np.int64)
     spines, racks, watts = hub_loads(types, hubs)
@@ -163,7 +169,7 @@ def spine_core_bound(problem: PlacementProblem, types, hubs: np.ndarray) -> np.n
         take = np.minimum(left, room[:, k])
         total += take * cost[:, k]
         left -= take
-    return np.where(left > 0, NO_FIT, total)
+    return total, left == 0
 
 
 def higher_tiers_bound(problem: PlacementProblem) -> int:
@@ -193,13 +199,17 @@ def hub_distributions(problem: PlacementProblem, types) -> Iterator[np.ndarray]:
 
 def exhaustive_bound(problem: PlacementProblem, types) -> HubBound | None:
     """``min_H LB(H)`` over every hub distribution (module doc)."""
+    tables = [hall_leaf_spine_table(problem, types, j) for j in range(len(problem.zones))]
+    zones = range(len(problem.zones))
     best = None
     size = 0
     for hubs in hub_distributions(problem, types):
-        lb = leaf_spine_bound(problem, types, hubs) + spine_core_bound(problem, types, hubs)
+        cores, feasible = spine_core_bound(problem, types, hubs)
         size += len(hubs)
-        best = int(lb.min()) if best is None else min(best, int(lb.min()))
-    if best is None or best >= NO_FIT:
+        if feasible.any():
+            lb = int((leaf_spine_bound(tables, hubs, zones) + cores)[feasible].min())
+            best = lb if best is None else min(best, lb)
+    if best is None:
         return None
     return HubBound(best + higher_tiers_bound(problem), "exhaustive", size)
 
@@ -230,7 +240,8 @@ def buildings(problem: PlacementProblem) -> list[list[int]]:
 
 def interchangeable(problem: PlacementProblem, a: int, b: int) -> bool:
     """Whether swapping zones ``a`` and ``b`` maps every figure the bound reads onto itself
-    (zone data, leaf-spine remote costs, upper-tier costs)."""
+    (zone data, leaf-spine remote costs, upper-tier costs; conservative: every tier's
+    costs are compared, the bound reads the first)."""
     za, zb = problem.zones[a], problem.zones[b]
     if (za.building, za.ring_slots, za.ring_cost, za.network_positions, za.power_cap_w) != (
             zb.building, zb.ring_slots, zb.ring_cost, zb.network_positions, zb.power_cap_w):
@@ -292,14 +303,13 @@ class BuildingTerms:
     """The distinct count indices."""
 
 
-def building_terms(problem: PlacementProblem, types, halls: list[int], far: np.ndarray,
-                   coef: np.ndarray, shape: tuple[int, ...]) -> BuildingTerms:
+def building_terms(problem: PlacementProblem, types, tables: list[np.ndarray],
+                   halls: list[int], far: np.ndarray, coef: np.ndarray,
+                   shape: tuple[int, ...]) -> BuildingTerms:
     tier = problem.upper[0]
     hubs = building_vectors(problem, types, halls)
-    everywhere = np.zeros((len(hubs), len(types), len(problem.zones)), dtype=np.int64)
-    everywhere[:, :, halls] = hubs
     spines, racks, watts = hub_loads(types, hubs)
-    fixed = (leaf_spine_bound(problem, types, everywhere)
+    fixed = (leaf_spine_bound(tables, hubs, halls)
              + tier.switches * (spines * far[halls]).sum(1)).astype(float)
     saving = (spines @ (coef[np.ix_(halls, halls)] - far[halls][:, None])).astype(float)
     room = core_room(problem, halls, racks, watts).astype(float)
@@ -349,9 +359,16 @@ def building_bound(problem: PlacementProblem, types, max_vectors: int) -> HubBou
         if count > max_vectors:
             return None
     shape = tuple(len(members) + 1 for _, members in types)
-    terms = [building_terms(problem, types, halls, far, coef, shape) for halls in groups]
+    tables = [hall_leaf_spine_table(problem, types, j) for j in range(len(problem.zones))]
+    terms = [building_terms(problem, types, tables, halls, far, coef, shape)
+             for halls in groups]
+    if any(np.abs(t.fixed).max(initial=0) + (t.room * np.abs(t.saving)).sum(1).max(initial=0)
+           >= FLOAT_EXACT for t in terms):
+        return None
     cores = problem.upper[0].switches
-    low, high = 0.0, max(0.0, -min(float(t.saving.min()) for t in terms))
+    # The dual's slope changes only at prices -g_j: its maximum lies in [-max g, -min g].
+    low = -max(float(t.saving.max(initial=0)) for t in terms)
+    high = -min(float(t.saving.min(initial=0)) for t in terms)
     best = max(dual_value(terms, low, shape, cores), dual_value(terms, high, shape, cores))
     ratio = (5 ** 0.5 - 1) / 2
     a, b = high - ratio * (high - low), low + ratio * (high - low)
@@ -373,14 +390,13 @@ def building_bound(problem: PlacementProblem, types, max_vectors: int) -> HubBou
 
 def hub_bound(problem: PlacementProblem,
               max_distributions: int = MAX_DISTRIBUTIONS) -> HubBound | None:
-    """The best of :func:`exhaustive_bound` and :func:`building_bound` whose enumeration
-    fits ``max_distributions``; ``None`` when neither does, or the model has no spine-core
-    tier."""
+    """:func:`exhaustive_bound` when the distributions number at most
+    ``max_distributions`` (it is never below the building bound: it solves the per-hall
+    relaxation exactly), else :func:`building_bound`; ``None`` when neither enumeration
+    fits, or the model has no spine-core tier."""
     if not problem.upper or not problem.groups:
         return None
     types = group_types(problem.groups)
-    found = [building_bound(problem, types, max_distributions)]
     if distribution_count(problem, types) <= max_distributions:
-        found.append(exhaustive_bound(problem, types))
-    found = [f for f in found if f is not None]
-    return max(found, key=lambda f: f.bound) if found else None
+        return exhaustive_bound(problem, types)
+    return building_bound(problem, types, max_distributions)
