@@ -37,14 +37,9 @@ from models.placement.geometry import (
     block_leaf_offsets,
     routed_length_m,
 )
-from models.placement.model import (
-    Group,
-    PlacementProblem,
-    PlacementSolution,
-    UpperTier,
-    Zone,
-)
+from models.placement.model import PlacementSolution
 from models.placement.model import solve as solve_model
+from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
 from models.power_cost import BomLine
 from models.reliability import ReliabilityRates
 from models.reliability.goodput import lost_work_s
@@ -59,6 +54,8 @@ from solver.schema.site import Hall, default_halls
 
 RACK_UNITS = 42
 """Usable height of one rack [U] (same figure as solver.design_data)."""
+LEAF_SPINE_TIER = 2
+"""Tier of the leaf-spine links (1 = node-leaf), the zone model's rings and remote costs."""
 COST_UNITS_PER_USD = 100
 """The CP-SAT objective counts cents."""
 HOURS_PER_YEAR = 8760
@@ -85,11 +82,10 @@ class DesignToPlace:
 
 
 def lost_hours_per_interruption(reliability: dict[str, Any]) -> float | None:
-    """Training time one interruption costs [h]: the restart R (detection, hot-spare swap,
-    job start-up, checkpoint reload) plus the work lost since the last checkpoint,
-    ``M − T/(e^{T/M} − 1)`` with ``T = τ + δ`` (Daly's model: the mean time into a
-    checkpoint segment at which an exponential failure of mean ``M`` strikes; ≈ T/2 for
-    T ≪ M). ``reliability``: the goodput model's figures of the design (restart_s,
+    """Training time one interruption costs [h]: the restart (detection, hot-spare swap,
+    job start-up, checkpoint reload) plus the work lost since the last checkpoint
+    (``models.reliability.goodput.lost_work_s`` of the segment ``τ + δ`` and the MTBF).
+    ``reliability``: the goodput model's figures of the design (restart_s,
     checkpoint_interval_s, checkpoint_write_s, mtbf_hours); None when they are absent."""
     keys = ("restart_s", "checkpoint_interval_s", "checkpoint_write_s", "mtbf_hours")
     if not all(k in reliability for k in keys):
@@ -496,14 +492,15 @@ def zone_problem(inp: Inputs) -> PlacementProblem:
         ring: dict[int, int] = Counter()
         for row, start in h.block_slots:
             length = max_length(h.leaf_positions(row, start), list(h.network_positions), r)
-            ring[_cost(inp, length, "leaf-spine", 2, h.key)] += 1
+            ring[_cost(inp, length, "leaf-spine", LEAF_SPINE_TIER, h.key)] += 1
         costs = tuple(sorted(ring))
         zones.append(Zone(h.key, h.building, tuple(ring[c] for c in costs), costs,
                           len(h.network_positions), int(h.hall.hall_cap_kw * 1e3)))
         remote.append(tuple(
             0 if o.index == h.index else
             _cost(inp, max_length(leaf_pos[h.index] or list(h.network_positions),
-                                  list(o.network_positions), r), "leaf-spine", 2, h.key)
+                                  list(o.network_positions), r), "leaf-spine", LEAF_SPINE_TIER,
+                  h.key)
             for o in inp.halls))
     spine_w = inp.parts.switch.power_w + inp.parts.radix * max(
         m.power_w_per_end / m.links_per_module for m in media)
@@ -578,7 +575,7 @@ def concrete_layout(inp: Inputs, sol: PlacementSolution) -> Layout:
         z = inp.problem.zones[h.index]
         for row, start in h.block_slots:
             length = max_length(h.leaf_positions(row, start), list(h.network_positions), r)
-            k = z.ring_cost.index(link_cost_units(inp.media, length, 2, inp.pricing))
+            k = z.ring_cost.index(link_cost_units(inp.media, length, LEAF_SPINE_TIER, inp.pricing))
             ring_slots[h.index, k].append((row, start))
     free: dict[int, list[tuple[int, int]]] = {h.index: [] for h in halls}
     taken: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
@@ -623,7 +620,7 @@ def concrete_layout(inp: Inputs, sol: PlacementSolution) -> Layout:
                 for lid, leaves in info["leaves"]:
                     per = _split(up * leaves // inp.leaves_per_block,
                                  [t.switches for t in targets])
-                    bundles += [Bundle("leaf-spine", 2, lid, t.id, c)
+                    bundles += [Bundle("leaf-spine", LEAF_SPINE_TIER, lid, t.id, c)
                                 for t, c in zip(targets, per, strict=True) if c]
         first_block += nblocks
     lower = [r for g in sorted(spine_racks) for r in spine_racks[g]]

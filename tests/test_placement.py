@@ -13,14 +13,8 @@ import tomllib
 import pytest
 from typer.testing import CliRunner
 
-from models.placement.model import (
-    Group,
-    PlacementProblem,
-    UpperTier,
-    Zone,
-    solve,
-    upper_coefficients,
-)
+from models.placement.model import solve
+from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, upper_coefficients
 from models.reliability.rates import link_failure_rate
 from solver.cli import app
 from solver.errors import Infeasible

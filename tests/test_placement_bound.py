@@ -10,15 +10,8 @@ import pytest
 from ortools.sat.python import cp_model
 
 from models.placement import bound
-from models.placement.model import (
-    Group,
-    PlacementProblem,
-    UpperTier,
-    Zone,
-    build_model,
-    group_types,
-    solve,
-)
+from models.placement.model import build_model, solve
+from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, group_types
 
 
 def test_compositions_match_brute_force_and_count():

@@ -47,7 +47,8 @@ import numpy as np
 from models.placement.problem import PlacementProblem, group_types, upper_coefficients
 
 MAX_DISTRIBUTIONS = 4_000_000
-"""Default cap on the hub distributions enumerated (about 10 s on one core)."""
+"""Default cap on the hub distributions enumerated (measured: the default site's 250,272
+in 0.19 s; gb200-campus's 5.8M per-building vectors, by building, in 2.8 s)."""
 CHUNK = 250_000
 GOLDEN_STEPS = 40
 FLOAT_EXACT = 2.0 ** 50
@@ -61,7 +62,8 @@ class HubBound:
     method: str
     """exhaustive | by building."""
     distributions: int
-    """Hub distributions (exhaustive) or per-building hub vectors enumerated."""
+    """Hub distributions that fit (exhaustive), or per-building hub vectors covered before
+    the fit filter and the symmetry reduction (by building)."""
 
 
 def hub_loads(types, hubs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

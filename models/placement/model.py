@@ -47,14 +47,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from models.placement.bound import hub_bound
-from models.placement.problem import (  # noqa: F401  (re-exported: the model's data)
-    Group,
-    PlacementProblem,
-    UpperTier,
-    Zone,
-    group_types,
-    upper_coefficients,
-)
+from models.placement.problem import Group, PlacementProblem, group_types, upper_coefficients
 
 RELATIVE_GAP = 0.005
 """CP-SAT stops once ``(objective − bound) / objective`` is at most this."""
