@@ -54,6 +54,34 @@ def schema() -> None:
     emit_json(instance_document_schema())
 
 
+@app.command()
+def example(
+    name: Annotated[str | None, typer.Argument(
+        help="A shipped instance, e.g. h100-100k or tiny/power-bound; none: list them.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="File to write (default ./<name>.toml; never overwritten).")] = None,
+) -> None:
+    """Write a shipped instance to a file for editing (no NAME: list the shipped ones)."""
+    from solver.errors import UsageError
+    from solver.loading import shipped_instances
+
+    def body():
+        shipped = shipped_instances()
+        if name is None:
+            for key in shipped:
+                stdout.print(key, highlight=False)
+            return
+        if name not in shipped:
+            raise UsageError(f"NAME: no shipped instance '{name}' (known: {', '.join(shipped)})")
+        target = out or Path(shipped[name].name)
+        if target.exists():
+            raise UsageError(f"--out: {target} exists; not overwritten")
+        target.write_text(shipped[name].read_text(encoding="utf-8"), encoding="utf-8")
+        stderr.print(f"wrote {target}", highlight=False)
+
+    run(body)
+
+
 for _module in COMMAND_MODULES:
     importlib.import_module(f"solver.commands.{_module}").register(app)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,16 @@ from pydantic import ValidationError
 from solver.errors import InvalidInstance
 from solver.schema import Catalog, Instance, Workload
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-INSTANCES_DIR = REPO_ROOT / "instances"
+
+
+def _shipped_dir() -> Path:
+    """The shipped catalog, workloads and instances: package data `solver/instances` in an
+    installed wheel (pyproject's force-include), else the source tree's `instances/`."""
+    packaged = Path(str(resources.files("solver"))) / "instances"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[1] / "instances"
+
+
+INSTANCES_DIR = _shipped_dir()
 CATALOG_DIR = INSTANCES_DIR / "catalog"
 WORKLOADS_DIR = INSTANCES_DIR / "workloads"
 DEFAULT_INSTANCE = INSTANCES_DIR / "h100-100k.toml"
@@ -126,11 +135,15 @@ def apply_overrides(raw: dict[str, Any], overrides: Any) -> tuple[dict[str, Any]
     return merged, problems
 
 
+def _is_workload_id(ref: str) -> bool:
+    return not Path(ref).suffix or (WORKLOADS_DIR / f"{ref}.toml").exists()  # ids hold dots
+
+
 def load_workload(ref: str | dict[str, Any], where: str = "workload") -> Workload:
     """A workload from a shipped id, a file path, or an inline table."""
     if isinstance(ref, str):
         path = Path(ref)
-        if not path.suffix or (WORKLOADS_DIR / f"{ref}.toml").exists():  # ids may hold dots
+        if _is_workload_id(ref):
             path = WORKLOADS_DIR / f"{ref}.toml"
             if not path.exists():
                 known = ", ".join(sorted(p.stem for p in WORKLOADS_DIR.glob("*.toml")))
@@ -164,7 +177,23 @@ def instance_from_dict(data: dict[str, Any], source: str = "instance") -> Instan
     return instance
 
 
+def read_instance_document(path: Path) -> dict[str, Any]:
+    """Parse an instance file; a workload given as a relative file path is made absolute
+    against the instance file's folder (so it does not depend on the working directory)."""
+    doc = read_document(path)
+    workload = doc.get("workload")
+    if isinstance(workload, str) and not _is_workload_id(workload):
+        doc["workload"] = str((path.parent / workload).resolve())
+    return doc
+
+
 def load_instance(path: str | Path | None = None) -> Instance:
     """Load and validate an instance file (default: the shipped 100k-H100 campus)."""
     path = Path(path) if path is not None else DEFAULT_INSTANCE
-    return instance_from_dict(read_document(path), str(path))
+    return instance_from_dict(read_instance_document(path), str(path))
+
+
+def shipped_instances() -> dict[str, Path]:
+    """The shipped instances by name ('h100-100k', 'tiny/power-bound', ...)."""
+    paths = [*INSTANCES_DIR.glob("*.toml"), *INSTANCES_DIR.glob("tiny/*.toml")]
+    return {str(p.relative_to(INSTANCES_DIR).with_suffix("")): p for p in sorted(paths)}

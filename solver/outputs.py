@@ -12,11 +12,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from solver.loading import REPO_ROOT
 
 
 def default_out_dir(instance_name: str) -> Path:
-    return REPO_ROOT / "results" / instance_name
+    """./results/<instance>/ of the working directory."""
+    return Path.cwd() / "results" / instance_name
 
 
 def write_atomically(out_dir: Path, files: dict[str, str]) -> list[Path]:

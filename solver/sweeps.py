@@ -41,7 +41,12 @@ from solver.api import solve
 from solver.design_data import build_design_data
 from solver.errors import ClusterplanError, UsageError
 from solver.evaluators import default_evaluators
-from solver.loading import DEFAULT_INSTANCE, instance_from_dict, read_document
+from solver.loading import (
+    DEFAULT_INSTANCE,
+    instance_from_dict,
+    read_document,
+    read_instance_document,
+)
 from solver.outputs import default_out_dir
 from solver.scenario import (
     Scenario,
@@ -272,7 +277,7 @@ def load_base(instance: str | Path | Instance | dict | None) -> Base:
     if isinstance(instance, dict):
         return Base(instance, instance_from_dict(instance), "instance")
     path = Path(instance) if instance is not None else DEFAULT_INSTANCE
-    doc = read_document(path)
+    doc = read_instance_document(path)
     return Base(doc, instance_from_dict(doc, str(path)), str(path))
 
 
