@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,16 +17,11 @@ from models.fabric import design_fabric
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import check_design
 from solver.design import ChosenDesign
-from solver.design_data import (
-    build_design_data,
-    config_parts,
-    exact_candidate,
-    refine,
-    with_limits,
-)
+from solver.design_data import build_design_data, exact_candidate, refine, with_limits
 from solver.diagnose import diagnose, unmet_requirements
 from solver.evaluators import Evaluators, default_evaluators
 from solver.job_mapping import map_job
+from solver.prepare import Inputs, prepare
 from solver.report import binding_limits, summary_document, tables
 from solver.schema import Instance
 
@@ -49,6 +42,8 @@ class SolveResult:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     design: ChosenDesign | None = None
     notes: list[str] = field(default_factory=list)
+    inputs: Inputs | None = None
+    """The resolved instance (solver.prepare) the design was solved on."""
 
     @property
     def bom(self) -> pd.DataFrame:
@@ -67,21 +62,16 @@ class SolveResult:
         return self.tables["binding"]
 
 
-def instance_sha256(inst: Instance) -> str:
-    return hashlib.sha256(json.dumps(inst.model_dump(mode="json"), sort_keys=True)
-                          .encode()).hexdigest()
-
-
 def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, threads: int = 1,
           evaluators: Evaluators | None = None,
-          extra_constraints: Callable[[pyo.ConcreteModel, Instance], None] | None = None,
+          extra_constraints: Callable[[pyo.ConcreteModel, Inputs], None] | None = None,
           candidates: DesignData | None = None) -> SolveResult:
     """Build the candidate designs, prune them exactly (models.design.prune), solve the
     design MILP with HiGHS, verify the optimum with the independent checker.
 
     Statuses: optimal | feasible (limit hit, incumbent kept) | infeasible (with a
     diagnosis in summary['diagnosis']) | no_solution.
-    `extra_constraints(model, inst)` adds user constraints to the MILP before it is solved
+    `extra_constraints(model, inputs)` adds user constraints to the MILP before it is solved
     (the exact bound is then not applied: every buildable candidate stays in the model).
     `candidates`: design data built by `build_design_data` for an instance that differs
     from `inst` only in `limits` and whose limits are at least as large (sweeps reuse
@@ -89,23 +79,24 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
     """
     start = time.perf_counter()
     opts = SolveOptions(time_limit_s, gap, threads)
-    evaluators = evaluators or default_evaluators(inst)
+    inputs = prepare(inst)
+    evaluators = evaluators or default_evaluators(inputs)
     if candidates is None:
-        full, notes = build_design_data(inst, evaluators)
+        full, notes = build_design_data(inputs, evaluators)
     else:
-        full, notes = with_limits(candidates, inst), []
-    full = refine(inst, evaluators, full)
+        full, notes = with_limits(candidates, inputs), []
+    full = refine(inputs, evaluators, full)
     data = prune(full, bound=extra_constraints is None)
     if not data.candidates:
-        return _infeasible(inst, evaluators, opts, start, notes)
+        return _infeasible(inputs, evaluators, opts, start, notes)
     model = build_model(data)
     if extra_constraints is not None:
-        extra_constraints(model, inst)
+        extra_constraints(model, inputs)
     outcome = solve_milp(model, time_limit_s, gap, threads)
     if outcome.status == "infeasible":
-        return _infeasible(inst, evaluators, opts, start, notes)
+        return _infeasible(inputs, evaluators, opts, start, notes)
     if outcome.status == "no_solution":
-        return _without_design(inst, "no_solution", opts, start, notes)
+        return _without_design(inputs, "no_solution", opts, start, notes)
     if outcome.status == "optimal":
         stage_one = outcome.objective
         add_lexicographic_tiebreak(model, data, stage_one)
@@ -115,16 +106,17 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, thre
                                   outcome.best_bound, outcome.gap,
                                   outcome.runtime_s + second.runtime_s, outcome.solver_version)
     design = extract_design(model)
-    exact = exact_candidate(inst, evaluators, full, design.candidate)
-    check = check_design(inst, design, data, exact)
+    exact = exact_candidate(inputs, evaluators, full, design.candidate)
+    check = check_design(inputs, design, data, exact)
     runtime = time.perf_counter() - start
-    parts = config_parts(inst, design.config.key)
+    parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
         exact.nodes + exact.spare_nodes)), exact.extra["perf"])
-    summary = summary_document(inst, design, exact, outcome, check,
-                               binding_limits(inst, design, full), runtime,
-                               instance_sha256(inst), notes, mapping)
-    return SolveResult(outcome.status, summary, tables(inst, design, summary), design, notes)
+    summary = summary_document(inputs, design, exact, outcome, check,
+                               binding_limits(inputs, design, full), runtime,
+                               inputs.sha256, notes, mapping)
+    return SolveResult(outcome.status, summary, tables(inputs, design, summary), design, notes,
+                       inputs)
 
 
 def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
@@ -136,22 +128,22 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
     return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks)
 
 
-def _infeasible(inst: Instance, evaluators: Evaluators, opts: SolveOptions, start: float,
+def _infeasible(inputs: Inputs, evaluators: Evaluators, opts: SolveOptions, start: float,
                 notes: list[str]) -> SolveResult:
     """Diagnose on candidates generated past the power and budget limits."""
-    relaxed_all, _ = build_design_data(inst, evaluators, relax_limits=True)
+    relaxed_all, _ = build_design_data(inputs, evaluators, relax_limits=True)
     relaxed = elastic_candidates(relaxed_all)
     diagnosis = (diagnose(relaxed, opts) if relaxed.candidates
                  else unmet_requirements(relaxed_all, notes))
-    return _without_design(inst, "infeasible", opts, start, notes, diagnosis)
+    return _without_design(inputs, "infeasible", opts, start, notes, diagnosis)
 
 
-def _without_design(inst: Instance, status: str, opts: SolveOptions, start: float,
+def _without_design(inputs: Inputs, status: str, opts: SolveOptions, start: float,
                     notes: list[str], diagnosis: list[str] | None = None) -> SolveResult:
     summary = {
-        "status": status, "instance": inst.name, "diagnosis": diagnosis or [],
+        "status": status, "instance": inputs.name, "diagnosis": diagnosis or [],
         "notes": notes, "verified": False,
         "solver": {"backend": "milp-highs", "runtime_s": round(time.perf_counter() - start, 3),
                    "gap": None, "time_limit_s": opts.time_limit_s},
     }
-    return SolveResult(status, summary, {}, None, notes)
+    return SolveResult(status, summary, {}, None, notes, inputs)

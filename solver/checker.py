@@ -1,5 +1,5 @@
-"""Independent checker: re-derive the chosen design from the instance and the analytic
-models (never from MILP values) and confirm every limit of the instance."""
+"""Independent checker: re-derive the chosen design from the resolved instance and the
+analytic models (never from MILP values) and confirm every limit of the instance."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from models.design.data import Candidate, DesignData
 from models.fabric import design_fabric
 from solver.design import ChosenDesign
-from solver.design_data import config_parts, lengths_m, node_power_w
-from solver.schema import Instance
+from solver.design_data import lengths_m, node_power_w
+from solver.prepare import Inputs
 
 REL_TOL = 1e-6
 
@@ -42,13 +42,13 @@ def _le(name: str, value: float, limit: float, detail: str = "") -> Check:
     return Check(name, value <= limit * (1 + REL_TOL) + 1e-9, value, limit, detail)
 
 
-def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
+def check_design(inputs: Inputs, design: ChosenDesign, data: DesignData,
                  exact: Candidate) -> CheckResult:
     """Every limit, recomputed: fabric, media reach, parts cost and power, power, budget,
     buildings (power and racks), GPU range and the requirements. `exact`: the chosen
     candidate with throughput and goodput evaluated exactly."""
     cand, cfg = design.candidate, design.config
-    parts = config_parts(inst, cfg.key)
+    parts = inputs.config(cfg.key)
     total_nodes = cand.nodes + cand.spare_nodes
     fabric = design_fabric(parts.fabric_spec(total_nodes))
     checks = [
@@ -59,8 +59,8 @@ def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
               fabric.links_per_tier[0], total_nodes * parts.gpu.nics_per_node,
               "every NIC port attached"),
     ]
-    lengths = lengths_m(inst, fabric)
-    assigned = {a.link_class: inst.catalog.medium[a.medium] for a in cfg.media}
+    lengths = lengths_m(inputs, fabric)
+    assigned = {a.link_class: inputs.medium[a.medium] for a in cfg.media}
     media_usd = media_w = 0.0
     for lc in fabric.link_classes:
         medium = assigned.get(lc.name)
@@ -75,9 +75,9 @@ def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
                                      + (medium.fiber_usd_per_link if medium.kind in
                                         ("multimode", "singlemode", "coherent") else 0))
             media_w += lc.links * per_link_ends * medium.power_w_per_end
-    checks += _parts_checks(inst, design, parts, fabric, media_usd, media_w)
-    pc = design.power_cost(inst)
-    lim = inst.limits
+    checks += _parts_checks(inputs, design, parts, fabric, media_usd, media_w)
+    pc = design.power_cost(inputs)
+    lim = inputs.limits
     checks.append(_le("it_power", pc.it_power_w / 1e6, lim.it_power_mw,
                       f"IT power {pc.it_power_w / 1e6:.3f} MW > {lim.it_power_mw:g} MW"))
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
@@ -87,7 +87,7 @@ def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
                         f"{cand.gpus} GPUs < min_gpus {lim.min_gpus}"))
     if lim.max_gpus is not None:
         checks.append(_le("max_gpus", cand.gpus, lim.max_gpus))
-    checks += _building_checks(inst, design, parts, pc.equipment_power_w)
+    checks += _building_checks(inputs, design, parts, pc.equipment_power_w)
     need = data.required_effective_tokens_per_s
     if need > 0:
         value = exact.effective_tokens_per_s
@@ -99,16 +99,16 @@ def check_design(inst: Instance, design: ChosenDesign, data: DesignData,
         checks.append(Check("min_goodput", value >= data.min_goodput * (1 - REL_TOL), value,
                             data.min_goodput, f"exact goodput {value:.4f} < "
                             f"reliability.min_goodput {data.min_goodput:g}"))
-    if inst.reliability.max_blast_radius_gpus is not None:
+    if inputs.reliability.max_blast_radius_gpus is not None:
         checks.append(_le("max_blast_radius", parts.gpu.gpus_per_node,
-                          inst.reliability.max_blast_radius_gpus))
+                          inputs.reliability.max_blast_radius_gpus))
     return CheckResult(tuple(checks))
 
 
-def _parts_checks(inst: Instance, design: ChosenDesign, parts, fabric, media_usd: float,
+def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd: float,
                   media_w: float) -> list[Check]:
     """Equipment capex and power from first principles against the BOM's totals."""
-    g, fac, cand = parts.gpu, inst.catalog.facility, design.candidate
+    g, fac, cand = parts.gpu, inputs.facility, design.candidate
     n = cand.nodes + cand.spare_nodes
     racks = math.ceil(n / g.max_nodes_per_rack) + math.ceil(
         fabric.switches_total * parts.switch.rack_units / 42)
@@ -129,10 +129,10 @@ def _parts_checks(inst: Instance, design: ChosenDesign, parts, fabric, media_usd
     ]
 
 
-def _building_checks(inst: Instance, design: ChosenDesign, parts, equipment_w: float
+def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: float
                      ) -> list[Check]:
     """SUs placed in buildings, building power with the network power split as reported."""
-    cand, f_ns = design.candidate, inst.catalog.facility.non_server_it_fraction
+    cand, f_ns = design.candidate, inputs.facility.non_server_it_fraction
     su_total = math.ceil((cand.nodes + cand.spare_nodes) / design.config.su_nodes)
     checks = [Check("scalable_units_placed", sum(design.su_per_building.values()) == su_total,
                     sum(design.su_per_building.values()), su_total)]
@@ -142,7 +142,7 @@ def _building_checks(inst: Instance, design: ChosenDesign, parts, equipment_w: f
     checks.append(Check("network_power_placed", math.isclose(placed_w, network_w, rel_tol=1e-5,
                                                              abs_tol=1.0), placed_w, network_w))
     su_w = design.config.su_nodes * node_power_w(parts)
-    for b in inst.site.buildings:
+    for b in inputs.site.buildings:
         load = (1 + f_ns) * (design.su_per_building[b.name] * su_w
                              + design.network_w_per_building[b.name])
         checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
@@ -152,7 +152,7 @@ def _building_checks(inst: Instance, design: ChosenDesign, parts, equipment_w: f
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))
-    for b in inst.site.buildings:
+    for b in inputs.site.buildings:
         if b.max_racks is not None:
             racks = (design.su_per_building[b.name] * compute_racks
                      + design.network_racks_per_building[b.name])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from models.design.data import Candidate, Config
 from models.power_cost import BomLine, PowerCost, power_cost
-from solver.schema import Instance
+from solver.prepare import Inputs
 
 
 @dataclass(frozen=True)
@@ -28,5 +28,5 @@ class ChosenDesign:
                  "length_m": a.length_m, "links": self.candidate.links_by_class[a.link_class]}
                 for a in self.config.media if a.link_class in self.candidate.links_by_class]
 
-    def power_cost(self, inst: Instance) -> PowerCost:
-        return power_cost(self.bom(), inst.catalog.facility, inst.years)
+    def power_cost(self, inputs: Inputs) -> PowerCost:
+        return power_cost(self.bom(), inputs.facility, inputs.years)

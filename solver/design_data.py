@@ -1,4 +1,5 @@
-"""From an Instance to the design MILP's data: configurations and candidate sizes.
+"""From the resolved inputs (solver.prepare) to the design MILP's data: configurations
+and candidate sizes.
 
 For every combination of the instance's choices (GPU system x fabric option x layout x
 NIC attachment) that the hardware allows, and every combination of non-dominated media
@@ -13,13 +14,11 @@ import bisect
 import dataclasses
 import itertools
 import math
-from dataclasses import dataclass
 
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
 from models.design.prune import to_refine
 from models.fabric import (
     Fabric,
-    FabricSpec,
     MediaLine,
     design_fabric,
     media_line,
@@ -30,80 +29,9 @@ from models.fabric import (
 from models.power_cost import BomLine
 from solver.evaluators import Evaluators, GoodputEstimate, grid_points
 from solver.fabric_inputs import link_lengths
-from solver.schema import FabricChoice, GpuSystem, Instance, Nic, Switch
+from solver.prepare import ConfigParts, Inputs
 
 RACK_UNITS_PER_NETWORK_RACK = 42
-
-
-@dataclass(frozen=True)
-class ConfigParts:
-    """The catalog items of one configuration."""
-
-    key: str
-    gpu: GpuSystem
-    switch: Switch
-    nic: Nic
-    fabric: FabricChoice
-    rail_optimized: bool
-    nic_attachment: str
-    checkpoint_gbytes_per_s_per_node: float
-    """Checkpoint storage write bandwidth bought per node [GB/s]."""
-
-    @property
-    def radix(self) -> int:
-        return self.switch.radix(self.nic.port_gbps)
-
-    def fabric_spec(self, nodes: int) -> FabricSpec:
-        return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
-                          tiers=self.fabric.tiers, pods=self.fabric.pods or 1,
-                          oversubscription=self.fabric.oversubscription,
-                          rail_optimized=self.rail_optimized)
-
-
-def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
-               checkpoint_gbytes_per_s: float) -> str:
-    tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
-    pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
-    layout = "rail" if rail else "mor"
-    return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
-            f"ckpt{checkpoint_gbytes_per_s:g}")
-
-
-def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
-    """All allowed configurations, sorted by key, and notes on combinations skipped."""
-    cat, parts, skipped = inst.catalog, [], []
-    blast = inst.reliability.max_blast_radius_gpus
-    for gpu_id in sorted(set(inst.choices.gpus)):
-        gpu = cat.gpu[gpu_id]
-        if blast is not None and gpu.gpus_per_node > blast:
-            skipped.append(f"{gpu_id}: one failed part stops {gpu.gpus_per_node} GPUs, above "
-                           f"reliability.max_blast_radius_gpus {blast}")
-            continue
-        for fabric in inst.choices.fabrics:
-            switch = cat.switch[fabric.switch]
-            nic = cat.nic[switch.required_nic or gpu.default_nic]
-            if switch.family not in nic.families:
-                skipped.append(f"{gpu_id} with {switch.id}: NIC {nic.id} does not speak "
-                               f"{switch.family}")
-                continue
-            if nic.port_gbps not in switch.radix_by_gbps:
-                skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
-                               f"{nic.id}")
-                continue
-            for rail, attachment, storage in itertools.product(
-                    sorted(set(inst.choices.rail_optimized), reverse=True),
-                    sorted(set(inst.choices.nic_attachment)),
-                    sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node))):
-                key = config_key(gpu_id, fabric, rail, attachment, storage)
-                parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
-                                         storage))
-    return sorted(parts, key=lambda p: p.key), skipped
-
-
-def config_parts(inst: Instance, config_key: str) -> ConfigParts:
-    """The catalog items of a configuration key (with or without its media suffix)."""
-    parts = {p.key: p for p in enumerate_configs(inst)[0]}
-    return parts.get(config_key) or parts[config_key.rsplit("/", 1)[0]]
 
 
 def node_power_w(p: ConfigParts) -> float:
@@ -112,44 +40,44 @@ def node_power_w(p: ConfigParts) -> float:
             + p.gpu.nics_per_node * p.nic.power_w)
 
 
-def lengths_m(inst: Instance, fabric: Fabric) -> dict[str, float]:
+def lengths_m(inputs: Inputs, fabric: Fabric) -> dict[str, float]:
     """Routed length of each link class of `fabric` on the instance's site [m]."""
-    return link_lengths(inst.site.cable_lengths, fabric, len(inst.site.buildings) == 1)
+    return link_lengths(inputs.site.cable_lengths, fabric, inputs.single_building)
 
 
-def max_nodes(inst: Instance, p: ConfigParts, relax_limits: bool = False) -> int:
+def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int:
     """Largest training node count any limit could allow (network ignored: an upper bound).
 
     relax_limits (diagnosis): power and budget are ignored up to 4x their size or the
     min_gpus requirement, so the elastic model can say how much more they need."""
-    fac = inst.catalog.facility
+    fac = inputs.facility
     per_node_w = node_power_w(p) * (1 + fac.non_server_it_fraction)
-    cap = inst.limits.it_power_mw * 1e6 / per_node_w
-    if inst.objective.kind == "max_effective_throughput":
+    cap = inputs.limits.it_power_mw * 1e6 / per_node_w
+    if inputs.objective.kind == "max_effective_throughput":
         per_node_usd = (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd
                         + fac.build_usd_per_mw * per_node_w / 1e6)
-        cap = min(cap, inst.limits.budget_usd / per_node_usd)
+        cap = min(cap, inputs.limits.budget_usd / per_node_usd)
     if relax_limits:
-        cap = max(4 * cap, math.ceil(inst.limits.min_gpus / p.gpu.gpus_per_node))
-    if inst.limits.max_gpus is not None:
-        cap = min(cap, inst.limits.max_gpus / p.gpu.gpus_per_node)
+        cap = max(4 * cap, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node))
+    if inputs.limits.max_gpus is not None:
+        cap = min(cap, inputs.limits.max_gpus / p.gpu.gpus_per_node)
     return max(int(cap), 0)
 
 
-def storage_power_w(inst: Instance, p: ConfigParts, nodes: int) -> float:
+def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
     """Power of the checkpoint storage tier bought for `nodes` nodes [W]."""
     return (nodes * p.checkpoint_gbytes_per_s_per_node
-            * inst.catalog.facility.checkpoint_storage_w_per_gbyte_s)
+            * inputs.facility.checkpoint_storage_w_per_gbyte_s)
 
 
 def network_racks(p: ConfigParts, switches: int) -> int:
     return math.ceil(switches * p.switch.rack_units / RACK_UNITS_PER_NETWORK_RACK)
 
 
-def base_lines(inst: Instance, p: ConfigParts, nodes: int, spares: int,
+def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
                switches: int) -> list[BomLine]:
     """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage."""
-    g, fac = p.gpu, inst.catalog.facility
+    g, fac = p.gpu, inputs.facility
     total = nodes + spares
     racks = math.ceil(total / g.max_nodes_per_rack) + network_racks(p, switches)
     return [
@@ -184,12 +112,12 @@ def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
     return out
 
 
-def _media_combos(inst: Instance, p: ConfigParts, fabric: Fabric
+def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
                   ) -> tuple[list[tuple[MediaAssignment, ...]], str | None]:
     """Every combination of non-dominated reaching media over the link classes of the
     largest fabric of a configuration; or a note when a class has no medium that reaches."""
-    lengths = lengths_m(inst, fabric)
-    media = list(inst.catalog.medium.values())
+    lengths = lengths_m(inputs, fabric)
+    media = list(inputs.medium.values())
     per_class = []
     for lc in fabric.link_classes:
         options = non_dominated_media(media_reaching(media, p.nic.port_gbps, lengths[lc.name]))
@@ -201,12 +129,12 @@ def _media_combos(inst: Instance, p: ConfigParts, fabric: Fabric
     return [tuple(combo) for combo in itertools.product(*per_class)], None
 
 
-def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool = False
+def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool = False
                       ) -> tuple[DesignData, list[str]]:
     """Configurations, exactly evaluated candidates and limits; plus notes for the user."""
     configs: dict[str, Config] = {}
     candidates: list[Candidate] = []
-    parts_list, notes = enumerate_configs(inst)
+    parts_list, notes = inputs.configs, list(inputs.config_notes)
     for p in parts_list:
         if not p.rail_optimized and p.gpu.nics_per_node > p.radix // 2:
             notes.append(f"{p.key}: middle-of-rack needs at most {p.radix // 2} NIC ports per "
@@ -215,17 +143,17 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
         # Both layouts grow in the rail-optimized scalable unit (k/2 nodes), so they are
         # compared at equal sizes.
         su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
-        top = max_nodes(inst, p, relax_limits)
+        top = max_nodes(inputs, p, relax_limits)
         if relax_limits:  # a diagnosis needs at least one size to say what it lacks
             top = max(top, su)
-        ladders = {None: size_ladder(inst, evaluators, p, su, top, None)}
+        ladders = {None: size_ladder(inputs, evaluators, p, su, top, None)}
         sized, stop = ladders[None]
         if stop:
             notes.append(stop)
         if not sized:
             notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
             continue
-        combos, problem = _media_combos(inst, p, sized[-1][2])
+        combos, problem = _media_combos(inputs, p, sized[-1][2])
         if problem:
             notes.append(problem)
             continue
@@ -239,27 +167,27 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
                 checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
             if node_kind not in ladders:
-                ladders[node_kind] = size_ladder(inst, evaluators, p, su, top, node_kind)
+                ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind)
             classes = {a.link_class for a in combo}
             sized = [s for s in ladders[node_kind][0]
                      if {lc.name for lc in s[2].link_classes} <= classes]
-            links = [links_of(inst, p, combo, fabric) for _, _, fabric in sized]
-            goodputs = ladder_goodput(inst, evaluators, p, combo, sized, links)
-            candidates += [_candidate(inst, evaluators, p, key, nodes, spares, fabric, su,
+            links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
+            goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
+            candidates += [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
                                       size_links, rel)
                            for (nodes, spares, fabric), size_links, rel
                            in zip(sized, links, goodputs, strict=True)]
-    return _design_data(inst, configs, candidates), notes
+    return _design_data(inputs, configs, candidates), notes
 
 
-def size_ladder(inst: Instance, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
+def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
                 node_kind: str | None) -> tuple[list[tuple[int, int, Fabric]], str | None]:
     """Sizes su, 2 su, ... <= top nodes with their hot spares (for node links of
     `node_kind`; None: the layout's usual kind) and exact fabric; and a note where the
     fabric cannot grow further."""
     sized = []
     for nodes in range(su, top + 1, su):
-        spares = evaluators.spare_nodes(inst, p, nodes, node_kind)
+        spares = evaluators.spare_nodes(inputs, p, nodes, node_kind)
         try:
             sized.append((nodes, spares, design_fabric(p.fabric_spec(nodes + spares))))
         except ValueError as exc:
@@ -267,16 +195,16 @@ def size_ladder(inst: Instance, evaluators: Evaluators, p: ConfigParts, su: int,
     return sized, None
 
 
-def links_of(inst: Instance, p: ConfigParts, combo: tuple[MediaAssignment, ...],
+def links_of(inputs: Inputs, p: ConfigParts, combo: tuple[MediaAssignment, ...],
              fabric: Fabric) -> list[MediaLine]:
     """Every link class of `fabric` built with the medium `combo` assigns it."""
     by_class = {a.link_class: a for a in combo}
-    return [media_line(lc, inst.catalog.medium[by_class[lc.name].medium],
+    return [media_line(lc, inputs.medium[by_class[lc.name].medium],
                        by_class[lc.name].length_m, p.nic_attachment == "twin")
             for lc in fabric.link_classes]
 
 
-def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
+def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
                    combo: tuple[MediaAssignment, ...], sized: list[tuple[int, int, Fabric]],
                    links: list[list[MediaLine]]) -> list[GoodputEstimate]:
     """Goodput along a size ladder: exact at the first size and at every size where the
@@ -298,17 +226,17 @@ def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
         if ends_at_crossing:
             break
         nodes = points[-1][0] + step
-        spares = evaluators.spare_nodes(inst, p, nodes, combo[0].kind)
+        spares = evaluators.spare_nodes(inputs, p, nodes, combo[0].kind)
         try:
             fabric = design_fabric(p.fabric_spec(nodes + spares))
         except ValueError:  # the fabric cannot grow: evaluate the ladder's tail exactly
             break
-        points.append((nodes, spares, fabric, links_of(inst, p, combo, fabric)))
+        points.append((nodes, spares, fabric, links_of(inputs, p, combo, fabric)))
     crossing = [0] + [i for i in range(1, len(points))
                       if crosses(points[i - 1][0], points[i][0])]
     if not ends_at_crossing:
         crossing += list(range(crossing[-1] + 1, len(points)))
-    at = {i: evaluators.goodput(inst, p, points[i][2], points[i][0], points[i][1],
+    at = {i: evaluators.goodput(inputs, p, points[i][2], points[i][0], points[i][1],
                                 points[i][3]) for i in crossing}
     out = []
     for i, (nodes, _, _) in enumerate(sized):
@@ -326,15 +254,15 @@ def ladder_goodput(inst: Instance, evaluators: Evaluators, p: ConfigParts,
     return out
 
 
-def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
+def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
                rel: GoodputEstimate) -> Candidate:
     """One configuration at one size."""
-    lines = base_lines(inst, p, nodes, spares, fabric.switches_total)
+    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total)
     for line in links:
-        lines += media_lines(line, inst.catalog.medium[line.medium_id].fiber_usd_per_link)
+        lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
     gpus = nodes * p.gpu.gpus_per_node
-    perf = evaluators.throughput(inst, p, fabric, gpus)
+    perf = evaluators.throughput(inputs, p, fabric, gpus)
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
@@ -342,7 +270,7 @@ def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
         lines=tuple(line for line in lines if line.quantity > 0),
         network_power_w=(fabric.switches_total * p.switch.power_w
                          + sum(line.power_w for line in links)
-                         + storage_power_w(inst, p, nodes + spares)),
+                         + storage_power_w(inputs, p, nodes + spares)),
         network_racks=network_racks(p, fabric.switches_total),
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
@@ -352,40 +280,40 @@ def _candidate(inst: Instance, evaluators: Evaluators, p: ConfigParts, key: str,
     )
 
 
-def refine(inst: Instance, evaluators: Evaluators, data: DesignData) -> DesignData:
+def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData) -> DesignData:
     """Evaluate exactly every candidate whose bounds could change the optimum
     (models.design.prune.to_refine), until none is left."""
     while targets := to_refine(data):
-        exact = {k.key: exact_candidate(inst, evaluators, data, k) for k in targets}
+        exact = {k.key: exact_candidate(inputs, evaluators, data, k) for k in targets}
         data = dataclasses.replace(data, candidates=tuple(
             exact.get(k.key, k) for k in data.candidates))
     return data
 
 
-def exact_candidate(inst: Instance, evaluators: Evaluators, data: DesignData,
+def exact_candidate(inputs: Inputs, evaluators: Evaluators, data: DesignData,
                     k: Candidate) -> Candidate:
     """Candidate k with throughput and goodput evaluated exactly."""
-    parts = config_parts(inst, k.config)
+    parts = inputs.config(k.config)
     fabric = design_fabric(parts.fabric_spec(k.nodes + k.spare_nodes))
-    perf = evaluators.exact_throughput(inst, parts, fabric, k.gpus)
-    rel = evaluators.goodput(inst, parts, fabric, k.nodes, k.spare_nodes,
-                             links_of(inst, parts, data.configs[k.config].media, fabric))
+    perf = evaluators.exact_throughput(inputs, parts, fabric, k.gpus)
+    rel = evaluators.goodput(inputs, parts, fabric, k.nodes, k.spare_nodes,
+                             links_of(inputs, parts, data.configs[k.config].media, fabric))
     return dataclasses.replace(
         k, tokens_per_s=perf.tokens_per_s, tokens_per_s_upper=perf.tokens_per_s,
         mfu=perf.mfu, goodput=rel.goodput, exact=True,
         extra=k.extra | {"perf": perf.details, "reliability": rel.details})
 
 
-def required_effective_tokens_per_s(inst: Instance) -> float:
-    need = inst.objective.required_tokens_per_s or 0.0
-    if inst.limits.deadline_days and inst.workload.train_tokens:
-        need = max(need, inst.workload.train_tokens / (inst.limits.deadline_days * 86400.0))
+def required_effective_tokens_per_s(inputs: Inputs) -> float:
+    need = inputs.objective.required_tokens_per_s or 0.0
+    if inputs.limits.deadline_days and inputs.workload.train_tokens:
+        need = max(need, inputs.workload.train_tokens / (inputs.limits.deadline_days * 86400.0))
     return need
 
 
-def with_limits(data: DesignData, inst: Instance) -> DesignData:
-    """`data` with the limits, requirements and objective of `inst` (same choices/catalog)."""
-    limits = _design_data(inst, data.configs, list(data.candidates))
+def with_limits(data: DesignData, inputs: Inputs) -> DesignData:
+    """`data` with the limits, requirements and objective of `inputs` (same choices/catalog)."""
+    limits = _design_data(inputs, data.configs, list(data.candidates))
     return dataclasses.replace(data, **{f: getattr(limits, f) for f in LIMIT_FIELDS})
 
 
@@ -393,25 +321,25 @@ LIMIT_FIELDS = ("buildings", "it_power_cap_w", "budget_usd", "budget_basis", "ob
                 "required_effective_tokens_per_s", "min_gpus", "max_gpus", "min_goodput")
 
 
-def _design_data(inst: Instance, configs: dict[str, Config], candidates: list[Candidate]
+def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Candidate]
                  ) -> DesignData:
-    fac = inst.catalog.facility
+    fac = inputs.facility
     return DesignData(
         configs=configs,
         candidates=tuple(sorted(candidates, key=lambda c: (c.config, c.nodes))),
         buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks)
-                        for b in inst.site.buildings),
-        it_power_cap_w=inst.limits.it_power_mw * 1e6,
-        budget_usd=inst.limits.budget_usd,
-        budget_basis=inst.limits.budget_basis,
-        objective=inst.objective.kind,
-        required_effective_tokens_per_s=required_effective_tokens_per_s(inst),
-        min_gpus=inst.limits.min_gpus,
-        max_gpus=inst.limits.max_gpus,
-        min_goodput=inst.reliability.min_goodput or 0.0,
+                        for b in inputs.site.buildings),
+        it_power_cap_w=inputs.limits.it_power_mw * 1e6,
+        budget_usd=inputs.limits.budget_usd,
+        budget_basis=inputs.limits.budget_basis,
+        objective=inputs.objective.kind,
+        required_effective_tokens_per_s=required_effective_tokens_per_s(inputs),
+        min_gpus=inputs.limits.min_gpus,
+        max_gpus=inputs.limits.max_gpus,
+        min_goodput=inputs.reliability.min_goodput or 0.0,
         non_server_it_fraction=fac.non_server_it_fraction,
         pue=fac.pue,
         build_usd_per_mw=fac.build_usd_per_mw,
         electricity_usd_per_kwh=fac.electricity_usd_per_kwh,
-        years=inst.years,
+        years=inputs.years,
     )

@@ -19,7 +19,6 @@ Two families, chosen by the instance's [objective]:
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,13 +30,7 @@ from models.perf import NetworkSpec, search
 from models.perf.flops import arch_of
 from models.reliability import ReliabilityInputs, ReliabilityRates, goodput
 from models.reliability.goodput import choose_spares
-from solver.reliability_inputs import (
-    load_reliability_catalog,
-    reliability_rates,
-    workload_checkpoint_gb,
-)
-from solver.schema import Instance
-from solver.schema.instance import FailureRateMultipliers
+from solver.prepare import Inputs
 
 BREAKPOINT_RATIO = 1.05
 """Spacing of exact performance evaluations in GPU count (5%)."""
@@ -82,21 +75,21 @@ class Evaluators:
 
 # --- assumed MFU and overhead fraction -------------------------------------------------
 
-def assumed_mfu_throughput(inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+def assumed_mfu_throughput(inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
     """tokens/s = GPUs x dense peak [FLOP/s] x assumed_mfu / model FLOPs per token."""
-    peak = parts.gpu.peak_tflops(inst.workload.precision) * 1e12
-    mfu = inst.objective.assumed_mfu
-    per_token = arch_of(inst.workload).model_flops_per_token
+    peak = parts.gpu.peak_tflops(inputs.workload.precision) * 1e12
+    mfu = inputs.objective.assumed_mfu
+    per_token = arch_of(inputs.workload).model_flops_per_token
     return PerfEstimate(gpus * peak * mfu / per_token, mfu, {"model": "assumed_mfu"})
 
 
-def overhead_goodput(inst: Instance, parts, fabric: Fabric, nodes: int, spares: int,
+def overhead_goodput(inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
                      media_lines: list[MediaLine]) -> GoodputEstimate:
-    return GoodputEstimate(1.0 - inst.objective.overhead_fraction, {"model": "overhead"})
+    return GoodputEstimate(1.0 - inputs.objective.overhead_fraction, {"model": "overhead"})
 
 
-def fraction_spares(inst: Instance, parts, nodes: int, node_kind: str | None = None) -> int:
-    return math.ceil(inst.reliability.spare_fraction * nodes)
+def fraction_spares(inputs: Inputs, parts, nodes: int, node_kind: str | None = None) -> int:
+    return math.ceil(inputs.reliability.spare_fraction * nodes)
 
 
 # --- the performance model -------------------------------------------------------------
@@ -111,9 +104,9 @@ def network_spec(parts, fabric: Fabric, gpus: int) -> NetworkSpec:
         oversubscription=fabric.spec.oversubscription if pods > 1 else 1.0)
 
 
-def exact_throughput(inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+def exact_throughput(inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
     """Best parallelism of the workload on exactly `gpus` GPUs of this design."""
-    res = search(inst.workload, parts.gpu, network_spec(parts, fabric, gpus), gpus)
+    res = search(inputs.workload, parts.gpu, network_spec(parts, fabric, gpus), gpus)
     if not res.fits:
         return PerfEstimate(0.0, 0.0, {"model": "perf", "fits": False,
                                        "memory_gib_per_gpu": res.memory_gib_per_gpu})
@@ -141,24 +134,25 @@ class InterpolatedThroughput:
     def __init__(self) -> None:
         self._cache: dict[tuple, tuple[PerfEstimate, int]] = {}
 
-    def _at(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> tuple[PerfEstimate, int]:
+    def _at(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> tuple[PerfEstimate, int]:
         key = (parts.gpu.id, network_spec(parts, fabric, gpus), gpus)
         if key not in self._cache:
-            est = exact_throughput(inst, parts, fabric, gpus)
+            est = exact_throughput(inputs, parts, fabric, gpus)
             self._cache[key] = (est, est.details.get("gpus_used", gpus))
         return self._cache[key]
 
-    def exact(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+    def exact(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
         """exact_throughput, cached like the grid points."""
-        return self._at(inst, parts, fabric, gpus)[0]
+        return self._at(inputs, parts, fabric, gpus)[0]
 
-    def __call__(self, inst: Instance, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+    def __call__(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
         points = grid_points(parts.gpu.gpus_per_node)
         i = bisect.bisect_left(points, gpus)
         if points[i] == gpus:
-            return self._at(inst, parts, fabric, gpus)[0]
+            return self._at(inputs, parts, fabric, gpus)[0]
         lo, hi = points[i - 1], points[i]
-        (a, _), (b, used_b) = self._at(inst, parts, fabric, lo), self._at(inst, parts, fabric, hi)
+        (a, _) = self._at(inputs, parts, fabric, lo)
+        (b, used_b) = self._at(inputs, parts, fabric, hi)
         if used_b <= gpus:
             return PerfEstimate(b.tokens_per_s, b.mfu * hi / gpus, b.details)
         return PerfEstimate(a.tokens_per_s, a.mfu * lo / gpus, a.details | {
@@ -182,14 +176,12 @@ def grid_points(gpus_per_node: int, max_gpus: int = 10**8) -> list[int]:
 class ModelGoodput:
     """Goodput and spares from models.reliability with the design's media and switches."""
 
-    def __init__(self, inst: Instance):
-        self.catalog = load_reliability_catalog()
-        self.checkpoint_gb = workload_checkpoint_gb(inst.workload)
-        self.multipliers = inst.reliability.failure_rate_multipliers
-        self._rates: dict[str, ReliabilityRates] = {}
+    def __init__(self, inputs: Inputs):
+        self.checkpoint_gb = inputs.checkpoint_gb
+        self._rates = inputs.rates
         self._spares: dict[tuple, int] = {}
 
-    def inputs(self, inst: Instance, parts, nodes: int, recovery: str,
+    def inputs(self, inputs: Inputs, parts, nodes: int, recovery: str,
                fabric: Fabric | None = None, media_lines: list[MediaLine] | None = None,
                spares: int | None = None, node_kind: str | None = None) -> ReliabilityInputs:
         g = parts.gpu
@@ -214,16 +206,13 @@ class ModelGoodput:
             switch_optic_kind=upper_kind, node_copper_kind=node_kind if copper else "dac",
             leaf_down_ports=max(1, parts.radix // 2),
             peer_gbytes_per_s_per_node=g.nics_per_node * parts.nic.port_gbps / 8.0,
-            availability_target=inst.reliability.availability_target, spare_nodes=spares)
+            availability_target=inputs.reliability.availability_target, spare_nodes=spares)
 
-    def rates(self, parts):
-        gen = parts.gpu.generation
-        if gen not in self._rates:
-            self._rates[gen] = scaled_rates(reliability_rates(self.catalog, gen),
-                                            self.multipliers)
-        return self._rates[gen]
+    def rates(self, parts) -> ReliabilityRates:
+        """The failure rates of the configuration's GPU generation (solver.prepare)."""
+        return self._rates[parts.gpu.generation]
 
-    def spare_nodes(self, inst: Instance, parts, nodes: int, node_kind: str | None = None
+    def spare_nodes(self, inputs: Inputs, parts, nodes: int, node_kind: str | None = None
                     ) -> int:
         """Fewest hot spares meeting the availability target, for node links of
         `node_kind` (None: the layout's usual one). Node-level failures only (the
@@ -232,15 +221,15 @@ class ModelGoodput:
         key = (parts.gpu.id, parts.nic.id, parts.rail_optimized, node_kind, nodes)
         if key not in self._spares:
             self._spares[key] = choose_spares(
-                self.inputs(inst, parts, nodes, "in-memory", node_kind=node_kind),
+                self.inputs(inputs, parts, nodes, "in-memory", node_kind=node_kind),
                 self.rates(parts))
         return self._spares[key]
 
-    def goodput(self, inst: Instance, parts, fabric: Fabric, nodes: int, spares: int,
+    def goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
                 media_lines: list[MediaLine]) -> GoodputEstimate:
-        results = {mode: goodput(self.inputs(inst, parts, nodes, mode, fabric, media_lines,
+        results = {mode: goodput(self.inputs(inputs, parts, nodes, mode, fabric, media_lines,
                                              spares), self.rates(parts))
-                   for mode in sorted(set(inst.choices.recovery))}
+                   for mode in sorted(set(inputs.choices.recovery))}
         mode = max(results, key=lambda m: results[m].goodput)
         r = results[mode]
         return GoodputEstimate(r.goodput, {
@@ -252,24 +241,14 @@ class ModelGoodput:
             "interruptions_per_day_by_cause": r.breakdown})
 
 
-def scaled_rates(rates: ReliabilityRates, m: FailureRateMultipliers) -> ReliabilityRates:
-    """The catalog's failure rates times the instance's what-if multipliers."""
-    return dataclasses.replace(
-        rates, gpu_per_h=rates.gpu_per_h * m.gpu,
-        node_rest_per_gpu_h=rates.node_rest_per_gpu_h * m.node, nic_per_h=rates.nic_per_h * m.nic,
-        optic_link_per_h={k: v * m.optics for k, v in rates.optic_link_per_h.items()},
-        copper_link_per_h={k: v * m.copper for k, v in rates.copper_link_per_h.items()},
-        switch_per_h=rates.switch_per_h * m.switch)
-
-
-def default_evaluators(inst: Instance) -> Evaluators:
+def default_evaluators(inputs: Inputs) -> Evaluators:
     """The evaluators the instance's [objective] asks for."""
-    if inst.objective.performance == "model":
+    if inputs.objective.performance == "model":
         throughput = InterpolatedThroughput()
         exact = throughput.exact
     else:
         throughput = exact = assumed_mfu_throughput
-    if inst.objective.reliability_model == "model":
-        rel = ModelGoodput(inst)
+    if inputs.objective.reliability_model == "model":
+        rel = ModelGoodput(inputs)
         return Evaluators(throughput, rel.goodput, rel.spare_nodes, exact)
     return Evaluators(throughput, overhead_goodput, fraction_spares, exact)

@@ -2,9 +2,8 @@
 
 Shared by ``clusterplan fabric`` and the solve pipeline:
 
-* :func:`resolve_fabric_parts` picks the back-end NIC (``switch.required_nic`` when set,
-  e.g. BlueField-3 for Spectrum-X, else ``gpu.default_nic``), the link speed (the NIC's
-  ``port_gbps``) and the switch radix at that speed.
+* :func:`resolve_fabric_parts` picks the back-end NIC (``solver.prepare.backend_nic``),
+  the link speed (the NIC's ``port_gbps``) and the switch radix at that speed.
 * :func:`link_lengths` maps ``CableLengths`` to the fabric's link-class names:
 
   ============== =====================================================================
@@ -32,6 +31,7 @@ from typing import Any
 
 from models.fabric import Fabric, FabricSpec, MediaLine, choose_media, design_fabric
 from solver.errors import InvalidInstance
+from solver.prepare import backend_nic
 from solver.schema import CableLengths, Catalog, GpuSystem, Nic, Switch
 
 FRONTEND_SWITCH = "tomahawk5"
@@ -64,7 +64,7 @@ def resolve_fabric_parts(catalog: Catalog, gpu_id: str, switch_id: str,
                         f"(known: {', '.join(sorted(catalog.switch))})")
     if problems:
         raise InvalidInstance(problems, "fabric")
-    nic = catalog.nic[switch.required_nic or gpu.default_nic]
+    nic = backend_nic(catalog, gpu, switch)
     if switch.family not in nic.families:
         problems.append(f"{switch_field}: {switch.family} switch '{switch.id}' cannot attach "
                         f"NIC '{nic.id}' ({'/'.join(nic.families)})")

@@ -19,7 +19,6 @@ from solver.errors import InvalidInstance
 from solver.schema import Catalog, Instance, Workload
 
 
-
 def _shipped_dir() -> Path:
     """The shipped catalog, workloads and instances: package data `solver/instances` in an
     installed wheel (pyproject's force-include), else the source tree's `instances/`."""

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 def default_out_dir(instance_name: str) -> Path:
     """./results/<instance>/ of the working directory."""
     return Path.cwd() / "results" / instance_name

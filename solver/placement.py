@@ -46,9 +46,8 @@ from models.reliability.goodput import lost_work_s
 from models.reliability.rates import link_failure_rate
 from solver.design_data import media_lines as bom_media_lines
 from solver.errors import Infeasible, InvalidInstance, NoSolution
-from solver.evaluators import ModelGoodput
 from solver.fabric_inputs import FabricParts, resolve_fabric_parts
-from solver.schema import Instance
+from solver.prepare import Inputs
 from solver.schema.catalog import Medium
 from solver.schema.site import Hall, default_halls
 
@@ -100,10 +99,10 @@ def cost_usd_per_hour(tco_usd: float, years: int) -> float:
     return tco_usd / (years * HOURS_PER_YEAR)
 
 
-def design_to_place(design, inst: Instance | None = None) -> DesignToPlace:
-    """From a ``solver.design.ChosenDesign``; the cost rate needs ``inst`` (facility, years)."""
+def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
+    """From a ``solver.design.ChosenDesign``; the cost rate needs ``inputs`` (facility, years)."""
     c, cand = design.config, design.candidate
-    pc = design.power_cost(inst) if inst is not None else None
+    pc = design.power_cost(inputs) if inputs is not None else None
     return DesignToPlace(c.gpu, c.switch, cand.nodes + cand.spare_nodes, cand.tiers, c.pods,
                          c.oversubscription, c.rail_optimized, c.nic_attachment,
                          lost_hours_per_interruption(cand.extra.get("reliability", {})),
@@ -157,8 +156,8 @@ class HallGeo:
 
 
 @dataclass
-class Inputs:
-    inst: Instance
+class PlacementInputs:
+    inputs: Inputs
     design: DesignToPlace
     parts: FabricParts
     fabric: Fabric
@@ -189,7 +188,7 @@ class FailurePricing:
     """What a link failure costs the design being placed.
 
     rates: the goodput model's failure rates (the reliability catalog times the instance's
-        what-if multipliers, ``solver.evaluators.ModelGoodput.rates``).
+        what-if multipliers, ``solver.prepare.Inputs.rates``).
     lost_hours_per_interruption: training time a node-link interruption costs [h].
     cost_usd_per_hour: the cluster's cost of ownership per hour [USD/h].
     """
@@ -204,27 +203,27 @@ class MediaPricing:
     """Prices one link over the instance's years; ``failure`` None: no failure term
     (``note`` says why, or what the term assumes)."""
 
-    inst: Instance
+    inputs: Inputs
     failure: FailurePricing | None
     note: str
 
 
-def media_pricing(inst: Instance, design: DesignToPlace, parts: FabricParts) -> MediaPricing:
+def media_pricing(inputs: Inputs, design: DesignToPlace, parts: FabricParts) -> MediaPricing:
     """The failure term needs the reliability model (``objective.reliability_model =
     'model'``) and the design's lost hours per interruption and cost rate."""
-    if inst.objective.reliability_model != "model":
-        return MediaPricing(inst, None, "no failure cost: the instance prices failures as a "
+    if inputs.objective.reliability_model != "model":
+        return MediaPricing(inputs, None, "no failure cost: the instance prices failures as a "
                             "fixed overhead (objective.reliability_model = 'overhead')")
     missing = [name for name in ("lost_hours_per_interruption", "cost_usd_per_hour")
                if getattr(design, name) is None]
     if missing:
-        return MediaPricing(inst, None, f"no failure cost: the design carries no "
+        return MediaPricing(inputs, None, f"no failure cost: the design carries no "
                             f"{' or '.join(missing)}")
-    rates = ModelGoodput(inst).rates(parts)
+    rates = inputs.rates[parts.gpu.generation]
     hours, rate = design.lost_hours_per_interruption, design.cost_usd_per_hour
-    return MediaPricing(inst, FailurePricing(rates, hours, rate), (
+    return MediaPricing(inputs, FailurePricing(rates, hours, rate), (
         f"failure cost: every link fails at its medium's catalog rate (failure_rate_"
-        f"multipliers applied) over {inst.years} years; each failure costs a replacement "
+        f"multipliers applied) over {inputs.years} years; each failure costs a replacement "
         f"part (the failed transceiver, or the whole cable assembly) and, when it stops the "
         f"job, {hours:.3f} h of training (restart plus the work since the last checkpoint) "
         f"at the cluster's ${rate:,.0f}/h cost of ownership (TCO over the years). A node "
@@ -246,7 +245,7 @@ def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     f = pricing.failure
     if f is None:
         return 0.0
-    failures = link_failure_rate(m.kind, f.rates) * HOURS_PER_YEAR * pricing.inst.years
+    failures = link_failure_rate(m.kind, f.rates) * HOURS_PER_YEAR * pricing.inputs.years
     part = (1 if m.is_transceiver else 2) * m.price_usd_per_end / m.links_per_module
     share, saved_h = ((1.0, 0.0) if tier == 1
                       else (f.rates.fabric_interrupt_fraction, f.rates.replace_s / 3600.0))
@@ -257,11 +256,11 @@ def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
 def lifetime_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     """Capex, energy and failures over the instance's years of one link of tier ``tier``
     (1 = node-leaf) built with ``m`` [USD]."""
-    inst = pricing.inst
-    fac = inst.catalog.facility
+    inputs = pricing.inputs
+    fac = inputs.facility
     capex = 2 * m.price_usd_per_end / m.links_per_module + m.fiber_usd_per_link
     watts = 2 * m.power_w_per_end / m.links_per_module
-    energy = watts / 1e3 * HOURS_PER_YEAR * inst.years * fac.electricity_usd_per_kwh * fac.pue
+    energy = watts / 1e3 * HOURS_PER_YEAR * inputs.years * fac.electricity_usd_per_kwh * fac.pue
     return capex + energy + failure_cost_usd(m, tier, pricing)
 
 
@@ -282,14 +281,14 @@ def link_cost_units(media: list[Medium], length_m: float, tier: int,
 
 
 # ---------------------------------------------------------------------------------------
-# Inputs
+# PlacementInputs
 
 
-def site_halls(inst: Instance) -> list[tuple[str, Hall]]:
+def site_halls(inputs: Inputs) -> list[tuple[str, Hall]]:
     """(building, hall) in site order; generated halls for buildings that list none."""
     out, problems = [], []
-    for bi, b in enumerate(inst.site.buildings):
-        halls = b.halls or default_halls(b.it_power_mw, inst.site.rack_power_kw)
+    for bi, b in enumerate(inputs.site.buildings):
+        halls = b.halls or default_halls(b.it_power_mw, inputs.site.rack_power_kw)
         names = [h.name for h in halls]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -301,7 +300,7 @@ def site_halls(inst: Instance) -> list[tuple[str, Hall]]:
     return out
 
 
-def nodes_per_rack(inst: Instance, parts: FabricParts, hall: Hall) -> int:
+def nodes_per_rack(inputs: Inputs, parts: FabricParts, hall: Hall) -> int:
     """``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node kW⌋)``; 0 when the hall
     cannot cool the system (liquid-cooled systems need a liquid hall). A rack-scale
     system (NVL72: a 48U node) is its own rack: one per position."""
@@ -320,14 +319,14 @@ def node_power_w(parts: FabricParts) -> float:
             + g.nics_per_node * parts.nic.power_w)
 
 
-def hall_geometry(building: str, hall: Hall, index: int, inst: Instance, parts: FabricParts,
+def hall_geometry(building: str, hall: Hall, index: int, inputs: Inputs, parts: FabricParts,
                   su_nodes: int, leaves: int, leaf_w: float, net_rows: int) -> HallGeo:
     """Block shape, block slots and network positions of one hall.
 
     Leaves ride in the block's middle compute rack when its height and power allow, else
     in ``⌈leaves·U/42⌉`` leaf racks in the block's middle. The middle ``net_rows`` rows hold
     network racks; every other row takes ``min(⌊P/width⌋, ⌊row kW / block kW⌋)`` blocks."""
-    npr = nodes_per_rack(inst, parts, hall)
+    npr = nodes_per_rack(inputs, parts, hall)
     sw = parts.switch
     if npr == 0:
         return HallGeo(building, hall, index, 0, 0, 0, 0, (), (), ())
@@ -353,9 +352,9 @@ def hall_geometry(building: str, hall: Hall, index: int, inst: Instance, parts: 
                    tuple(geo.position(r, p) for _, p, r in net))
 
 
-def routing(geo: HallGeo, inst: Instance) -> Routing:
+def routing(geo: HallGeo, inputs: Inputs) -> Routing:
     h = geo.hall
-    return Routing(h.drop_m, h.slack_m, h.in_rack_m, inst.site.cable_lengths.between_buildings_m)
+    return Routing(h.drop_m, h.slack_m, h.in_rack_m, inputs.site.cable_lengths.between_buildings_m)
 
 
 def max_length(a: list[Position], b: list[Position], r: Routing) -> float:
@@ -372,9 +371,9 @@ def max_length(a: list[Position], b: list[Position], r: Routing) -> float:
     return max(dx, 0) + max(dy, 0) + 2 * r.drop_m + r.slack_m
 
 
-def placement_inputs(inst: Instance, design: DesignToPlace) -> Inputs:
+def placement_inputs(inputs: Inputs, design: DesignToPlace) -> PlacementInputs:
     """Fabric, halls, blocks and switch groups of ``design`` on the instance's site."""
-    parts = resolve_fabric_parts(inst.catalog, design.gpu, design.switch)
+    parts = resolve_fabric_parts(inputs, design.gpu, design.switch)
     spec = FabricSpec(nodes=design.nodes, ports_per_node=parts.gpu.nics_per_node,
                       radix=parts.radix, tiers=design.tiers, pods=design.pods,
                       oversubscription=design.oversubscription,
@@ -388,7 +387,7 @@ def placement_inputs(inst: Instance, design: DesignToPlace) -> Inputs:
         su_nodes, leaves = half, ports
     else:
         su_nodes, leaves = half // ports, 1
-    media = sorted((m for m in inst.catalog.medium.values() if m.gbps == parts.gbps),
+    media = sorted((m for m in inputs.medium.values() if m.gbps == parts.gbps),
                    key=lambda m: m.id)
     max_end_w = max(m.power_w_per_end / m.links_per_module for m in media)
     leaf_w = parts.switch.power_w + parts.radix * max_end_w
@@ -398,26 +397,28 @@ def placement_inputs(inst: Instance, design: DesignToPlace) -> Inputs:
     spines_total = fabric.switches_per_tier[1] if fabric.tiers >= 2 else 0
     group_spines = group_spine_counts(spines_total, [b * leaves for b in group_blocks], half)
     switches_per_rack = max(1, min(RACK_UNITS // parts.switch.rack_units,
-                                   math.floor(min_rack_kw(inst) * 1e3 / leaf_w)))
+                                   math.floor(min_rack_kw(inputs) * 1e3 / leaf_w)))
     net_racks = (sum(-(-s // switches_per_rack) for s in group_spines)
                  + sum(-(-s // switches_per_rack) for s in fabric.switches_per_tier[2:]))
-    pairs = site_halls(inst)
+    pairs = site_halls(inputs)
     total_kw = sum(h.hall_cap_kw for _, h in pairs)
     halls = []
     for i, (b, h) in enumerate(pairs):
         share = 1.5 * net_racks * h.hall_cap_kw / total_kw
         rows = max(1, math.ceil(share / h.positions_per_row)) if net_racks else 0
-        halls.append(hall_geometry(b, h, i, inst, parts, su_nodes, leaves, leaf_w, rows))
-    out = Inputs(inst, design, parts, fabric, halls, media, su_nodes, leaves, blocks,
-                 group_blocks, group_spines, switches_per_rack, node_power_w(parts), leaf_w,
-                 inst.site.cable_lengths.between_buildings_m, media_pricing(inst, design, parts))
+        halls.append(hall_geometry(b, h, i, inputs, parts, su_nodes, leaves, leaf_w, rows))
+    out = PlacementInputs(inputs, design, parts, fabric, halls, media, su_nodes, leaves,
+                          blocks, group_blocks, group_spines, switches_per_rack,
+                          node_power_w(parts), leaf_w,
+                          inputs.site.cable_lengths.between_buildings_m,
+                          media_pricing(inputs, design, parts))
     precheck(out)
     out.problem = zone_problem(out)
     return out
 
 
-def min_rack_kw(inst: Instance) -> float:
-    return min(h.rack_power_kw for _, h in site_halls(inst))
+def min_rack_kw(inputs: Inputs) -> float:
+    return min(h.rack_power_kw for _, h in site_halls(inputs))
 
 
 def _split(total: int, weights: list[int]) -> list[int]:
@@ -442,11 +443,11 @@ def group_spine_counts(total: int, group_leaves: list[int], half: int) -> list[i
     return exact if sum(exact) == total else _split(total, group_leaves)
 
 
-def block_power_w(inp: Inputs) -> float:
+def block_power_w(inp: PlacementInputs) -> float:
     return inp.su_nodes * inp.node_power_w + inp.leaves_per_block * inp.leaf_power_w
 
 
-def precheck(inp: Inputs) -> None:
+def precheck(inp: PlacementInputs) -> None:
     """Infeasible before any search: say which hall/row constraint fails and by how much."""
     usable = [g for g in inp.halls if g.nodes_per_rack]
     if not usable:
@@ -481,14 +482,14 @@ def precheck(inp: Inputs) -> None:
                          f"{need_kw - have_kw:,.0f} kW)")
 
 
-def zone_problem(inp: Inputs) -> PlacementProblem:
+def zone_problem(inp: PlacementInputs) -> PlacementProblem:
     """The CP-SAT zone model's data (models.placement.model)."""
-    inst, media = inp.inst, inp.media
+    inputs, media = inp.inputs, inp.media
     zones, remote = [], []
     leaf_pos = {h.index: [p for r, s in h.block_slots for p in h.leaf_positions(r, s)]
                 for h in inp.halls}
     for h in inp.halls:
-        r = routing(h, inst)
+        r = routing(h, inputs)
         ring: dict[int, int] = Counter()
         for row, start in h.block_slots:
             length = max_length(h.leaf_positions(row, start), list(h.network_positions), r)
@@ -511,18 +512,18 @@ def zone_problem(inp: Inputs) -> PlacementProblem:
     for t in range(2, inp.fabric.tiers):
         lc = inp.fabric.link_classes[t]
         cost = tuple(tuple(_cost(inp, max_length(list(a.network_positions),
-                                                 list(b.network_positions), routing(a, inst)),
+                                                 list(b.network_positions), routing(a, inputs)),
                                  lc.name, lc.tier, a.key) if a.network_positions
                            and b.network_positions else 0
                            for b in inp.halls) for a in inp.halls)
         upper.append(UpperTier(lc.name, inp.fabric.switches_per_tier[t], inp.switches_per_rack,
                                round(spine_w), lc.links, cost))
-    caps = {b.name: int(b.it_power_mw * 1e6) for b in inst.site.buildings}
+    caps = {b.name: int(b.it_power_mw * 1e6) for b in inputs.site.buildings}
     return PlacementProblem(tuple(zones), groups, round(block_power_w(inp)), tuple(remote),
                             tuple(upper), caps)
 
 
-def _cost(inp: Inputs, length: float, link_class: str, tier: int, where: str) -> int:
+def _cost(inp: PlacementInputs, length: float, link_class: str, tier: int, where: str) -> int:
     cost = link_cost_units(inp.media, length, tier, inp.pricing)
     if cost is None:
         longest = max(m.reach_m for m in inp.media)
@@ -566,12 +567,12 @@ class Layout:
     """Per block: compute rack ids with node counts, leaf rack ids with leaf counts."""
 
 
-def concrete_layout(inp: Inputs, sol: PlacementSolution) -> Layout:
+def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
     """Positions of every rack from the zone solution and the links between them."""
     halls = inp.halls
     ring_slots: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for h in halls:
-        r = routing(h, inp.inst)
+        r = routing(h, inp.inputs)
         z = inp.problem.zones[h.index]
         for row, start in h.block_slots:
             length = max_length(h.leaf_positions(row, start), list(h.network_positions), r)
@@ -639,7 +640,7 @@ def concrete_layout(inp: Inputs, sol: PlacementSolution) -> Layout:
     return Layout(racks, bundles, blocks_info)
 
 
-def _switch_racks(inp: Inputs, role: str, tag: str, switches: int, free: list[Position],
+def _switch_racks(inp: PlacementInputs, role: str, tag: str, switches: int, free: list[Position],
                   racks: list[Rack]) -> list[Rack]:
     """``switches`` switches of ``role`` into racks on the next free network positions."""
     out = []
@@ -654,7 +655,7 @@ def _switch_racks(inp: Inputs, role: str, tag: str, switches: int, free: list[Po
     return out
 
 
-def _block_racks(inp: Inputs, geo: HallGeo, block: int, nodes: int, row: int, start: int,
+def _block_racks(inp: PlacementInputs, geo: HallGeo, block: int, nodes: int, row: int, start: int,
                  racks: list[Rack]) -> dict[str, Any]:
     """Compute racks (filled in order) and leaf racks (middle) of one block."""
     leaf_off = set(block_leaf_offsets(geo.width, geo.leaf_racks)) if geo.leaf_racks else set()
@@ -708,14 +709,14 @@ class CableRun:
     medium: str
 
 
-def cable_runs(inp: Inputs, layout: Layout) -> list[CableRun]:
+def cable_runs(inp: PlacementInputs, layout: Layout) -> list[CableRun]:
     """Routed length of every bundle and the cheapest medium reaching it."""
     where = {r.id: r.position for r in layout.racks}
     geo = {h.key: h for h in inp.halls}
     runs = []
     for b in layout.bundles:
         pa, pb = where[b.a], where[b.b]
-        length = routed_length_m(pa, pb, routing(geo[f"{pa.building}/{pa.hall}"], inp.inst))
+        length = routed_length_m(pa, pb, routing(geo[f"{pa.building}/{pa.hall}"], inp.inputs))
         m = cheapest_medium(inp.media, length, b.tier, inp.pricing)
         if m is None:
             raise Infeasible(f"{pa.building}/{pa.hall} row {pa.row}: a {b.link_class} link of "
@@ -733,7 +734,7 @@ def cables_table(runs: list[CableRun]) -> list[dict[str, Any]]:
             for (_, c, m, length), n in sorted(agg.items())]
 
 
-def media_lines(inp: Inputs, runs: list[CableRun]):
+def media_lines(inp: PlacementInputs, runs: list[CableRun]):
     """models.fabric.MediaLine per (link class, medium) over the routed runs."""
     by: dict[tuple[int, str, str], list[CableRun]] = defaultdict(list)
     for r in runs:
@@ -743,7 +744,7 @@ def media_lines(inp: Inputs, runs: list[CableRun]):
     for (tier, lc, mid), rs in sorted(by.items()):
         links = sum(r.count for r in rs)
         longest = max(r.length_m for r in rs)
-        lines.append(media_line(LinkClass(lc, tier, links), inp.inst.catalog.medium[mid],
+        lines.append(media_line(LinkClass(lc, tier, links), inp.inputs.medium[mid],
                                 longest, twin))
     return lines
 
@@ -754,23 +755,23 @@ class PlacementResult:
     summary: dict[str, Any]
     racks: list[Rack]
     runs: list[CableRun]
-    inputs: Inputs
+    inputs: PlacementInputs
     solution: PlacementSolution
 
 
 def placed_bom_lines(result: PlacementResult) -> list[BomLine]:
     """BOM lines of the media the placement's routed lengths call for."""
-    inst = result.inputs.inst
+    inputs = result.inputs.inputs
     return [line for ml in media_lines(result.inputs, result.runs)
-            for line in bom_media_lines(ml, inst.catalog.medium[ml.medium_id].fiber_usd_per_link)]
+            for line in bom_media_lines(ml, inputs.medium[ml.medium_id].fiber_usd_per_link)]
 
 
-def place(inst: Instance, design: DesignToPlace, time_limit_s: float = 30.0,
+def place(inputs: Inputs, design: DesignToPlace, time_limit_s: float = 30.0,
           workers: int = 2, seed: int = 0) -> PlacementResult:
     """Place ``design`` on the instance's floor plan. Raises Infeasible (exit 4) naming the
     failing hall/row constraint, NoSolution (exit 5) when CP-SAT finds nothing in time."""
     start = time.perf_counter()
-    inp = placement_inputs(inst, design)
+    inp = placement_inputs(inputs, design)
     sol = solve_model(inp.problem, time_limit_s, workers, seed)
     if sol.status == "infeasible":
         raise Infeasible(infeasibility_reason(inp))
@@ -782,7 +783,7 @@ def place(inst: Instance, design: DesignToPlace, time_limit_s: float = 30.0,
     return PlacementResult(sol.status, summary, layout.racks, runs, inp, sol)
 
 
-def infeasibility_reason(inp: Inputs) -> str:
+def infeasibility_reason(inp: PlacementInputs) -> str:
     """Why CP-SAT found no placement after the prechecks passed: network positions or the
     hall/building power caps (with the shortfall)."""
     p = inp.problem
@@ -806,13 +807,13 @@ def infeasibility_reason(inp: Inputs) -> str:
                         f"{z.power_cap_w / 1e3:,.0f} kW" for z in p.zones) + ")")
 
 
-def placement_summary(inp: Inputs, sol: PlacementSolution, layout: Layout,
+def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layout,
                       runs: list[CableRun], runtime_s: float) -> dict[str, Any]:
     """The ``clusterplan place --json`` document."""
     lines = media_lines(inp, runs)
     roles = Counter(r.role for r in layout.racks)
     halls_used = sorted({f"{r.position.building}/{r.position.hall}" for r in layout.racks})
-    medium = inp.inst.catalog.medium
+    medium = inp.inputs.medium
     lifetime = sum(r.count * lifetime_cost_usd(medium[r.medium], r.tier, inp.pricing)
                    for r in runs)
     failures = sum(r.count * failure_cost_usd(medium[r.medium], r.tier, inp.pricing)
@@ -952,7 +953,7 @@ def floorplan_png(result: PlacementResult, path) -> None:
     legend += [Patch(color=ROLE_COLOURS.get(x, "black"), label=x) for x in roles]
     fig.legend(handles=legend, loc="lower center", ncol=len(legend), fontsize=9)
     s = result.summary
-    fig.suptitle(f"{result.inputs.inst.name}: {s['racks_total']:,} racks, optics capex "
+    fig.suptitle(f"{result.inputs.inputs.name}: {s['racks_total']:,} racks, optics capex "
                  f"${s['optics_capex_usd'] / 1e6:,.1f}M, longest link {s['max_link_m']:,.0f} m")
     fig.tight_layout(rect=(0, 0.04, 1, 0.96))
     fig.savefig(path, dpi=110)

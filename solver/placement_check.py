@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from solver.schema import Instance
+from solver.prepare import Inputs
 
 
-def check_placement(inst: Instance, result) -> list[str]:
+def check_placement(inputs: Inputs, result) -> list[str]:
     """Problems found (empty = the placement is valid). ``result``: a PlacementResult."""
     inp = result.inputs
     problems: list[str] = []
     halls = {}
-    for b in inst.site.buildings:
-        for h in (b.halls or _generated(b, inst)):
+    for b in inputs.site.buildings:
+        for h in (b.halls or _generated(b, inputs)):
             halls[b.name, h.name] = h
     seen: dict[tuple, str] = {}
     pos = {}
@@ -44,12 +44,12 @@ def check_placement(inst: Instance, result) -> list[str]:
     power = {r.id: r.nodes * node_w + r.switches * sw.power_w for r in result.racks}
     links_by_class: Counter[str] = Counter()
     for run in result.runs:
-        m = inst.catalog.medium[run.medium]
+        m = inputs.medium[run.medium]
         for end in (run.a, run.b):
             power[end] += run.count * m.power_w_per_end / m.links_per_module
         links_by_class[run.link_class] += run.count
         (pa, ha), (pb, _) = pos[run.a], pos[run.b]
-        length = _length(pa, pb, ha, inst.site.cable_lengths.between_buildings_m)
+        length = _length(pa, pb, ha, inputs.site.cable_lengths.between_buildings_m)
         if m.reach_m + 1e-6 < length:
             problems.append(f"{run.link_class} {run.a}->{run.b}: {run.medium} reaches "
                             f"{m.reach_m:g} m, the route is {length:.2f} m")
@@ -78,7 +78,7 @@ def check_placement(inst: Instance, result) -> list[str]:
         cap = halls[b, h].hall_cap_kw * 1e3
         if w > cap + 1e-6:
             problems.append(f"{b}/{h}: {w / 1e3:.1f} kW in a {cap / 1e3:g} kW hall")
-    for b in inst.site.buildings:
+    for b in inputs.site.buildings:
         if bldg_w[b.name] > b.it_power_mw * 1e6 + 1e-6:
             problems.append(f"{b.name}: {bldg_w[b.name] / 1e6:.2f} MW over {b.it_power_mw:g} MW")
     problems += _failure_domains(result.racks, {(g.building, g.hall.name): len(g.network_rows)
@@ -114,10 +114,10 @@ def _failure_domains(racks, network_rows: dict[tuple[str, str], int]) -> list[st
             if count[b, h, role] > 1 and len(used) < 2 and network_rows[b, h] > 1]
 
 
-def _generated(building, inst: Instance):
+def _generated(building, inputs: Inputs):
     from solver.schema.site import default_halls
 
-    return default_halls(building.it_power_mw, inst.site.rack_power_kw)
+    return default_halls(building.it_power_mw, inputs.site.rack_power_kw)
 
 
 def _length(a, b, hall, between_m: float) -> float:

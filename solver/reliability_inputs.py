@@ -1,9 +1,8 @@
 """Inputs of the reliability model from the catalog: rates, GPU systems, switches.
 
 The reliability catalog (instances/catalog/reliability.toml) is loaded here, not by
-solver.loading; GPU systems, NICs and switches are read item by item from their
-catalog files so the command works while other catalog files are being written.
-Every problem is raised as InvalidInstance (exit code 3) naming the option or field.
+solver.loading (solver.prepare reads it once per solve). Every problem is raised as
+InvalidInstance (exit code 3) naming the option or field.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from math import ceil, log
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from models.fabric import FabricSpec, design_fabric
 from models.reliability import (
@@ -23,7 +22,7 @@ from models.reliability import (
 )
 from solver.errors import InvalidInstance
 from solver.loading import CATALOG_DIR, format_validation_error, read_document
-from solver.schema import Choices, GpuSystem, Nic, Switch, Workload
+from solver.schema import Catalog, Choices, GpuSystem, Nic, Switch, Workload
 from solver.schema.reliability import ReliabilityCatalog
 
 RELIABILITY_CATALOG = CATALOG_DIR / "reliability.toml"
@@ -70,24 +69,19 @@ def reliability_rates(catalog: ReliabilityCatalog, generation: str) -> Reliabili
     )
 
 
-def catalog_item(kind: str, item_id: str, model: type[BaseModel], option: str) -> Any:
-    """One validated item of instances/catalog/<kind>.toml; unknown ids name `option`."""
-    items = read_document(CATALOG_DIR / f"{kind}.toml")
+def catalog_item(catalog: Catalog, kind: str, item_id: str, option: str) -> Any:
+    """One item of the catalog; an unknown id names `option`."""
+    items = getattr(catalog, kind)
     if item_id not in items:
         raise InvalidInstance([f"{option}: unknown {kind} '{item_id}' "
                                f"(known: {', '.join(sorted(items))})"])
-    try:
-        return model.model_validate({"id": item_id, **items[item_id]})
-    except ValidationError as err:
-        raise InvalidInstance(format_validation_error(err, f"catalog.{kind}.{item_id}")) from None
+    return items[item_id]
 
 
-def default_switch(port_gbps: int) -> str:
+def default_switch(catalog: Catalog, port_gbps: int) -> str:
     """The first catalog switch (by id) with ports at the NIC's speed."""
-    items = read_document(CATALOG_DIR / "switch.toml")
-    for switch_id in sorted(items):
-        radix = items[switch_id].get("radix_by_gbps", {})
-        if str(port_gbps) in radix or port_gbps in radix:
+    for switch_id in sorted(catalog.switch):
+        if port_gbps in catalog.switch[switch_id].radix_by_gbps:
             return switch_id
     raise InvalidInstance([f"--switch: no catalog switch has {port_gbps} Gb/s ports"])
 

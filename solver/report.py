@@ -13,20 +13,20 @@ from models.power_cost import BomLine, PowerCost, power_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 from solver.design import ChosenDesign
-from solver.schema import Instance
+from solver.prepare import Inputs
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
                    "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD")}
 
 
-def binding_limits(inst: Instance, design: ChosenDesign, data: DesignData) -> list[dict]:
+def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData) -> list[dict]:
     """Each limit with its slack; `binding` when the next size of the chosen configuration
     (one more scalable unit) would break it: the limit that stops the design growing.
     The next size is evaluated exactly when it is a candidate, else scaled from this one.
     When every larger size of the configuration is worse, that is reported too."""
     cand = design.candidate
-    pc = design.power_cost(inst)
-    lim = inst.limits
+    pc = design.power_cost(inputs)
+    lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     bigger = _next_size(data, cand)
     if bigger is not None:  # the next size, evaluated exactly
@@ -56,7 +56,7 @@ def binding_limits(inst: Instance, design: ChosenDesign, data: DesignData) -> li
                      "note": "no larger size of this configuration reaches more effective "
                      "tokens/s: goodput falls faster than throughput grows"})
     rows += _requirement_rows(design, data)
-    rows += _building_rows(inst, design, data, bigger)
+    rows += _building_rows(inputs, design, data, bigger)
     return rows
 
 
@@ -79,7 +79,7 @@ def _requirement_rows(design: ChosenDesign, data: DesignData) -> list[dict]:
     return rows
 
 
-def _building_rows(inst: Instance, design: ChosenDesign, data: DesignData,
+def _building_rows(inputs: Inputs, design: ChosenDesign, data: DesignData,
                    bigger: Candidate | None) -> list[dict]:
     """Each building's power (and racks where limited); binding when the next size
     cannot be placed because of that resource (models.design.prune.fits_buildings)."""
@@ -88,10 +88,10 @@ def _building_rows(inst: Instance, design: ChosenDesign, data: DesignData,
         power_stops = not fits_buildings(data, bigger, space=False)
         space_stops = not fits_buildings(data, bigger, power=False)
     cfg, rows = design.config, []
-    for b in inst.site.buildings:
+    for b in inputs.site.buildings:
         used = design.su_per_building[b.name]
-        power_mw = _building_mw(inst, design, b.name)
-        full = b.it_power_mw - power_mw < _su_mw(inst, design)
+        power_mw = _building_mw(inputs, design, b.name)
+        full = b.it_power_mw - power_mw < _su_mw(inputs, design)
         rows.append(_row(f"site.buildings[{b.name}].it_power_mw", power_mw, b.it_power_mw,
                          "MW", power_stops and full) | {"scalable_units": used})
         if b.max_racks is not None:
@@ -101,16 +101,16 @@ def _building_rows(inst: Instance, design: ChosenDesign, data: DesignData,
     return rows
 
 
-def _su_mw(inst: Instance, design: ChosenDesign) -> float:
+def _su_mw(inputs: Inputs, design: ChosenDesign) -> float:
     """Critical IT power of one full scalable unit of nodes [MW]."""
-    f = 1 + inst.catalog.facility.non_server_it_fraction
+    f = 1 + inputs.facility.non_server_it_fraction
     return f * design.config.su_nodes * design.config.node_power_w / 1e6
 
 
-def _building_mw(inst: Instance, design: ChosenDesign, building: str) -> float:
+def _building_mw(inputs: Inputs, design: ChosenDesign, building: str) -> float:
     """Critical IT power placed in a building: its scalable units and network [MW]."""
-    f = 1 + inst.catalog.facility.non_server_it_fraction
-    return (design.su_per_building[building] * _su_mw(inst, design)
+    f = 1 + inputs.facility.non_server_it_fraction
+    return (design.su_per_building[building] * _su_mw(inputs, design)
             + f * design.network_w_per_building[building] / 1e6)
 
 
@@ -124,23 +124,23 @@ def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> dic
             "slack": limit - value, "binding": bool(binding)}
 
 
-def summary_document(inst: Instance, design: ChosenDesign, exact: Candidate,
+def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
                      outcome: MilpOutcome, check: CheckResult, binding: list[dict],
                      runtime_s: float, sha256: str, notes: list[str],
                      mapping: dict[str, Any] | None) -> dict[str, Any]:
     """The `clusterplan solve --json` contract. Throughput figures are the exact
     re-evaluation of the chosen design; `throughput.milp` holds the MILP's values."""
     cand, cfg = design.candidate, design.config
-    pc = design.power_cost(inst)
-    name, unit = OBJECTIVE_UNITS[inst.objective.kind]
+    pc = design.power_cost(inputs)
+    name, unit = OBJECTIVE_UNITS[inputs.objective.kind]
     effective = exact.effective_tokens_per_s
     values = {"effective_tokens_per_s": effective, "capex_usd": pc.capex_usd,
               "tco_usd": pc.tco_usd}
-    train_tokens = inst.workload.train_tokens
+    train_tokens = inputs.workload.train_tokens
     days = (train_tokens / effective / 86400.0 if train_tokens and effective > 0 else None)
     return {
         "status": outcome.status,
-        "instance": inst.name,
+        "instance": inputs.name,
         "instance_sha256": sha256,
         "objective": {"name": name, "value": values[name], "unit": unit,
                       "milp_value": _model_units(outcome.objective, unit)},
@@ -201,7 +201,7 @@ def bom_rows(lines: list[BomLine]) -> list[dict[str, Any]]:
              "power_w": line.power_w} for line in lines]
 
 
-def with_placement(inst: Instance, summary: dict[str, Any], design: ChosenDesign,
+def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign,
                    placed_lines: list[BomLine], racks: int,
                    placement: dict[str, Any]) -> dict[str, Any]:
     """The summary after placement: the placed media (by routed length) and rack count
@@ -210,8 +210,8 @@ def with_placement(inst: Instance, summary: dict[str, Any], design: ChosenDesign
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
-    pc = power_cost(lines, inst.catalog.facility, inst.years)
-    lim = inst.limits
+    pc = power_cost(lines, inputs.facility, inputs.years)
+    lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     within = {"it_power_mw": pc.it_power_w / 1e6 <= lim.it_power_mw * (1 + 1e-9),
               "budget_usd": spend <= lim.budget_usd * (1 + 1e-9)}
@@ -224,11 +224,11 @@ def with_placement(inst: Instance, summary: dict[str, Any], design: ChosenDesign
     }
 
 
-def tables(inst: Instance, design: ChosenDesign, summary: dict[str, Any]
+def tables(inputs: Inputs, design: ChosenDesign, summary: dict[str, Any]
            ) -> dict[str, pd.DataFrame]:
     """bom, power, cost and binding tables with unit-suffixed columns."""
     bom = pd.DataFrame(summary["bom"])
-    pc = design.power_cost(inst)
+    pc = design.power_cost(inputs)
     power = pd.DataFrame([
         {"component": cat, "power_kw": grp["power_w"].sum() / 1e3}
         for cat, grp in bom.groupby("category", sort=True)

@@ -48,6 +48,7 @@ from solver.loading import (
     read_instance_document,
 )
 from solver.outputs import default_out_dir
+from solver.prepare import prepare
 from solver.scenario import (
     Scenario,
     document_sha256,
@@ -98,7 +99,8 @@ def _shared_candidates(doc: dict[str, Any], source: str):
         if key not in _CACHE:
             inst = instance_from_dict(doc, source)
             _CACHE.clear()
-            _CACHE[key] = build_design_data(inst, default_evaluators(inst))[0]
+            inputs = prepare(inst)
+            _CACHE[key] = build_design_data(inputs, default_evaluators(inputs))[0]
         return _CACHE[key]
 
 

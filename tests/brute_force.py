@@ -31,9 +31,11 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from models.design.data import DesignData
 from models.fabric import FabricSpec, design_fabric
 from solver.design_data import build_design_data
 from solver.evaluators import default_evaluators
+from solver.prepare import prepare
 from solver.schema import Instance
 
 TOL = 1e-9
@@ -196,8 +198,14 @@ def loosened(inst: Instance) -> Instance:
     return inst.model_copy(update={"limits": lim, "objective": obj})
 
 
+def design_data(inst: Instance) -> DesignData:
+    """The pipeline's candidate designs of `inst` (unpruned)."""
+    inputs = prepare(inst)
+    return build_design_data(inputs, default_evaluators(inputs))[0]
+
+
 def all_designs(inst: Instance) -> list[Design]:
-    data, _notes = build_design_data(loosened(inst), default_evaluators(inst))
+    data = design_data(loosened(inst))
     return [evaluate(inst, data.configs[k.config], k) for k in data.candidates]
 
 

@@ -7,9 +7,10 @@ import pytest
 
 from models.fabric import design_fabric
 from solver import load_instance, solve
-from solver.design_data import build_design_data, config_parts, links_of
+from solver.design_data import build_design_data, links_of
 from solver.evaluators import default_evaluators, exact_throughput
 from solver.loading import INSTANCES_DIR, instance_from_dict, read_document
+from solver.prepare import prepare
 
 LLAMA = INSTANCES_DIR / "llama3-16k.toml"
 
@@ -18,7 +19,7 @@ def with_power(mw: float):
     doc = read_document(LLAMA)
     doc["limits"]["it_power_mw"] = mw
     doc["site"]["buildings"][0]["it_power_mw"] = mw
-    return instance_from_dict(doc)
+    return prepare(instance_from_dict(doc))
 
 
 def test_a_sizes_figures_do_not_depend_on_the_ladder_end():
@@ -34,12 +35,12 @@ def test_a_sizes_figures_do_not_depend_on_the_ladder_end():
 
 
 def test_throughput_bounds_hold_and_goodput_interpolation_is_close():
-    inst = load_instance(LLAMA)
+    inst = prepare(load_instance(LLAMA))
     ev = default_evaluators(inst)
     data, _ = build_design_data(inst, ev)
     sample = data.candidates[:: max(1, len(data.candidates) // 25)]
     for k in sample:
-        parts = config_parts(inst, k.config)
+        parts = inst.config(k.config)
         fabric = design_fabric(parts.fabric_spec(k.nodes + k.spare_nodes))
         perf = exact_throughput(inst, parts, fabric, k.gpus)
         rel = ev.goodput(inst, parts, fabric, k.nodes, k.spare_nodes,
@@ -116,14 +117,14 @@ def test_hot_spares_follow_the_chosen_node_link_medium():
 
     doc = read_document(LLAMA)
     doc["choices"]["rail_optimized"] = [True]
-    inst = instance_from_dict(doc)
+    inst = prepare(instance_from_dict(doc))
     data, _ = build_design_data(inst, default_evaluators(inst))
     model = ModelGoodput(inst)
     kinds = set()
     for k in data.candidates[::7]:
         cfg = data.configs[k.config]
         kinds.add(cfg.media[0].kind)
-        expected = model.spare_nodes(inst, config_parts(inst, k.config), k.nodes,
+        expected = model.spare_nodes(inst, inst.config(k.config), k.nodes,
                                      cfg.media[0].kind)
         assert k.spare_nodes == expected
     assert kinds  # node-leaf media of rail-optimized designs (optical)

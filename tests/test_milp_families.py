@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
-from brute_force import brute_force, loosened
+from brute_force import brute_force, design_data, loosened
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.design import milp
 from solver import solve
 from solver.backends.highs import solve_milp
-from solver.design_data import build_design_data, with_limits
-from solver.evaluators import default_evaluators
+from solver.design_data import with_limits
 from solver.loading import instance_from_dict, read_document
+from solver.prepare import prepare
 
 TINY = Path(__file__).resolve().parents[1] / "instances" / "tiny"
 BASE = read_document(TINY / "power-bound.toml")
@@ -133,8 +133,7 @@ def objective_of(inst, tokens: float, capex: float) -> float:
 def ladder_past_the_limits(inst):
     """Unpruned design data whose size ladders run past every limit of `inst` (built on
     the loosened instance, then given the limits of `inst`)."""
-    data, _notes = build_design_data(loosened(inst), default_evaluators(inst))
-    return with_limits(data, inst)
+    return with_limits(design_data(loosened(inst)), prepare(inst))
 
 
 def check_limit_family(family: str, case_name: str) -> None:
@@ -155,7 +154,7 @@ def check_one_design() -> None:
     """Minimum capex with no requirement: exactly the smallest candidate is built; without
     the family the model builds nothing at all (capex 0)."""
     inst, _, _ = case("min_capex")
-    data, _notes = build_design_data(inst, default_evaluators(inst))
+    data = design_data(inst)
     data = dataclasses.replace(data, required_effective_tokens_per_s=0.0)
     tokens, capex, gpus = milp_optimum(data)
     cheapest = min(data.candidates, key=lambda k: (1.07 * k.equipment_power_w * 11.7
@@ -170,7 +169,7 @@ def check_min_goodput() -> None:
     inst = variant(limits={"it_power_mw": 3.0}, objective={"reliability_model": "model"},
                    buildings=[{"name": "hall", "it_power_mw": 3.0}],
                    reliability={"min_goodput": 0.995})
-    data, _notes = build_design_data(inst, default_evaluators(inst))
+    data = design_data(inst)
     f = 1 + inst.catalog.facility.non_server_it_fraction
     ok = [k for k in data.candidates
           if k.goodput >= 0.995 and f * k.equipment_power_w <= 3e6]
@@ -207,7 +206,7 @@ def test_family_is_enforced_and_binds(family):
 
 def test_one_design_builds_one_configuration_in_ladder_order():
     inst, _, _ = case("it_power")
-    data, _ = build_design_data(inst, default_evaluators(inst))
+    data = design_data(inst)
     m = milp.build_model(data)
     assert solve_milp(m).status == "optimal"
     built = [c for c in m.CONFIGS if pyo.value(m.build[c, 0]) > 0.5]
@@ -220,7 +219,7 @@ def test_one_design_builds_one_configuration_in_ladder_order():
 def test_elastic_mode_relaxes_only_resource_families():
     assert milp.RELAXABLE == {"it_power", "building_power", "space", "budget"}
     inst, _, _ = case("it_power")
-    data, _ = build_design_data(inst, default_evaluators(inst))
+    data = design_data(inst)
     m = milp.build_model(data, elastic=True)
     slacks = sorted(c.name for c in m.component_objects(pyo.Var) if c.name.startswith("slack"))
     assert slacks == ["slack_budget", "slack_building_power", "slack_it_power"]

@@ -21,18 +21,19 @@ from solver.errors import Infeasible
 from solver.loading import DEFAULT_INSTANCE, instance_from_dict
 from solver.placement import DesignToPlace, place
 from solver.placement_check import check_placement
+from solver.prepare import prepare
 
 COPPER = {"dac", "acc", "aec"}
 
 
 def small_instance(halls: list[dict], buildings: int = 1, mw: float = 10.0, **sections):
-    """The default instance on a small site; ``sections`` update its tables."""
+    """The default instance on a small site, resolved; ``sections`` update its tables."""
     doc = tomllib.loads(DEFAULT_INSTANCE.read_text())
     doc["site"]["buildings"] = [{"name": f"b{i}", "it_power_mw": mw, "halls": halls}
                                 for i in range(buildings)]
     for name, table in sections.items():
         doc[name] = doc.get(name, {}) | table
-    return instance_from_dict(doc, "test")
+    return prepare(instance_from_dict(doc, "test"))
 
 
 def multiplied(optics: float, copper: float = 1.0):
@@ -147,7 +148,7 @@ def rail():
 
 
 def kinds(inst, result, link_class):
-    return {inst.catalog.medium[r.medium].kind for r in result.runs if r.link_class == link_class}
+    return {inst.medium[r.medium].kind for r in result.runs if r.link_class == link_class}
 
 
 def test_middle_of_rack_node_links_are_copper(mor):
@@ -199,8 +200,9 @@ def test_switch_tiers_are_spread_over_power_feeds_and_checked():
     from solver.loading import INSTANCES_DIR
     from solver.placement import design_to_place
 
-    inst = load_instance(INSTANCES_DIR / "llama3-16k.toml")  # halls with two network rows
-    result = place(inst, design_to_place(solve(inst).design), time_limit_s=5)
+    solved = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"))  # two network rows
+    inst = solved.inputs
+    result = place(inst, design_to_place(solved.design), time_limit_s=5)
     assert check_placement(inst, result) == []
     tier = {}
     for r in result.racks:
@@ -301,7 +303,7 @@ def test_a_rack_scale_system_is_its_own_rack():
     liquid = Hall(name="l", rows=2, positions_per_row=40, rack_power_kw=140.0,
                   cooling="liquid")
     air = Hall(name="a", rows=2, positions_per_row=40, rack_power_kw=40.0)
-    inst = instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text()))
+    inst = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
     assert nodes_per_rack(inst, parts, liquid) == 1  # a 48U NVL72 fills one position
     assert nodes_per_rack(inst, parts, air) == 0      # needs liquid cooling
 
@@ -330,19 +332,17 @@ def test_tiny_designs_place_on_generated_halls(name):
     from solver.loading import INSTANCES_DIR
     from solver.placement import design_to_place
 
-    inst = load_instance(INSTANCES_DIR / "tiny" / f"{name}.toml")
-    result = place(inst, design_to_place(solve(inst).design), time_limit_s=5)
-    assert check_placement(inst, result) == []
+    solved = solve(load_instance(INSTANCES_DIR / "tiny" / f"{name}.toml"))
+    result = place(solved.inputs, design_to_place(solved.design), time_limit_s=5)
+    assert check_placement(solved.inputs, result) == []
 
 
 # --- the failure cost of media ---------------------------------------------------------
 
 def failure_pricing(inst, lost_hours: float, usd_per_hour: float):
-    from solver.evaluators import ModelGoodput
-    from solver.fabric_inputs import resolve_fabric_parts
     from solver.placement import FailurePricing, MediaPricing
 
-    rates = ModelGoodput(inst).rates(resolve_fabric_parts(inst.catalog, "h100-sxm", "tomahawk5"))
+    rates = inst.rates[inst.gpu["h100-sxm"].generation]
     return MediaPricing(inst, FailurePricing(rates, lost_hours, usd_per_hour), "")
 
 
@@ -353,7 +353,7 @@ def test_failure_cost_of_one_link_by_hand():
     from solver.placement import failure_cost_usd, lifetime_cost_usd
 
     inst = small_instance([HALL])
-    sr4, dac = inst.catalog.medium["sr4-400g"], inst.catalog.medium["dac-400g"]
+    sr4, dac = inst.medium["sr4-400g"], inst.medium["dac-400g"]
     assert (inst.years, sr4.price_usd_per_end, dac.price_usd_per_end) == (5, 600.0, 100.0)
     pricing = failure_pricing(inst, 0.25, 100_000.0)
     # 1.0 x (600 transceiver + 0.25 h x $100,000/h)
@@ -391,7 +391,7 @@ def test_a_dearer_hour_never_picks_a_more_failure_prone_medium(tier):
     from solver.placement import cheapest_medium
 
     inst = small_instance([HALL])
-    media = [m for m in inst.catalog.medium.values() if m.gbps == 400]
+    media = [m for m in inst.medium.values() if m.gbps == 400]
     by_cost_rate = [failure_pricing(inst, 0.25, c) for c in (0, 1e2, 1e3, 1e4, 1e5, 1e6, 1e9)]
     by_multiplier = [failure_pricing(multiplied(k, k), 0.25, 1e5) for k in (0.1, 1, 10, 1e4)]
     rates = by_cost_rate[0].failure.rates
@@ -422,8 +422,8 @@ def test_a_huge_cost_rate_cables_copper_wherever_it_reaches():
     rates, media = result.inputs.pricing.failure.rates, result.inputs.media
     for r in result.runs:
         least = min(link_failure_rate(m.kind, rates) for m in media if m.reach_m >= r.length_m)
-        assert link_failure_rate(inst.catalog.medium[r.medium].kind, rates) == least
-    assert {inst.catalog.medium[r.medium].kind for r in result.runs if r.length_m <= 5.0} <= COPPER
+        assert link_failure_rate(inst.medium[r.medium].kind, rates) == least
+    assert {inst.medium[r.medium].kind for r in result.runs if r.length_m <= 5.0} <= COPPER
     s = result.summary
     assert 0 < s["media_failure_cost_usd"] < s["media_lifetime_cost_usd"]
     assert s["media_failure_cost_note"].startswith("failure cost:")
@@ -438,12 +438,12 @@ def test_no_failure_cost_without_the_figures(mor):
     from solver.fabric_inputs import resolve_fabric_parts
     from solver.placement import failure_cost_usd, media_pricing
 
-    parts = resolve_fabric_parts(inst.catalog, "h100-sxm", "tomahawk5")
+    parts = resolve_fabric_parts(inst, "h100-sxm", "tomahawk5")
     full = dataclasses.replace(design(512, rail=False), lost_hours_per_interruption=0.25,
                                cost_usd_per_hour=1e5)
     pricing = media_pricing(overhead, full, parts)
     assert pricing.failure is None and "overhead" in pricing.note
-    assert failure_cost_usd(inst.catalog.medium["sr4-400g"], 1, pricing) == 0.0
+    assert failure_cost_usd(inst.medium["sr4-400g"], 1, pricing) == 0.0
     assert media_pricing(inst, full, parts).failure is not None
 
 
@@ -452,9 +452,8 @@ def test_both_design_sources_carry_the_same_failure_figures():
     from solver.loading import INSTANCES_DIR
     from solver.placement import design_from_summary, design_to_place
 
-    inst = load_instance(INSTANCES_DIR / "llama3-16k.toml")
-    solved = solve(inst)
-    a, b = design_to_place(solved.design, inst), design_from_summary(solved.summary)
+    solved = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"))
+    a, b = design_to_place(solved.design, solved.inputs), design_from_summary(solved.summary)
     assert a == b
     rel, cost = solved.summary["throughput"]["reliability"], solved.summary["cost"]
     assert a.lost_hours_per_interruption * 3600 > rel["restart_s"]

@@ -18,6 +18,7 @@ from solver.design_data import build_design_data
 from solver.errors import InvalidInstance
 from solver.evaluators import default_evaluators
 from solver.loading import instance_from_dict, read_document
+from solver.prepare import prepare
 from solver.scenario import full_document, get_path, parse_spec, set_path
 
 SMALL = Path("instances/tiny/sweep-small.toml")
@@ -190,7 +191,8 @@ def test_pareto_matches_enumeration_of_candidates(tmp_path):
     power, GPU count within the limits}, computed by hand from the candidate list."""
     front = pareto(SMALL, "capex_usd", "effective_tokens_per_s", points=6, out=tmp_path)
     inst = instance_from_dict(pareto_base(read_document(SMALL), "capex_usd"))
-    data, _ = build_design_data(inst, default_evaluators(inst))
+    inputs = prepare(inst)
+    data, _ = build_design_data(inputs, default_evaluators(inputs))
     for _, row in front.iterrows():
         feasible = [c.effective_tokens_per_s for c in data.candidates
                     if candidate_x(data, c, "capex_usd") <= row["epsilon"]

@@ -15,22 +15,25 @@ DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
 
 def network_for(catalog, system, switch_id: str | None, oversubscription: float,
                 pod_gpus: int | None):
-    """The scale-out fabric as the job sees it: NIC bandwidth per GPU from the system's
-    default NIC; in-network reduction from the switch; pods of `pod_gpus` (default with
-    a switch: the 3-tier non-blocking maximum 2*(k/2)^3 at the NIC speed)."""
+    """The scale-out fabric as the job sees it: NIC bandwidth per GPU from the back-end
+    NIC (solver.prepare.backend_nic; the system's default NIC without a switch);
+    in-network reduction from the switch; pods of `pod_gpus` (default with a switch: the
+    3-tier non-blocking maximum 2*(k/2)^3 at the NIC speed)."""
     from models.perf import NetworkSpec
+    from solver.prepare import backend_nic
 
     nic = catalog.nic[system.default_nic]
-    gbps = nic.port_gbps * system.nics_per_node / system.gpus_per_node
     reduction = False
     if switch_id is not None:
         if switch_id not in catalog.switch:
             raise InvalidInstance([f"--switch: unknown switch '{switch_id}' (known: "
                                    f"{', '.join(sorted(catalog.switch))})"], "perf")
         switch = catalog.switch[switch_id]
+        nic = backend_nic(catalog, system, switch)
         reduction = switch.in_network_reduction
         if pod_gpus is None and nic.port_gbps in switch.radix_by_gbps:
             pod_gpus = 2 * (switch.radix(nic.port_gbps) // 2) ** 3
+    gbps = nic.port_gbps * system.nics_per_node / system.gpus_per_node
     return NetworkSpec(gbps_per_gpu=gbps, in_network_reduction=reduction,
                        pod_gpus=pod_gpus, oversubscription=oversubscription)
 

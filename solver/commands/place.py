@@ -16,13 +16,13 @@ TimeLimit = Annotated[float, typer.Option("--time-limit", min=0.1,
                                           help="CP-SAT time limit for the placement [s].")]
 
 
-def place_design(inst, design, folder: Path, time_limit: float):
+def place_design(inputs, design, folder: Path, time_limit: float):
     """Place, re-check independently, write placement.csv, cables.csv, floorplan.png."""
     from solver.placement import place, write_placement_outputs
     from solver.placement_check import check_placement
 
-    result = place(inst, design, time_limit_s=time_limit)
-    problems = check_placement(inst, result)
+    result = place(inputs, design, time_limit_s=time_limit)
+    problems = check_placement(inputs, result)
     result.summary["verified"] = not problems
     if problems:
         raise Infeasible("placement failed the independent check:\n" + "\n".join(
@@ -67,19 +67,21 @@ def register(app: typer.Typer) -> None:
         from solver.loading import INSTANCES_DIR, load_instance
         from solver.outputs import default_out_dir
         from solver.placement import design_from_summary, design_to_place
+        from solver.prepare import prepare
 
         def body():
             if source is not None and source.suffix == ".json" and _is_design(source):
                 summary = json.loads(source.read_text(encoding="utf-8"))
-                inst = load_instance(instance or INSTANCES_DIR / f"{summary['instance']}.toml")
+                inputs = prepare(load_instance(
+                    instance or INSTANCES_DIR / f"{summary['instance']}.toml"))
                 design = design_from_summary(summary)
             else:
-                inst = load_instance(source)
-                solved = solve_instance(inst)
+                solved = solve_instance(load_instance(source))
                 if solved.design is None:
                     raise Infeasible(f"the instance has no design to place ({solved.status})")
-                design = design_to_place(solved.design, inst)
-            result, written = place_design(inst, design, out or default_out_dir(inst.name),
+                inputs = solved.inputs
+                design = design_to_place(solved.design, inputs)
+            result, written = place_design(inputs, design, out or default_out_dir(inputs.name),
                                            time_limit)
             if as_json:
                 emit_json(result.summary)

@@ -19,7 +19,8 @@ def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
           simulate_runs: int | None, days: float, seed: int) -> dict[str, Any]:
     """The reliability document; bad options raise InvalidInstance naming the option."""
     from models.reliability import RECOVERY_MODES, goodput, param_count, simulate
-    from solver.loading import load_workload
+    from solver.loading import load_catalog, load_workload
+    from solver.prepare import backend_nic
     from solver.reliability_inputs import (
         catalog_item,
         default_switch,
@@ -27,7 +28,6 @@ def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
         load_reliability_catalog,
         reliability_rates,
     )
-    from solver.schema import GpuSystem, Nic, Switch
 
     problems = []
     if gpus <= 0:
@@ -43,15 +43,16 @@ def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
         problems.append(f"--days: must be positive (got {days})")
     if problems:
         raise InvalidInstance(problems, "reliability")
-    gpu = catalog_item("gpu", gpu_id, GpuSystem, "--gpu")
-    nic = catalog_item("nic", gpu.default_nic, Nic, f"catalog.gpu.{gpu_id}.default_nic")
-    switch_id = switch_id or default_switch(nic.port_gbps)
-    switch = catalog_item("switch", switch_id, Switch, "--switch")
+    catalog = load_catalog()
+    gpu = catalog_item(catalog, "gpu", gpu_id, "--gpu")
+    switch = catalog_item(catalog, "switch", switch_id or default_switch(
+        catalog, catalog.nic[gpu.default_nic].port_gbps), "--switch")
+    nic = backend_nic(catalog, gpu, switch)
     workload = load_workload(workload_ref, "--workload")
-    catalog = load_reliability_catalog()
-    rates = reliability_rates(catalog, gpu.generation)
+    rel_catalog = load_reliability_catalog()
+    rates = reliability_rates(rel_catalog, gpu.generation)
     inputs = design_inputs(gpu, nic, switch, gpus, workload, rail_optimized, checkpoint_gbps,
-                           recovery, catalog.recovery.availability_target.value)
+                           recovery, rel_catalog.recovery.availability_target.value)
     result = goodput(inputs, rates)
     doc: dict[str, Any] = {
         "gpu": gpu.id, "gpus": gpus, "nodes": inputs.nodes, "switch": switch.id,

@@ -126,9 +126,11 @@ def register(app: typer.Typer) -> None:
                 from solver.commands.place import place_design
                 from solver.placement import design_to_place, placed_bom_lines
 
+                inputs = result.inputs
                 try:
                     placed, placement_files = place_design(
-                        inst, design_to_place(result.design, inst), folder, min(time_limit, 30.0))
+                        inputs, design_to_place(result.design, inputs), folder,
+                        min(time_limit, 30.0))
                 except (Infeasible, NoSolution) as exc:
                     if as_json:
                         emit_json(result.summary | {"placement": {
@@ -137,7 +139,7 @@ def register(app: typer.Typer) -> None:
                     raise type(exc)(f"the design is optimal but its placement failed "
                                     f"(use --no-place to skip it): {exc}") from None
                 result.summary = with_placement(
-                    inst, result.summary, result.design, placed_bom_lines(placed),
+                    inputs, result.summary, result.design, placed_bom_lines(placed),
                     placed.summary["racks_total"], placed.summary)
             # --- end of placement stage ---
             bom_csv = pd.DataFrame(result.summary["bom"]).to_csv(index=False)

@@ -1,0 +1,192 @@
+"""Resolve an instance once into typed, frozen inputs: the first stage of the pipeline.
+
+instance (validated, catalog overrides applied) -> :class:`Inputs`: the workload, limits,
+site, choices, objective and reliability settings; the catalog items (GPU systems,
+switches, NICs, media, facility); every allowed hardware configuration with its NIC
+chosen by the one rule :func:`backend_nic`; and the failure rates per GPU generation
+with the instance's what-if multipliers. After this stage nothing reads the raw
+instance or a catalog file again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from models.fabric import FabricSpec
+from models.reliability import ReliabilityRates
+from solver.reliability_inputs import (
+    load_reliability_catalog,
+    reliability_rates,
+    workload_checkpoint_gb,
+)
+from solver.schema import (
+    Catalog,
+    Choices,
+    FabricChoice,
+    Facility,
+    GpuSystem,
+    Instance,
+    Limits,
+    Medium,
+    Nic,
+    Objective,
+    Reliability,
+    Site,
+    Switch,
+    Workload,
+)
+from solver.schema.instance import FailureRateMultipliers
+
+
+def backend_nic(catalog: Catalog, gpu: GpuSystem, switch: Switch) -> Nic:
+    """The back-end NIC of `gpu` on `switch`: the one the switch requires (BlueField-3 for
+    Spectrum-X), else the GPU system's default. solve, fabric, perf and reliability all
+    use this rule."""
+    return catalog.nic[switch.required_nic or gpu.default_nic]
+
+
+@dataclass(frozen=True)
+class ConfigParts:
+    """The catalog items of one configuration."""
+
+    key: str
+    gpu: GpuSystem
+    switch: Switch
+    nic: Nic
+    fabric: FabricChoice
+    rail_optimized: bool
+    nic_attachment: str
+    checkpoint_gbytes_per_s_per_node: float
+    """Checkpoint storage write bandwidth bought per node [GB/s]."""
+
+    @property
+    def radix(self) -> int:
+        return self.switch.radix(self.nic.port_gbps)
+
+    def fabric_spec(self, nodes: int) -> FabricSpec:
+        return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
+                          tiers=self.fabric.tiers, pods=self.fabric.pods or 1,
+                          oversubscription=self.fabric.oversubscription,
+                          rail_optimized=self.rail_optimized)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """An instance resolved once (see the module docstring); the catalog maps are
+    read-only views."""
+
+    name: str
+    sha256: str
+    """SHA-256 of the instance document (its catalog included)."""
+    workload: Workload
+    limits: Limits
+    site: Site
+    choices: Choices
+    objective: Objective
+    reliability: Reliability
+    years: int
+    """TCO horizon [years]."""
+    facility: Facility
+    gpu: Mapping[str, GpuSystem]
+    switch: Mapping[str, Switch]
+    nic: Mapping[str, Nic]
+    medium: Mapping[str, Medium]
+    configs: tuple[ConfigParts, ...]
+    """Every allowed configuration, sorted by key."""
+    config_notes: tuple[str, ...]
+    """Combinations of the choices the hardware or the limits rule out."""
+    rates: Mapping[str, ReliabilityRates]
+    """Failure rates [1/h] per GPU generation of `configs`, times the what-if multipliers
+    (empty when objective.reliability_model = 'overhead')."""
+    checkpoint_gb: float
+    """Checkpoint size of the workload [GB]."""
+
+    @property
+    def single_building(self) -> bool:
+        return len(self.site.buildings) == 1
+
+    def config(self, key: str) -> ConfigParts:
+        """The configuration of a key (with or without its media suffix)."""
+        by_key = {p.key: p for p in self.configs}
+        return by_key.get(key) or by_key[key.rsplit("/", 1)[0]]
+
+
+def prepare(inst: Instance) -> Inputs:
+    """Resolve `inst` (the pipeline's first stage)."""
+    cat = inst.catalog
+    configs, notes = enumerate_configs(inst)
+    rates: dict[str, ReliabilityRates] = {}
+    if inst.objective.reliability_model == "model":
+        rel_catalog = load_reliability_catalog()
+        for gen in sorted({p.gpu.generation for p in configs}):
+            rates[gen] = scaled_rates(reliability_rates(rel_catalog, gen),
+                                      inst.reliability.failure_rate_multipliers)
+    return Inputs(
+        name=inst.name, sha256=instance_sha256(inst), workload=inst.workload,
+        limits=inst.limits, site=inst.site, choices=inst.choices, objective=inst.objective,
+        reliability=inst.reliability, years=inst.years, facility=cat.facility,
+        gpu=MappingProxyType(dict(cat.gpu)), switch=MappingProxyType(dict(cat.switch)),
+        nic=MappingProxyType(dict(cat.nic)), medium=MappingProxyType(dict(cat.medium)),
+        configs=tuple(configs), config_notes=tuple(notes), rates=MappingProxyType(rates),
+        checkpoint_gb=workload_checkpoint_gb(inst.workload))
+
+
+def instance_sha256(inst: Instance) -> str:
+    return hashlib.sha256(json.dumps(inst.model_dump(mode="json"), sort_keys=True)
+                          .encode()).hexdigest()
+
+
+def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
+               checkpoint_gbytes_per_s: float) -> str:
+    tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
+    pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
+    layout = "rail" if rail else "mor"
+    return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
+            f"ckpt{checkpoint_gbytes_per_s:g}")
+
+
+def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
+    """All allowed configurations, sorted by key, and notes on combinations skipped."""
+    cat, parts, skipped = inst.catalog, [], []
+    blast = inst.reliability.max_blast_radius_gpus
+    for gpu_id in sorted(set(inst.choices.gpus)):
+        gpu = cat.gpu[gpu_id]
+        if blast is not None and gpu.gpus_per_node > blast:
+            skipped.append(f"{gpu_id}: one failed part stops {gpu.gpus_per_node} GPUs, above "
+                           f"reliability.max_blast_radius_gpus {blast}")
+            continue
+        for fabric in inst.choices.fabrics:
+            switch = cat.switch[fabric.switch]
+            nic = backend_nic(cat, gpu, switch)
+            if switch.family not in nic.families:
+                skipped.append(f"{gpu_id} with {switch.id}: NIC {nic.id} does not speak "
+                               f"{switch.family}")
+                continue
+            if nic.port_gbps not in switch.radix_by_gbps:
+                skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
+                               f"{nic.id}")
+                continue
+            for rail, attachment, storage in itertools.product(
+                    sorted(set(inst.choices.rail_optimized), reverse=True),
+                    sorted(set(inst.choices.nic_attachment)),
+                    sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node))):
+                key = config_key(gpu_id, fabric, rail, attachment, storage)
+                parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
+                                         storage))
+    return sorted(parts, key=lambda p: p.key), skipped
+
+
+def scaled_rates(rates: ReliabilityRates, m: FailureRateMultipliers) -> ReliabilityRates:
+    """The catalog's failure rates times the instance's what-if multipliers."""
+    return dataclasses.replace(
+        rates, gpu_per_h=rates.gpu_per_h * m.gpu,
+        node_rest_per_gpu_h=rates.node_rest_per_gpu_h * m.node, nic_per_h=rates.nic_per_h * m.nic,
+        optic_link_per_h={k: v * m.optics for k, v in rates.optic_link_per_h.items()},
+        copper_link_per_h={k: v * m.copper for k, v in rates.copper_link_per_h.items()},
+        switch_per_h=rates.switch_per_h * m.switch)
