@@ -10,18 +10,19 @@ from typing import Any
 import pandas as pd
 import pyomo.environ as pyo
 
+from models.design.candidates import build_design_data, exact_candidate, refine, with_limits
+from models.design.chosen import ChosenDesign
 from models.design.data import DesignData
+from models.design.evaluate import Evaluators, default_evaluators
+from models.design.inputs import Inputs
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
 from models.design.prune import elastic_candidates, prune
 from models.fabric import design_fabric
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import check_design
-from solver.design import ChosenDesign
-from solver.design_data import build_design_data, exact_candidate, refine, with_limits
 from solver.diagnose import diagnose, unmet_requirements
-from solver.evaluators import Evaluators, default_evaluators
 from solver.job_mapping import map_job
-from solver.prepare import Inputs, prepare
+from solver.prepare import prepare
 from solver.report import binding_limits, summary_document, tables
 from solver.schema import Instance
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from models.design.candidates import lengths_m, node_power_w
+from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
+from models.design.inputs import Inputs
 from models.fabric import design_fabric
-from solver.design import ChosenDesign
-from solver.design_data import lengths_m, node_power_w
-from solver.prepare import Inputs
 
 REL_TOL = 1e-6
 

@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from models.design.candidates import link_lengths
 from models.fabric import Fabric, FabricSpec, MediaLine, choose_media, design_fabric
 from solver.errors import InvalidInstance
 from solver.prepare import backend_nic
@@ -74,19 +75,6 @@ def resolve_fabric_parts(catalog: Catalog, gpu_id: str, switch_id: str,
     if problems:
         raise InvalidInstance(problems, "fabric")
     return FabricParts(gpu, switch, nic, nic.port_gbps, switch.radix(nic.port_gbps))
-
-
-def link_lengths(lengths: CableLengths, fabric: Fabric,
-                 single_building: bool = False) -> dict[str, float]:
-    """Routed length [m] of every link class of ``fabric`` (mapping in the module doc)."""
-    by_class = {
-        "node-leaf": (lengths.node_leaf_rail_optimized_m if fabric.spec.rail_optimized
-                      else lengths.node_leaf_middle_of_rack_m),
-        "leaf-spine": lengths.leaf_spine_m,
-        "spine-core": lengths.spine_core_m,
-    }
-    top = lengths.spine_core_m if single_building else lengths.between_buildings_m
-    return {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
 
 
 def frontend_network(nodes: int, gpu: GpuSystem, catalog: Catalog) -> Fabric:

@@ -30,6 +30,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from models.design.candidates import media_lines as bom_media_lines
+from models.design.inputs import Inputs
 from models.fabric import Fabric, FabricSpec, LinkClass, design_fabric, media_line
 from models.placement.geometry import (
     Position,
@@ -44,15 +46,13 @@ from models.power_cost import BomLine
 from models.reliability import ReliabilityRates
 from models.reliability.goodput import lost_work_s
 from models.reliability.rates import link_failure_rate
-from solver.design_data import media_lines as bom_media_lines
 from solver.errors import Infeasible, InvalidInstance, NoSolution
 from solver.fabric_inputs import FabricParts, resolve_fabric_parts
-from solver.prepare import Inputs
 from solver.schema.catalog import Medium
 from solver.schema.site import Hall, default_halls
 
 RACK_UNITS = 42
-"""Usable height of one rack [U] (same figure as solver.design_data)."""
+"""Usable height of one rack [U] (same figure as models.design.candidates)."""
 LEAF_SPINE_TIER = 2
 """Tier of the leaf-spine links (1 = node-leaf), the zone model's rings and remote costs."""
 COST_UNITS_PER_USD = 100
@@ -100,7 +100,8 @@ def cost_usd_per_hour(tco_usd: float, years: int) -> float:
 
 
 def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
-    """From a ``solver.design.ChosenDesign``; the cost rate needs ``inputs`` (facility, years)."""
+    """From a ``models.design.chosen.ChosenDesign``; the cost rate needs ``inputs``
+    (facility, years)."""
     c, cand = design.config, design.candidate
     pc = design.power_cost(inputs) if inputs is not None else None
     return DesignToPlace(c.gpu, c.switch, cand.nodes + cand.spare_nodes, cand.tiers, c.pods,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from solver.prepare import Inputs
+from models.design.inputs import Inputs
 
 
 def check_placement(inputs: Inputs, result) -> list[str]:

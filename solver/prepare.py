@@ -1,6 +1,7 @@
 """Resolve an instance once into typed, frozen inputs: the first stage of the pipeline.
 
-instance (validated, catalog overrides applied) -> :class:`Inputs`: the workload, limits,
+instance (validated, catalog overrides applied) -> ``models.design.inputs.Inputs``: the
+workload, limits,
 site, choices, objective and reliability settings; the catalog items (GPU systems,
 switches, NICs, media, facility); every allowed hardware configuration with its NIC
 chosen by the one rule :func:`backend_nic`; and the failure rates per GPU generation
@@ -14,33 +15,16 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
-from models.fabric import FabricSpec
+from models.design.inputs import ConfigParts, Inputs
 from models.reliability import ReliabilityRates
 from solver.reliability_inputs import (
     load_reliability_catalog,
     reliability_rates,
     workload_checkpoint_gb,
 )
-from solver.schema import (
-    Catalog,
-    Choices,
-    FabricChoice,
-    Facility,
-    GpuSystem,
-    Instance,
-    Limits,
-    Medium,
-    Nic,
-    Objective,
-    Reliability,
-    Site,
-    Switch,
-    Workload,
-)
+from solver.schema import Catalog, FabricChoice, GpuSystem, Instance, Nic, Switch
 from solver.schema.instance import FailureRateMultipliers
 
 
@@ -49,72 +33,6 @@ def backend_nic(catalog: Catalog, gpu: GpuSystem, switch: Switch) -> Nic:
     Spectrum-X), else the GPU system's default. solve, fabric, perf and reliability all
     use this rule."""
     return catalog.nic[switch.required_nic or gpu.default_nic]
-
-
-@dataclass(frozen=True)
-class ConfigParts:
-    """The catalog items of one configuration."""
-
-    key: str
-    gpu: GpuSystem
-    switch: Switch
-    nic: Nic
-    fabric: FabricChoice
-    rail_optimized: bool
-    nic_attachment: str
-    checkpoint_gbytes_per_s_per_node: float
-    """Checkpoint storage write bandwidth bought per node [GB/s]."""
-
-    @property
-    def radix(self) -> int:
-        return self.switch.radix(self.nic.port_gbps)
-
-    def fabric_spec(self, nodes: int) -> FabricSpec:
-        return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
-                          tiers=self.fabric.tiers, pods=self.fabric.pods or 1,
-                          oversubscription=self.fabric.oversubscription,
-                          rail_optimized=self.rail_optimized)
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """An instance resolved once (see the module docstring); the catalog maps are
-    read-only views."""
-
-    name: str
-    sha256: str
-    """SHA-256 of the instance document (its catalog included)."""
-    workload: Workload
-    limits: Limits
-    site: Site
-    choices: Choices
-    objective: Objective
-    reliability: Reliability
-    years: int
-    """TCO horizon [years]."""
-    facility: Facility
-    gpu: Mapping[str, GpuSystem]
-    switch: Mapping[str, Switch]
-    nic: Mapping[str, Nic]
-    medium: Mapping[str, Medium]
-    configs: tuple[ConfigParts, ...]
-    """Every allowed configuration, sorted by key."""
-    config_notes: tuple[str, ...]
-    """Combinations of the choices the hardware or the limits rule out."""
-    rates: Mapping[str, ReliabilityRates]
-    """Failure rates [1/h] per GPU generation of `configs`, times the what-if multipliers
-    (empty when objective.reliability_model = 'overhead')."""
-    checkpoint_gb: float
-    """Checkpoint size of the workload [GB]."""
-
-    @property
-    def single_building(self) -> bool:
-        return len(self.site.buildings) == 1
-
-    def config(self, key: str) -> ConfigParts:
-        """The configuration of a key (with or without its media suffix)."""
-        by_key = {p.key: p for p in self.configs}
-        return by_key.get(key) or by_key[key.rsplit("/", 1)[0]]
 
 
 def prepare(inst: Instance) -> Inputs:

@@ -7,13 +7,13 @@ from typing import Any
 import pandas as pd
 
 from models.design import prune
+from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
+from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.power_cost import BomLine, PowerCost, power_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
-from solver.design import ChosenDesign
-from solver.prepare import Inputs
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
                    "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD")}

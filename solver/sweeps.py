@@ -7,7 +7,7 @@ and key metrics), written as parquet and CSV to ``results/<instance>/sweeps/<nam
 Speed. Building the candidate designs (every configuration at every size, evaluated
 exactly) is most of a solve. When every varied path is a limit or a requirement
 (`REUSABLE_PATHS`), the candidates are built once, for the largest limits of the sweep,
-and each scenario applies its own limits to them (`solver.design_data.with_limits`)
+and each scenario applies its own limits to them (`models.design.candidates.with_limits`)
 before the exact pruning and the MILP, which is what `solve(candidates=...)` does. The
 MILP itself is rebuilt per scenario: pruning to the scenario's limits changes the
 ladders (the model's structure), and the pruned MILP solves in well under a second, so a
@@ -37,10 +37,10 @@ from typing import Any
 
 import pandas as pd
 
+from models.design.candidates import build_design_data
+from models.design.evaluate import default_evaluators
 from solver.api import solve
-from solver.design_data import build_design_data
 from solver.errors import ClusterplanError, UsageError
-from solver.evaluators import default_evaluators
 from solver.loading import (
     DEFAULT_INSTANCE,
     instance_from_dict,

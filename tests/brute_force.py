@@ -2,7 +2,7 @@
 re-derive its feasibility and objective from first principles.
 
 Independent of models.design.prune, models.design.milp and the checker: only the list of
-candidate (configuration, size) pairs comes from solver.design_data.build_design_data, and
+candidate (configuration, size) pairs comes from models.design.candidates.build_design_data, and
 it is generated on a copy of the instance whose limits are loosened (power and budget x4,
 no GPU range, no requirement), so the pipeline's own pre-bounding of the size ladder is
 not trusted either. For every candidate this module recomputes, from the catalog:
@@ -31,10 +31,10 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from models.design.candidates import build_design_data
 from models.design.data import DesignData
+from models.design.evaluate import default_evaluators
 from models.fabric import FabricSpec, design_fabric
-from solver.design_data import build_design_data
-from solver.evaluators import default_evaluators
 from solver.prepare import prepare
 from solver.schema import Instance
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from models.design.candidates import build_design_data, links_of
+from models.design.evaluate import default_evaluators, exact_throughput
 from models.fabric import design_fabric
 from solver import load_instance, solve
-from solver.design_data import build_design_data, links_of
-from solver.evaluators import default_evaluators, exact_throughput
 from solver.loading import INSTANCES_DIR, instance_from_dict, read_document
 from solver.prepare import prepare
 
@@ -113,7 +113,7 @@ def test_checkpoint_storage_bandwidth_and_recovery_are_decisions():
 
 
 def test_hot_spares_follow_the_chosen_node_link_medium():
-    from solver.evaluators import ModelGoodput
+    from models.design.evaluate import ModelGoodput
 
     doc = read_document(LLAMA)
     doc["choices"]["rail_optimized"] = [True]

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.design import milp
+from models.design.candidates import with_limits
 from solver import solve
 from solver.backends.highs import solve_milp
-from solver.design_data import with_limits
 from solver.loading import instance_from_dict, read_document
 from solver.prepare import prepare
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from models.design.candidates import build_design_data
+from models.design.evaluate import default_evaluators
 from solver import load_instance, pareto, solve, sweep, tornado
 from solver.analysis import candidate_x, marginal_values, pareto_base
 from solver.cli import app
-from solver.design_data import build_design_data
 from solver.errors import InvalidInstance
-from solver.evaluators import default_evaluators
 from solver.loading import instance_from_dict, read_document
 from solver.prepare import prepare
 from solver.scenario import full_document, get_path, parse_spec, set_path

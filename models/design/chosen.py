@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.design.data import Candidate, Config
+from models.design.inputs import Inputs
 from models.power_cost import BomLine, PowerCost, power_cost
-from solver.prepare import Inputs
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Two families, chosen by the instance's [objective]:
   (models.perf.search) on the design's GPUs and network. Evaluated exactly on a grid
   ~5% apart in GPU count, which bounds it in between (InterpolatedThroughput), because
   the search over thousands of ladder sizes would dominate the solve; candidates whose
-  bounds could matter are then evaluated exactly (solver.design_data.refine).
+  bounds could matter are then evaluated exactly (models.design.candidates.refine).
   performance = 'assumed_mfu': GPUs x dense peak x assumed_mfu / model FLOPs per token.
 - reliability_model = 'model' (default): failures, checkpoints, restarts and hot spares
   (models.reliability) for the design's media, switches and checkpoint storage
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from models.design.inputs import Inputs
 from models.fabric import Fabric, MediaLine
 from models.perf import NetworkSpec, search
 from models.perf.flops import arch_of
 from models.reliability import ReliabilityInputs, ReliabilityRates, goodput
 from models.reliability.goodput import choose_spares
-from solver.prepare import Inputs
 
 BREAKPOINT_RATIO = 1.05
 """Spacing of exact performance evaluations in GPU count (5%)."""
@@ -128,7 +128,7 @@ class InterpolatedThroughput:
     throughput), so between grid points lo < g < hi:
         T(lo) <= T(g) <= T(hi), and T(g) = T(hi) when hi's best configuration uses <= g
     GPUs (it then runs on g). The estimate is the lower bound, exact in that case;
-    `solver.design_data.refine` evaluates exactly wherever the bounds could matter.
+    `models.design.candidates.refine` evaluates exactly wherever the bounds could matter.
     """
 
     def __init__(self) -> None:

@@ -1,11 +1,11 @@
-"""From the resolved inputs (solver.prepare) to the design MILP's data: configurations
+"""From the resolved inputs (models.design.inputs) to the design MILP's data: configurations
 and candidate sizes.
 
 For every combination of the instance's choices (GPU system x fabric option x layout x
 NIC attachment) that the hardware allows, and every combination of non-dominated media
 that reach each link class, the candidate sizes are the multiples of the scalable unit
 up to the largest size power, budget and max_gpus allow. Each candidate is evaluated
-exactly: fabric (models.fabric), spares and goodput, throughput (solver.evaluators).
+exactly: fabric (models.fabric), spares and goodput, throughput (models.design.evaluate).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import itertools
 import math
 
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
+from models.design.evaluate import Evaluators, GoodputEstimate, grid_points
+from models.design.inputs import ConfigParts, Inputs
 from models.design.prune import to_refine
 from models.fabric import (
     Fabric,
@@ -27,9 +29,6 @@ from models.fabric import (
     scalable_unit_nodes,
 )
 from models.power_cost import BomLine
-from solver.evaluators import Evaluators, GoodputEstimate, grid_points
-from solver.fabric_inputs import link_lengths
-from solver.prepare import ConfigParts, Inputs
 
 RACK_UNITS_PER_NETWORK_RACK = 42
 
@@ -38,6 +37,23 @@ def node_power_w(p: ConfigParts) -> float:
     """One node with its GPUs and back-end NICs [W]."""
     return (p.gpu.gpus_per_node * p.gpu.gpu_power_w + p.gpu.node_other_power_w
             + p.gpu.nics_per_node * p.nic.power_w)
+
+
+def link_lengths(lengths, fabric: Fabric,
+                 single_building: bool = False) -> dict[str, float]:
+    """Routed length [m] of every link class of ``fabric`` from the site's typical
+    lengths (``CableLengths``): node-leaf by layout (rail-optimized: leaves at the end of
+    the row; middle-of-rack: copper in the rack group), leaf-spine, spine-core; a 4th
+    tier or the tier joining pods spans the buildings of a campus (``spine_core_m`` on a
+    single-building site)."""
+    by_class = {
+        "node-leaf": (lengths.node_leaf_rail_optimized_m if fabric.spec.rail_optimized
+                      else lengths.node_leaf_middle_of_rack_m),
+        "leaf-spine": lengths.leaf_spine_m,
+        "spine-core": lengths.spine_core_m,
+    }
+    top = lengths.spine_core_m if single_building else lengths.between_buildings_m
+    return {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
 
 
 def lengths_m(inputs: Inputs, fabric: Fabric) -> dict[str, float]:

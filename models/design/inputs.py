@@ -1,0 +1,93 @@
+"""Typed inputs of the design models: an instance resolved once (by ``solver.prepare``).
+
+Catalog items and instance sections are the validated schema objects of ``solver.schema``
+(frozen pydantic models); the models read them by attribute only, so anything with the
+same fields serves (the Protocols of ``models.perf.types`` for GPU systems and
+workloads; the other fields are listed in each attribute's docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from models.fabric import FabricSpec
+from models.perf.types import GpuSystemLike, WorkloadLike
+from models.reliability import ReliabilityRates
+
+
+@dataclass(frozen=True)
+class ConfigParts:
+    """The catalog items of one configuration."""
+
+    key: str
+    gpu: GpuSystemLike
+    switch: Any
+    """Switch: id, family, radix(gbps), price_usd, power_w, rack_units, ..."""
+    nic: Any
+    """The back-end NIC: id, port_gbps, price_usd, power_w."""
+    fabric: Any
+    """The fabric option: switch, tiers, pods, oversubscription."""
+    rail_optimized: bool
+    nic_attachment: str
+    checkpoint_gbytes_per_s_per_node: float
+    """Checkpoint storage write bandwidth bought per node [GB/s]."""
+
+    @property
+    def radix(self) -> int:
+        return self.switch.radix(self.nic.port_gbps)
+
+    def fabric_spec(self, nodes: int) -> FabricSpec:
+        return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
+                          tiers=self.fabric.tiers, pods=self.fabric.pods or 1,
+                          oversubscription=self.fabric.oversubscription,
+                          rail_optimized=self.rail_optimized)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """An instance resolved once (see the module docstring); the catalog maps are
+    read-only views."""
+
+    name: str
+    sha256: str
+    """SHA-256 of the instance document (its catalog included)."""
+    workload: WorkloadLike
+    limits: Any
+    """budget_usd, it_power_mw, budget_basis, min_gpus, max_gpus, deadline_days."""
+    site: Any
+    """buildings (name, it_power_mw, max_racks, halls), cable_lengths, rack_power_kw."""
+    choices: Any
+    """The instance's [choices] (recovery modes are chosen per design)."""
+    objective: Any
+    """kind, required_tokens_per_s, performance, assumed_mfu, reliability_model,
+    overhead_fraction."""
+    reliability: Any
+    """min_goodput, availability_target, max_blast_radius_gpus, spare_fraction."""
+    years: int
+    """TCO horizon [years]."""
+    facility: Any
+    """Facility figures: PUE, build $/MW, electricity, rack, storage, years."""
+    gpu: Mapping[str, GpuSystemLike]
+    switch: Mapping[str, Any]
+    nic: Mapping[str, Any]
+    medium: Mapping[str, Any]
+    configs: tuple[ConfigParts, ...]
+    """Every allowed configuration, sorted by key."""
+    config_notes: tuple[str, ...]
+    """Combinations of the choices the hardware or the limits rule out."""
+    rates: Mapping[str, ReliabilityRates]
+    """Failure rates [1/h] per GPU generation of `configs`, times the what-if multipliers
+    (empty when objective.reliability_model = 'overhead')."""
+    checkpoint_gb: float
+    """Checkpoint size of the workload [GB]."""
+
+    @property
+    def single_building(self) -> bool:
+        return len(self.site.buildings) == 1
+
+    def config(self, key: str) -> ConfigParts:
+        """The configuration of a key (with or without its media suffix)."""
+        by_key = {p.key: p for p in self.configs}
+        return by_key.get(key) or by_key[key.rsplit("/", 1)[0]]
