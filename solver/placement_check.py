@@ -19,10 +19,7 @@ def check_placement(inputs: Inputs, result) -> list[str]:
     """Problems found (empty = the placement is valid). ``result``: a PlacementResult."""
     inp = result.inputs
     problems: list[str] = []
-    halls = {}
-    for b in inputs.site.buildings:
-        for h in (b.halls or _generated(b, inputs)):
-            halls[b.name, h.name] = h
+    halls = {(b, h.name): h for b, h in inputs.halls}
     seen: dict[tuple, str] = {}
     pos = {}
     for r in result.racks:
@@ -112,12 +109,6 @@ def _failure_domains(racks, network_rows: dict[tuple[str, str], int]) -> list[st
     return [f"{b}/{h}: all {count[b, h, role]} {role} racks on one row (one power feed)"
             for (b, h, role), used in sorted(rows.items())
             if count[b, h, role] > 1 and len(used) < 2 and network_rows[b, h] > 1]
-
-
-def _generated(building, inputs: Inputs):
-    from solver.schema.site import default_halls
-
-    return default_halls(building.it_power_mw, inputs.site.rack_power_kw)
 
 
 def _length(a, b, hall, between_m: float) -> float:

@@ -1,12 +1,13 @@
 """Resolve an instance once into typed, frozen inputs: the first stage of the pipeline.
 
 instance (validated, catalog overrides applied) -> ``models.design.inputs.Inputs``: the
-workload, limits,
-site, choices, objective and reliability settings; the catalog items (GPU systems,
-switches, NICs, media, facility); every allowed hardware configuration with its NIC
-chosen by the one rule :func:`backend_nic`; and the failure rates per GPU generation
-with the instance's what-if multipliers. After this stage nothing reads the raw
-instance or a catalog file again.
+workload, limits, site (its halls generated where none are given), choices, objective and
+reliability settings; the catalog items (GPU systems, switches, NICs, media, facility);
+every allowed hardware configuration with its NIC chosen by the one rule
+:func:`backend_nic`; and the failure rates per GPU generation with the instance's what-if
+multipliers. After this stage nothing reads the raw
+instance or a catalog file again. Invalid combinations found here (duplicate hall names)
+raise InvalidInstance naming the field.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from types import MappingProxyType
 
 from models.design.inputs import ConfigParts, Inputs
 from models.reliability import ReliabilityRates
+from solver.errors import InvalidInstance
 from solver.reliability_inputs import (
     load_reliability_catalog,
     reliability_rates,
@@ -26,6 +28,7 @@ from solver.reliability_inputs import (
 )
 from solver.schema import Catalog, FabricChoice, GpuSystem, Instance, Nic, Switch
 from solver.schema.instance import FailureRateMultipliers
+from solver.schema.site import Hall, default_halls
 
 
 def backend_nic(catalog: Catalog, gpu: GpuSystem, switch: Switch) -> Nic:
@@ -52,7 +55,7 @@ def prepare(inst: Instance) -> Inputs:
         gpu=MappingProxyType(dict(cat.gpu)), switch=MappingProxyType(dict(cat.switch)),
         nic=MappingProxyType(dict(cat.nic)), medium=MappingProxyType(dict(cat.medium)),
         configs=tuple(configs), config_notes=tuple(notes), rates=MappingProxyType(rates),
-        checkpoint_gb=workload_checkpoint_gb(inst.workload))
+        checkpoint_gb=workload_checkpoint_gb(inst.workload), halls=site_halls(inst))
 
 
 def instance_sha256(inst: Instance) -> str:
@@ -108,3 +111,19 @@ def scaled_rates(rates: ReliabilityRates, m: FailureRateMultipliers) -> Reliabil
         optic_link_per_h={k: v * m.optics for k, v in rates.optic_link_per_h.items()},
         copper_link_per_h={k: v * m.copper for k, v in rates.copper_link_per_h.items()},
         switch_per_h=rates.switch_per_h * m.switch)
+
+
+def site_halls(inst: Instance) -> tuple[tuple[str, Hall], ...]:
+    """(building, hall) in site order; generated halls for buildings that list none."""
+    out, problems = [], []
+    for bi, b in enumerate(inst.site.buildings):
+        halls = b.halls or default_halls(b.it_power_mw, inst.site.rack_power_kw)
+        names = [h.name for h in halls]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            problems.append(f"site.buildings[{bi}].halls: duplicate hall names "
+                            f"{', '.join(dupes)}")
+        out += [(b.name, h) for h in halls]
+    if problems:
+        raise InvalidInstance(problems)
+    return tuple(out)

@@ -13,13 +13,14 @@ import tomllib
 import pytest
 from typer.testing import CliRunner
 
+from models.placement.assemble import DesignToPlace
 from models.placement.model import solve
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, upper_coefficients
 from models.reliability.rates import link_failure_rate
 from solver.cli import app
 from solver.errors import Infeasible
 from solver.loading import DEFAULT_INSTANCE, instance_from_dict
-from solver.placement import DesignToPlace, place
+from solver.placement import place
 from solver.placement_check import check_placement
 from solver.prepare import prepare
 
@@ -294,9 +295,9 @@ def test_solve_replaces_the_media_estimate_with_the_placed_cabling(tmp_path):
 
 
 def test_a_rack_scale_system_is_its_own_rack():
+    from models.placement.halls import nodes_per_rack
     from solver.fabric_inputs import resolve_fabric_parts
     from solver.loading import load_catalog
-    from solver.placement import nodes_per_rack
     from solver.schema.site import Hall
 
     parts = resolve_fabric_parts(load_catalog(), "gb200-nvl72", "quantum2-qm9700")
@@ -340,7 +341,7 @@ def test_tiny_designs_place_on_generated_halls(name):
 # --- the failure cost of media ---------------------------------------------------------
 
 def failure_pricing(inst, lost_hours: float, usd_per_hour: float):
-    from solver.placement import FailurePricing, MediaPricing
+    from models.placement.economics import FailurePricing, MediaPricing
 
     rates = inst.rates[inst.gpu["h100-sxm"].generation]
     return MediaPricing(inst, FailurePricing(rates, lost_hours, usd_per_hour), "")
@@ -350,7 +351,7 @@ def test_failure_cost_of_one_link_by_hand():
     """Over 5 years, an SR4 link (MTTF 43,800 h) fails 1.0 times and a DAC (438,000 h) 0.1
     times; a failure stops the job for 0.25 h at $100,000/h. Node link: every failure
     stops the job; switch link: 10% of them, restarting without the 60 s spare swap."""
-    from solver.placement import failure_cost_usd, lifetime_cost_usd
+    from models.placement.economics import failure_cost_usd, lifetime_cost_usd
 
     inst = small_instance([HALL])
     sr4, dac = inst.medium["sr4-400g"], inst.medium["dac-400g"]
@@ -372,7 +373,7 @@ def test_lost_hours_and_cost_rate_by_hand():
     """Restart 900 s; a 2,000 s checkpoint segment (1,800 s compute + 200 s write) with
     failures every hour loses 3,600 - 2,000/(e^(2000/3600) - 1) = 907.88 s of work on
     average (T/2 when T << M)."""
-    from solver.placement import cost_usd_per_hour, lost_hours_per_interruption
+    from models.placement.economics import cost_usd_per_hour, lost_hours_per_interruption
 
     rel = {"restart_s": 900.0, "checkpoint_interval_s": 1800.0, "checkpoint_write_s": 200.0,
            "mtbf_hours": 1.0}
@@ -388,7 +389,7 @@ def test_a_dearer_hour_never_picks_a_more_failure_prone_medium(tier):
     """As the cluster's cost rate (or every failure rate) grows, the medium chosen at any
     length never fails more often; at $1B/h it is the least failure-prone one that
     reaches (copper wherever copper reaches)."""
-    from solver.placement import cheapest_medium
+    from models.placement.economics import cheapest_medium
 
     inst = small_instance([HALL])
     media = [m for m in inst.medium.values() if m.gbps == 400]
@@ -435,8 +436,8 @@ def test_no_failure_cost_without_the_figures(mor):
     assert s["media_failure_cost_usd"] == 0.0
     assert s["media_failure_cost_note"].startswith("no failure cost: the design carries no")
     overhead = small_instance([HALL], objective={"reliability_model": "overhead"})
+    from models.placement.economics import failure_cost_usd, media_pricing
     from solver.fabric_inputs import resolve_fabric_parts
-    from solver.placement import failure_cost_usd, media_pricing
 
     parts = resolve_fabric_parts(inst, "h100-sxm", "tomahawk5")
     full = dataclasses.replace(design(512, rail=False), lost_hours_per_interruption=0.25,

@@ -82,6 +82,9 @@ class Inputs:
     (empty when objective.reliability_model = 'overhead')."""
     checkpoint_gb: float
     """Checkpoint size of the workload [GB]."""
+    halls: tuple[tuple[str, Any], ...]
+    """(building, hall) of the site in order; generated halls where a building lists none
+    (solver.schema.site.default_halls)."""
 
     @property
     def single_building(self) -> bool:

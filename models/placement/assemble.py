@@ -1,0 +1,261 @@
+"""Assemble the placement problem of a design: its fabric, blocks and switch groups on
+the site's halls, media costs per routed length, and the CP-SAT zone model's data
+(models.placement.problem); prechecks that name the hall or row constraint that fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from models.design.inputs import Inputs
+from models.fabric import Fabric, FabricSpec, design_fabric
+from models.placement.economics import MediaPricing, Medium, link_cost_units, media_pricing
+from models.placement.halls import (
+    RACK_UNITS,
+    FabricParts,
+    HallGeo,
+    hall_geometry,
+    max_length,
+    node_power_w,
+    routing,
+)
+from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
+
+LEAF_SPINE_TIER = 2
+"""Tier of the leaf-spine links (1 = node-leaf), the zone model's rings and remote costs."""
+
+
+class Unplaceable(Exception):
+    """No placement exists; the message names the constraint and the shortfall."""
+
+
+@dataclass(frozen=True)
+class DesignToPlace:
+    """What placement needs of a design (from a ChosenDesign or a design.json)."""
+
+    gpu: str
+    switch: str
+    nodes: int
+    """Compute nodes to place, spares included."""
+    tiers: int | None
+    pods: int
+    oversubscription: float
+    rail_optimized: bool
+    nic_attachment: str
+    lost_hours_per_interruption: float | None = None
+    """Training time one job interruption costs [h] (:func:`lost_hours_per_interruption`);
+    None without the reliability model's figures."""
+    cost_usd_per_hour: float | None = None
+    """The cluster's cost of ownership per hour: TCO / (years · 8760) [USD/h]."""
+
+
+@dataclass
+class PlacementInputs:
+    inputs: Inputs
+    design: DesignToPlace
+    parts: FabricParts
+    fabric: Fabric
+    halls: list[HallGeo]
+    media: list[Medium]
+    su_nodes: int
+    leaves_per_block: int
+    blocks: list[int]
+    """Nodes of every block."""
+    group_blocks: list[int]
+    group_spines: list[int]
+    switches_per_rack: int
+    node_power_w: float
+    leaf_power_w: float
+    """Conservative: switch + every port at the most power-hungry medium."""
+    routing_between_buildings_m: float
+    pricing: MediaPricing
+    problem: PlacementProblem | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
+                     ) -> PlacementInputs:
+    """Fabric, halls, blocks and switch groups of ``design`` (built of ``parts``) on the
+    instance's site."""
+    spec = FabricSpec(nodes=design.nodes, ports_per_node=parts.gpu.nics_per_node,
+                      radix=parts.radix, tiers=design.tiers, pods=design.pods,
+                      oversubscription=design.oversubscription,
+                      rail_optimized=design.rail_optimized)
+    fabric = design_fabric(spec)
+    half = parts.radix // 2
+    ports = parts.gpu.nics_per_node
+    if fabric.tiers == 1:
+        su_nodes, leaves = design.nodes, 1
+    elif design.rail_optimized:
+        su_nodes, leaves = half, ports
+    else:
+        su_nodes, leaves = half // ports, 1
+    media = sorted((m for m in inputs.medium.values() if m.gbps == parts.gbps),
+                   key=lambda m: m.id)
+    max_end_w = max(m.power_w_per_end / m.links_per_module for m in media)
+    leaf_w = parts.switch.power_w + parts.radix * max_end_w
+    blocks = [min(su_nodes, design.nodes - i) for i in range(0, design.nodes, su_nodes)]
+    per_group = max(1, half // leaves) if fabric.tiers >= 3 else len(blocks)
+    group_blocks = [min(per_group, len(blocks) - i) for i in range(0, len(blocks), per_group)]
+    spines_total = fabric.switches_per_tier[1] if fabric.tiers >= 2 else 0
+    group_spines = group_spine_counts(spines_total, [b * leaves for b in group_blocks], half)
+    switches_per_rack = max(1, min(RACK_UNITS // parts.switch.rack_units,
+                                   math.floor(min_rack_kw(inputs) * 1e3 / leaf_w)))
+    net_racks = (sum(-(-s // switches_per_rack) for s in group_spines)
+                 + sum(-(-s // switches_per_rack) for s in fabric.switches_per_tier[2:]))
+    pairs = inputs.halls
+    total_kw = sum(h.hall_cap_kw for _, h in pairs)
+    halls = []
+    for i, (b, h) in enumerate(pairs):
+        share = 1.5 * net_racks * h.hall_cap_kw / total_kw
+        rows = max(1, math.ceil(share / h.positions_per_row)) if net_racks else 0
+        halls.append(hall_geometry(b, h, i, inputs, parts, su_nodes, leaves, leaf_w, rows))
+    out = PlacementInputs(inputs, design, parts, fabric, halls, media, su_nodes, leaves,
+                          blocks, group_blocks, group_spines, switches_per_rack,
+                          node_power_w(parts), leaf_w,
+                          inputs.site.cable_lengths.between_buildings_m,
+                          media_pricing(inputs, design, parts))
+    precheck(out)
+    out.problem = zone_problem(out)
+    return out
+
+
+def min_rack_kw(inputs: Inputs) -> float:
+    return min(h.rack_power_kw for _, h in inputs.halls)
+
+
+def split_by_weight(total: int, weights: list[int]) -> list[int]:
+    """``total`` split in proportion to ``weights`` by largest remainder (sums exactly)."""
+    w = sum(weights)
+    if not w:
+        return [0] * len(weights)
+    base = [total * x // w for x in weights]
+    rest = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % w), i))
+    for i in rest[:total - sum(base)]:
+        base[i] += 1
+    return base
+
+
+def group_spine_counts(total: int, group_leaves: list[int], half: int) -> list[int]:
+    """Spines of each tier-2 group: the fewest divisor of ``h`` at least the group's
+    leaves (models.fabric's balanced plane wiring, one plane per group of single leaves);
+    split in proportion to the leaves when that does not reproduce the fabric's count
+    (pods, multi-plane groups)."""
+    exact = [next(d for d in range(1, half + 1) if half % d == 0 and d >= n)
+             if n <= half else 0 for n in group_leaves]
+    return exact if sum(exact) == total else split_by_weight(total, group_leaves)
+
+
+def block_power_w(inp: PlacementInputs) -> float:
+    return inp.su_nodes * inp.node_power_w + inp.leaves_per_block * inp.leaf_power_w
+
+
+def precheck(inp: PlacementInputs) -> None:
+    """Infeasible before any search: say which hall/row constraint fails and by how much."""
+    usable = [g for g in inp.halls if g.nodes_per_rack]
+    if not usable:
+        g = inp.parts.gpu
+        reasons = [f"{h.key}: {h.hall.cooling}-cooled at {h.hall.rack_power_kw:g} kW per rack "
+                   f"(a {g.id} node draws {inp.node_power_w / 1e3:.1f} kW"
+                   f"{', needs liquid cooling' if g.liquid_cooled else ''})" for h in inp.halls]
+        raise Unplaceable("no hall can take a compute rack: " + "; ".join(reasons))
+    for h in usable:
+        if h.width > h.hall.positions_per_row:
+            raise Unplaceable(
+                f"{h.key}: a scalable unit needs {h.width} consecutive positions in one row, "
+                f"rows have {h.hall.positions_per_row} (short by "
+                f"{h.width - h.hall.positions_per_row})")
+    bw = block_power_w(inp)
+    if all(not h.block_slots for h in usable):
+        h = usable[0]
+        raise Unplaceable(f"{h.key}: a row's busway takes {h.hall.row_cap_kw:g} kW, one "
+                         f"scalable unit draws {bw / 1e3:.1f} kW (short by "
+                         f"{bw / 1e3 - h.hall.row_cap_kw:.1f} kW)")
+    slots = sum(len(h.block_slots) for h in inp.halls)
+    if slots < len(inp.blocks):
+        raise Unplaceable(
+            f"not enough rack positions: {len(inp.blocks)} scalable units need block slots, "
+            f"the halls' rows offer {slots} (short by {len(inp.blocks) - slots}; "
+            + ", ".join(f"{h.key}: {len(h.block_slots)}" for h in inp.halls) + ")")
+    need_kw = len(inp.blocks) * bw / 1e3
+    have_kw = sum(min(h.hall.hall_cap_kw, len(h.block_slots) * bw / 1e3) for h in inp.halls)
+    if need_kw > have_kw:
+        raise Unplaceable(f"hall power: the scalable units draw {need_kw:,.0f} kW, the halls "
+                         f"can feed {have_kw:,.0f} kW of them (short by "
+                         f"{need_kw - have_kw:,.0f} kW)")
+
+
+def zone_problem(inp: PlacementInputs) -> PlacementProblem:
+    """The CP-SAT zone model's data (models.placement.model)."""
+    inputs, media = inp.inputs, inp.media
+    zones, remote = [], []
+    leaf_pos = {h.index: [p for r, s in h.block_slots for p in h.leaf_positions(r, s)]
+                for h in inp.halls}
+    for h in inp.halls:
+        r = routing(h, inputs)
+        ring: dict[int, int] = Counter()
+        for row, start in h.block_slots:
+            length = max_length(h.leaf_positions(row, start), list(h.network_positions), r)
+            ring[_cost(inp, length, "leaf-spine", LEAF_SPINE_TIER, h.key)] += 1
+        costs = tuple(sorted(ring))
+        zones.append(Zone(h.key, h.building, tuple(ring[c] for c in costs), costs,
+                          len(h.network_positions), int(h.hall.hall_cap_kw * 1e3)))
+        remote.append(tuple(
+            0 if o.index == h.index else
+            _cost(inp, max_length(leaf_pos[h.index] or list(h.network_positions),
+                                  list(o.network_positions), r), "leaf-spine", LEAF_SPINE_TIER,
+                  h.key)
+            for o in inp.halls))
+    spine_w = inp.parts.switch.power_w + inp.parts.radix * max(
+        m.power_w_per_end / m.links_per_module for m in media)
+    groups = tuple(Group(b, inp.leaves_per_block * (inp.parts.radix // 2) if inp.fabric.tiers >= 2
+                         else 0, s, -(-s // inp.switches_per_rack), round(s * spine_w))
+                   for b, s in zip(inp.group_blocks, inp.group_spines, strict=True))
+    upper = []
+    for t in range(2, inp.fabric.tiers):
+        lc = inp.fabric.link_classes[t]
+        cost = tuple(tuple(_cost(inp, max_length(list(a.network_positions),
+                                                 list(b.network_positions), routing(a, inputs)),
+                                 lc.name, lc.tier, a.key) if a.network_positions
+                           and b.network_positions else 0
+                           for b in inp.halls) for a in inp.halls)
+        upper.append(UpperTier(lc.name, inp.fabric.switches_per_tier[t], inp.switches_per_rack,
+                               round(spine_w), lc.links, cost))
+    caps = {b.name: int(b.it_power_mw * 1e6) for b in inputs.site.buildings}
+    return PlacementProblem(tuple(zones), groups, round(block_power_w(inp)), tuple(remote),
+                            tuple(upper), caps)
+
+
+def _cost(inp: PlacementInputs, length: float, link_class: str, tier: int, where: str) -> int:
+    cost = link_cost_units(inp.media, length, tier, inp.pricing)
+    if cost is None:
+        longest = max(m.reach_m for m in inp.media)
+        raise Unplaceable(f"{where}: a {link_class} link needs {length:,.0f} m, the longest "
+                         f"medium reaches {longest:,.0f} m (short by {length - longest:,.0f} m)")
+    return cost
+
+
+def infeasibility_reason(inp: PlacementInputs) -> str:
+    """Why CP-SAT found no placement after the prechecks passed: network positions or the
+    hall/building power caps (with the shortfall)."""
+    p = inp.problem
+    net_need = sum(g.spine_racks for g in p.groups) + sum(
+        -(-t.switches // t.per_rack) for t in p.upper)
+    net_have = sum(z.network_positions for z in p.zones)
+    if net_need > net_have:
+        return (f"network rows: {net_need} switch racks need positions, the halls' network "
+                f"rows offer {net_have} (short by {net_need - net_have})")
+    need_w = (len(inp.blocks) * p.block_power_w + sum(g.spine_power_w for g in p.groups)
+              + sum(t.switches * t.switch_power_w for t in p.upper))
+    have_w = sum(min(z.power_cap_w, p.building_cap_w[z.building]) for z in p.zones)
+    have_w = min(have_w, sum(p.building_cap_w.values()))
+    if need_w > have_w:
+        return (f"hall/building power: racks draw {need_w / 1e3:,.0f} kW, halls and buildings "
+                f"feed {have_w / 1e3:,.0f} kW (short by {(need_w - have_w) / 1e3:,.0f} kW)")
+    return ("halls cannot hold the scalable units, switch groups and their power together "
+            "(every single hall and row constraint holds on its own; "
+            + ", ".join(f"{z.name}: {sum(z.ring_slots)} unit slots, "
+                        f"{z.network_positions} network positions, "
+                        f"{z.power_cap_w / 1e3:,.0f} kW" for z in p.zones) + ")")
