@@ -1,7 +1,8 @@
 """clusterplan: optimal designs for GPU training clusters.
 
-Public API: ``from solver import load_instance, solve`` (and ``sweep``, ``tornado``,
-``pareto``). Names are imported on first use, so the CLI starts without loading the
+Public API: ``from solver import load_instance, solve`` (and ``place``, ``fabric``,
+``perf``, ``reliability``, ``sweep``, ``tornado``, ``pareto``; ``SolveOptions``,
+``Status``). Names are imported on first use, so the CLI starts without loading the
 solver stack it does not need.
 """
 
@@ -13,7 +14,10 @@ from typing import Any
 _EXPORTS = {
     "load_instance": "solver.loading",
     "solve": "solver.api",
+    "place": "solver.api",
     "SolveResult": "solver.api",
+    "SolveOptions": "solver.backends",
+    "Status": "solver.results",
     "sweep": "solver.sweeps",
     "tornado": "solver.analysis",
     "pareto": "solver.analysis",

@@ -1,7 +1,18 @@
-"""Python API: solve an instance into an optimal design. Never prints, never exits."""
+"""Python API: the pipeline, one function per stage. Never prints, never exits.
+
+    instance ─► prepare ─► candidates ─► prune ─► design MILP ─► check ─► report
+             (solver.prepare) (models.design) (HiGHS)  (solver.checker) (solver.report)
+             ─► place (CP-SAT, solver.placement) ─► placed BOM re-checked (report)
+
+``solve(instance, place=True)`` runs all of it; ``place``, ``fabric``, ``perf`` and
+``reliability`` are the other commands' API (``sweep``, ``tornado``, ``pareto`` are in
+solver.sweeps and solver.analysis). Every CLI command parses its arguments, calls one of
+these and prints, so the API and the CLI give the same JSON.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,39 +23,44 @@ import pyomo.environ as pyo
 
 from models.design.candidates import build_design_data, exact_candidate, refine, with_limits
 from models.design.chosen import ChosenDesign
-from models.design.data import DesignData
+from models.design.data import Candidate, DesignData
 from models.design.evaluate import Evaluators, default_evaluators
 from models.design.inputs import Inputs
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
-from models.design.prune import elastic_candidates, prune
+from models.design.prune import elastic_candidates
+from models.design.prune import prune as prune_candidates
 from models.fabric import design_fabric
+from models.placement.assemble import DesignToPlace
+from solver.backends import SolveOptions
 from solver.backends.highs import MilpOutcome, solve_milp
-from solver.checker import check_design
+from solver.checker import CheckResult, check_design
 from solver.diagnose import diagnose, unmet_requirements
 from solver.job_mapping import map_job
+from solver.placement import PlacementResult, design_to_place, placed_bom_lines
+from solver.placement import place as place_design
 from solver.prepare import prepare
-from solver.report import binding_limits, summary_document, tables
+from solver.report import binding_limits, summary_document, tables, with_placement
+from solver.results import Status
 from solver.schema import Instance
+
+ExtraConstraints = Callable[[pyo.ConcreteModel, Inputs], None]
 
 
 @dataclass(frozen=True)
-class SolveOptions:
-    time_limit_s: float = 60.0
-    gap: float = 1e-6
-    threads: int = 1
-
-
-@dataclass
 class SolveResult:
-    """Status, the `--json` summary, pandas tables, and the chosen design (if any)."""
+    """Status, the ``--json`` document (``to_dict``), pandas tables, the chosen design, the
+    resolved inputs and, when placed, the placement."""
 
-    status: str
+    status: Status
     summary: dict[str, Any]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     design: ChosenDesign | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     inputs: Inputs | None = None
-    """The resolved instance (solver.prepare) the design was solved on."""
+    placement: PlacementResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.summary
 
     @property
     def bom(self) -> pd.DataFrame:
@@ -63,61 +79,139 @@ class SolveResult:
         return self.tables["binding"]
 
 
-def solve(inst: Instance, *, time_limit_s: float = 60.0, gap: float = 1e-6, threads: int = 1,
-          evaluators: Evaluators | None = None,
-          extra_constraints: Callable[[pyo.ConcreteModel, Inputs], None] | None = None,
-          candidates: DesignData | None = None) -> SolveResult:
-    """Build the candidate designs, prune them exactly (models.design.prune), solve the
-    design MILP with HiGHS, verify the optimum with the independent checker.
+@dataclass(frozen=True)
+class MilpStage:
+    """The solved design MILP: its outcome and, when it has a solution, the design."""
 
-    Statuses: optimal | feasible (limit hit, incumbent kept) | infeasible (with a
-    diagnosis in summary['diagnosis']) | no_solution.
-    `extra_constraints(model, inputs)` adds user constraints to the MILP before it is solved
-    (the exact bound is then not applied: every buildable candidate stays in the model).
-    `candidates`: design data built by `build_design_data` for an instance that differs
-    from `inst` only in `limits` and whose limits are at least as large (sweeps reuse
-    it); the limits of `inst` are applied to it.
-    """
-    start = time.perf_counter()
-    opts = SolveOptions(time_limit_s, gap, threads)
-    inputs = prepare(inst)
-    evaluators = evaluators or default_evaluators(inputs)
-    if candidates is None:
-        full, notes = build_design_data(inputs, evaluators)
-    else:
-        full, notes = with_limits(candidates, inputs), []
-    full = refine(inputs, evaluators, full)
-    data = prune(full, bound=extra_constraints is None)
-    if not data.candidates:
-        return _infeasible(inputs, evaluators, opts, start, notes)
+    outcome: MilpOutcome
+    design: ChosenDesign | None
+
+
+# --- the stages ------------------------------------------------------------------------
+
+def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None = None
+               ) -> tuple[DesignData, list[str]]:
+    """Every candidate design, evaluated exactly wherever it could matter (refine), and
+    notes on what was skipped. ``shared``: candidates built for the same instance with
+    limits at least as large (sweeps), given the limits of ``inputs``."""
+    full, notes = (build_design_data(inputs, evaluators) if shared is None
+                   else (with_limits(shared, inputs), []))
+    return refine(inputs, evaluators, full), notes
+
+
+def prune(full: DesignData, exact_bound: bool = True) -> DesignData:
+    """Candidates that break a limit on their own or are beaten by a buildable one removed
+    (models.design.prune); ``exact_bound`` False keeps every buildable candidate."""
+    return prune_candidates(full, bound=exact_bound)
+
+
+def design_milp(data: DesignData, options: SolveOptions, inputs: Inputs,
+                extra_constraints: ExtraConstraints | None = None) -> MilpStage:
+    """The design MILP (HiGHS), then, at an optimum, the cheapest design among optima."""
     model = build_model(data)
     if extra_constraints is not None:
         extra_constraints(model, inputs)
-    outcome = solve_milp(model, time_limit_s, gap, threads)
-    if outcome.status == "infeasible":
-        return _infeasible(inputs, evaluators, opts, start, notes)
-    if outcome.status == "no_solution":
-        return _without_design(inputs, "no_solution", opts, start, notes)
-    if outcome.status == "optimal":
-        stage_one = outcome.objective
-        add_lexicographic_tiebreak(model, data, stage_one)
-        second = solve_milp(model, time_limit_s, gap, threads)
-        if second.status in ("optimal", "feasible"):
-            outcome = MilpOutcome(outcome.status, outcome.termination, stage_one,
-                                  outcome.best_bound, outcome.gap,
-                                  outcome.runtime_s + second.runtime_s, outcome.solver_version)
-    design = extract_design(model)
+    outcome = solve_milp(model, options)
+    if not outcome.status.has_solution:
+        return MilpStage(outcome, None)
+    if outcome.status == Status.OPTIMAL:
+        add_lexicographic_tiebreak(model, data, outcome.objective)
+        second = solve_milp(model, options)
+        if second.status.has_solution:
+            outcome = dataclasses.replace(outcome,
+                                          runtime_s=outcome.runtime_s + second.runtime_s)
+    return MilpStage(outcome, extract_design(model))
+
+
+def check(inputs: Inputs, evaluators: Evaluators, full: DesignData, data: DesignData,
+          design: ChosenDesign) -> tuple[Candidate, CheckResult]:
+    """The chosen design re-evaluated exactly, and the independent checker's verdict."""
     exact = exact_candidate(inputs, evaluators, full, design.candidate)
-    check = check_design(inputs, design, data, exact)
-    runtime = time.perf_counter() - start
+    return exact, check_design(inputs, design, data, exact)
+
+
+def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candidate,
+           milp: MilpOutcome, verdict: CheckResult, start: float, notes: list[str]
+           ) -> SolveResult:
+    """The ``--json`` document and tables of a solved design, with its job mapping."""
     parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
         exact.nodes + exact.spare_nodes)), exact.extra["perf"])
-    summary = summary_document(inputs, design, exact, outcome, check,
-                               binding_limits(inputs, design, full), runtime,
-                               inputs.sha256, notes, mapping)
-    return SolveResult(outcome.status, summary, tables(inputs, design, summary), design, notes,
-                       inputs)
+    summary = summary_document(inputs, design, exact, milp, verdict,
+                               binding_limits(inputs, design, full),
+                               time.perf_counter() - start, inputs.sha256, notes, mapping)
+    return SolveResult(milp.status, summary, tables(inputs, design, summary), design,
+                       tuple(notes), inputs)
+
+
+def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
+    """Place the solved design; the placed media and racks replace the design's estimates
+    and the limits are re-checked on them (solver.report.with_placement). A failed
+    placement keeps the design and says why in ``summary['placement']``."""
+    placed = place_design(result.inputs, design_to_place(result.design, result.inputs),
+                          options)
+    if not placed.status.has_solution:
+        return dataclasses.replace(result, summary=result.summary | {"placement": placed.summary},
+                                   placement=placed)
+    summary = with_placement(result.inputs, result.summary, result.design,
+                             placed_bom_lines(placed), placed.summary["racks_total"],
+                             placed.summary)
+    return dataclasses.replace(result, summary=summary,
+                               tables=tables(result.inputs, result.design, summary),
+                               placement=placed)
+
+
+# --- the API ---------------------------------------------------------------------------
+
+def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = None,
+          evaluators: Evaluators | None = None,
+          extra_constraints: ExtraConstraints | None = None,
+          candidates_of: DesignData | None = None) -> SolveResult:
+    """The optimal design of ``inst`` with its BOM, power, cost and throughput, verified by
+    the independent checker, and (``place``) its racks placed on the floor plan.
+
+    Status: optimal | feasible (limit hit, incumbent kept) | infeasible (with a diagnosis
+    in summary['diagnosis']) | no_solution. A placement that fails keeps the design's
+    status; ``summary['placement']`` says why.
+    ``extra_constraints(model, inputs)`` adds user constraints to the MILP before it is
+    solved (the exact bound is then not applied: every buildable candidate stays in it).
+    ``candidates_of``: design data built by ``build_design_data`` for an instance that
+    differs from ``inst`` only in ``limits`` and whose limits are at least as large
+    (sweeps reuse it); the limits of ``inst`` are applied to it.
+    """
+    start = time.perf_counter()
+    options = options or SolveOptions()
+    inputs = prepare(inst)
+    evaluators = evaluators or default_evaluators(inputs)
+    full, notes = candidates(inputs, evaluators, candidates_of)
+    data = prune(full, exact_bound=extra_constraints is None)
+    if not data.candidates:
+        return _infeasible(inputs, evaluators, options, start, notes)
+    milp = design_milp(data, options, inputs, extra_constraints)
+    if milp.outcome.status == Status.INFEASIBLE:
+        return _infeasible(inputs, evaluators, options, start, notes)
+    if milp.design is None:
+        return _without_design(inputs, Status.NO_SOLUTION, options, start, notes)
+    exact, verdict = check(inputs, evaluators, full, data, milp.design)
+    result = report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
+    return place_stage(result, options) if place else result
+
+
+def place(inst: Instance | Inputs, design: DesignToPlace | None = None,
+          options: SolveOptions | None = None) -> PlacementResult:
+    """Racks of ``design`` on the instance's floor plan (CP-SAT), cables by routed length,
+    re-checked independently; without ``design``, the instance's optimal design."""
+    options = options or SolveOptions()
+    if design is None:
+        solved = solve(inst, place=False, options=options)
+        if solved.design is None:
+            return PlacementResult(solved.status, {
+                "status": solved.status,
+                "diagnosis": f"the instance has no design to place ({solved.status})"})
+        inputs, design = solved.inputs, design_to_place(solved.design, solved.inputs)
+    else:
+        inputs = inst if isinstance(inst, Inputs) else prepare(inst)
+    return place_design(inputs, design, options)
 
 
 def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
@@ -129,22 +223,22 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
     return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks)
 
 
-def _infeasible(inputs: Inputs, evaluators: Evaluators, opts: SolveOptions, start: float,
+def _infeasible(inputs: Inputs, evaluators: Evaluators, options: SolveOptions, start: float,
                 notes: list[str]) -> SolveResult:
     """Diagnose on candidates generated past the power and budget limits."""
     relaxed_all, _ = build_design_data(inputs, evaluators, relax_limits=True)
     relaxed = elastic_candidates(relaxed_all)
-    diagnosis = (diagnose(relaxed, opts) if relaxed.candidates
+    diagnosis = (diagnose(relaxed, options) if relaxed.candidates
                  else unmet_requirements(relaxed_all, notes))
-    return _without_design(inputs, "infeasible", opts, start, notes, diagnosis)
+    return _without_design(inputs, Status.INFEASIBLE, options, start, notes, diagnosis)
 
 
-def _without_design(inputs: Inputs, status: str, opts: SolveOptions, start: float,
+def _without_design(inputs: Inputs, status: Status, options: SolveOptions, start: float,
                     notes: list[str], diagnosis: list[str] | None = None) -> SolveResult:
     summary = {
         "status": status, "instance": inputs.name, "diagnosis": diagnosis or [],
         "notes": notes, "verified": False,
         "solver": {"backend": "milp-highs", "runtime_s": round(time.perf_counter() - start, 3),
-                   "gap": None, "time_limit_s": opts.time_limit_s},
+                   "gap": None, "time_limit_s": options.time_limit_s},
     }
-    return SolveResult(status, summary, {}, None, notes, inputs)
+    return SolveResult(status, summary, {}, None, tuple(notes), inputs)

@@ -8,12 +8,14 @@ requirements and how much more of it they need.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pyomo.environ as pyo
 
 from models.design.data import DesignData
 from models.design.milp import build_model
+from solver.backends import SolveOptions
 from solver.backends.highs import solve_milp
 
 
@@ -56,10 +58,11 @@ def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
     return msgs or [f"no single design meets {requirement_text(data)} together"]
 
 
-def diagnose(data: DesignData, opts) -> list[str]:
-    """Messages naming each conflicting limit with the value the requirements need."""
+def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
+    """Messages naming each conflicting limit with the value the requirements need (the
+    elastic model is solved to a gap of 1e-6 whatever the run's gap)."""
     m = build_model(data, elastic=True)
-    outcome = solve_milp(m, opts.time_limit_s, 1e-6, opts.threads)
+    outcome = solve_milp(m, dataclasses.replace(options, gap=1e-6))
     need = requirement_text(data)
     if outcome.status not in ("optimal", "feasible"):
         return [f"no configuration in `choices` can meet {need} at any power or budget "

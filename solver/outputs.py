@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 
 def default_out_dir(instance_name: str) -> Path:
     """./results/<instance>/ of the working directory."""
@@ -79,9 +81,18 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_solve_outputs(summary: dict[str, Any], bom_csv: str, out_dir: Path) -> list[Path]:
-    return write_atomically(out_dir, {
+def write_solve_outputs(result, out_dir: Path) -> list[Path]:
+    """design.json (the --json document), bom.csv and summary.md of a solve
+    (``solver.api.SolveResult``); with a placement also placement.csv, cables.csv and
+    floorplan.png."""
+    summary = result.to_dict()
+    written = write_atomically(out_dir, {
         "design.json": json.dumps(summary, indent=2) + "\n",
-        "bom.csv": bom_csv,
+        "bom.csv": pd.DataFrame(summary["bom"]).to_csv(index=False),
         "summary.md": summary_markdown(summary),
     })
+    if result.placement is not None:
+        from solver.placement import write_placement_outputs
+
+        written += write_placement_outputs(result.placement, out_dir)
+    return written

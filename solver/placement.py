@@ -11,6 +11,7 @@ medium reaching it, ``models.placement.economics``) -> :func:`placement_summary`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter, defaultdict
@@ -43,8 +44,11 @@ from models.placement.halls import HallGeo, max_length, routing
 from models.placement.model import PlacementSolution
 from models.placement.model import solve as solve_model
 from models.power_cost import BomLine
-from solver.errors import Infeasible, NoSolution
+from solver.backends import SolveOptions
+from solver.backends.cpsat import placement_solver
 from solver.fabric_inputs import resolve_fabric_parts
+from solver.placement_check import check_placement
+from solver.results import Status
 
 
 def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
@@ -139,8 +143,8 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
     for g, nblocks in enumerate(inp.group_blocks):
         slots = [(h, s) for h in range(len(halls)) for s in taken[g, h]]
         if len(slots) != nblocks:
-            raise NoSolution(f"zone solution places {len(slots)} of group {g}'s "
-                             f"{nblocks} scalable units")
+            raise Unplaceable(f"zone solution places {len(slots)} of group {g}'s "
+                              f"{nblocks} scalable units")
         for b, (h, (row, start)) in enumerate(slots):
             geo = halls[h]
             block = first_block + b
@@ -251,8 +255,8 @@ def cable_runs(inp: PlacementInputs, layout: Layout) -> list[CableRun]:
         length = routed_length_m(pa, pb, routing(geo[f"{pa.building}/{pa.hall}"], inp.inputs))
         m = cheapest_medium(inp.media, length, b.tier, inp.pricing)
         if m is None:
-            raise Infeasible(f"{pa.building}/{pa.hall} row {pa.row}: a {b.link_class} link of "
-                             f"{length:,.1f} m is beyond every medium's reach")
+            raise Unplaceable(f"{pa.building}/{pa.hall} row {pa.row}: a {b.link_class} link "
+                              f"of {length:,.1f} m is beyond every medium's reach")
         runs.append(CableRun(b.link_class, b.tier, b.a, b.b, b.count, round(length, 2), m.id))
     return runs
 
@@ -281,14 +285,25 @@ def media_lines(inp: PlacementInputs, runs: list[CableRun]):
     return lines
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlacementResult:
-    status: str
+    """A placement: its status, the ``clusterplan place --json`` document (``to_dict``),
+    the racks and cable runs; without a placement (infeasible, no solution) only the
+    status and the diagnosis in the document."""
+
+    status: Status
     summary: dict[str, Any]
-    racks: list[Rack]
-    runs: list[CableRun]
-    inputs: PlacementInputs
-    solution: PlacementSolution
+    racks: tuple[Rack, ...] = ()
+    runs: tuple[CableRun, ...] = ()
+    inputs: PlacementInputs | None = None
+    solution: PlacementSolution | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.summary
+
+
+def failed_placement(status: Status, diagnosis: str) -> PlacementResult:
+    return PlacementResult(status, {"status": status, "diagnosis": diagnosis})
 
 
 def placed_bom_lines(result: PlacementResult) -> list[BomLine]:
@@ -298,25 +313,32 @@ def placed_bom_lines(result: PlacementResult) -> list[BomLine]:
             for line in bom_media_lines(ml, inputs.medium[ml.medium_id].fiber_usd_per_link)]
 
 
-def place(inputs: Inputs, design: DesignToPlace, time_limit_s: float = 30.0,
-          workers: int = 2, seed: int = 0) -> PlacementResult:
-    """Place ``design`` on the instance's floor plan. Raises Infeasible (exit 4) naming the
-    failing hall/row constraint, NoSolution (exit 5) when CP-SAT finds nothing in time."""
+def place(inputs: Inputs, design: DesignToPlace, options: SolveOptions) -> PlacementResult:
+    """Place ``design`` on the instance's floor plan and re-check it independently
+    (solver.placement_check). Infeasible: the diagnosis names the failing hall/row
+    constraint and the shortfall; no_solution: CP-SAT found nothing in time."""
     start = time.perf_counter()
     try:
         inp = placement_inputs(inputs, design, resolve_fabric_parts(
             inputs, design.gpu, design.switch))
+        sol = solve_model(inp.problem, placement_solver(options))
+        if sol.status == "infeasible":
+            return failed_placement(Status.INFEASIBLE, infeasibility_reason(inp))
+        if sol.status == "unknown":
+            return failed_placement(Status.NO_SOLUTION, "no placement found within "
+                                    f"{options.placement_time_limit_s:g} s")
+        layout = concrete_layout(inp, sol)
+        runs = cable_runs(inp, layout)
     except Unplaceable as exc:
-        raise Infeasible(str(exc)) from None
-    sol = solve_model(inp.problem, time_limit_s, workers, seed)
-    if sol.status == "infeasible":
-        raise Infeasible(infeasibility_reason(inp))
-    if sol.status == "unknown":
-        raise NoSolution(f"no placement found within {time_limit_s:g} s")
-    layout = concrete_layout(inp, sol)
-    runs = cable_runs(inp, layout)
+        return failed_placement(Status.INFEASIBLE, str(exc))
     summary = placement_summary(inp, sol, layout, runs, time.perf_counter() - start)
-    return PlacementResult(sol.status, summary, layout.racks, runs, inp, sol)
+    result = PlacementResult(Status(sol.status), summary, tuple(layout.racks), tuple(runs),
+                             inp, sol)
+    problems = check_placement(inputs, result)
+    if problems:
+        return failed_placement(Status.INFEASIBLE, "placement failed the independent "
+                                "check:\n" + "\n".join(f"  - {p}" for p in problems[:20]))
+    return dataclasses.replace(result, summary=summary | {"verified": True})
 
 
 def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layout,

@@ -8,7 +8,7 @@ Speed. Building the candidate designs (every configuration at every size, evalua
 exactly) is most of a solve. When every varied path is a limit or a requirement
 (`REUSABLE_PATHS`), the candidates are built once, for the largest limits of the sweep,
 and each scenario applies its own limits to them (`models.design.candidates.with_limits`)
-before the exact pruning and the MILP, which is what `solve(candidates=...)` does. The
+before the exact pruning and the MILP, which is what `solve(candidates_of=...)` does. The
 MILP itself is rebuilt per scenario: pruning to the scenario's limits changes the
 ladders (the model's structure), and the pruned MILP solves in well under a second, so a
 persistent model with mutable limit parameters or a warm start would save little.
@@ -40,6 +40,7 @@ import pandas as pd
 from models.design.candidates import build_design_data
 from models.design.evaluate import default_evaluators
 from solver.api import solve
+from solver.backends import SolveOptions
 from solver.errors import ClusterplanError, UsageError
 from solver.loading import (
     DEFAULT_INSTANCE,
@@ -112,7 +113,8 @@ def solve_task(task: Task) -> dict[str, Any]:
         inst = instance_from_dict(task.doc, task.source)
         cands = (_shared_candidates(task.shared_doc, task.source)
                  if task.shared_doc is not None else None)
-        result = solve(inst, time_limit_s=task.time_limit_s, threads=1, candidates=cands)
+        result = solve(inst, place=False, options=SolveOptions(task.time_limit_s, threads=1),
+                       candidates_of=cands)
         row |= summary_row(result.status, result.summary)
     except ClusterplanError as exc:
         row |= {"status": "error", "error": str(exc)}

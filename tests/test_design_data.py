@@ -53,7 +53,7 @@ def test_throughput_bounds_hold_and_goodput_interpolation_is_close():
 
 
 def test_solve_reports_exact_next_to_milp_values():
-    s = solve(load_instance(LLAMA)).summary
+    s = solve(load_instance(LLAMA), place=False).summary
     t = s["throughput"]
     assert t["effective_tokens_per_s"] == pytest.approx(t["tokens_per_s"] * t["goodput"])
     # the chosen candidate was evaluated exactly before the MILP (refine)
@@ -69,7 +69,7 @@ def test_job_mapping_is_the_exhaustive_optimum_on_the_chosen_design():
 
     from models.perf.mapping import Level, map_groups_exhaustive
 
-    mapping = solve(load_instance(LLAMA)).summary["design"]["job_mapping"]
+    mapping = solve(load_instance(LLAMA), place=False).summary["design"]["job_mapping"]
     groups = mapping["groups"]
     assert groups["tp"]["crosses"] == []  # tensor parallelism stays on NVLink
     for g in groups.values():
@@ -82,9 +82,9 @@ def test_job_mapping_is_the_exhaustive_optimum_on_the_chosen_design():
 
 def test_failure_rate_multipliers_lower_goodput_and_effective_throughput():
     doc = read_document(LLAMA)
-    base = solve(instance_from_dict(doc)).summary
+    base = solve(instance_from_dict(doc), place=False).summary
     doc["reliability"] = {"failure_rate_multipliers": {"gpu": 3.0, "optics": 2.0}}
-    worse = solve(instance_from_dict(doc)).summary
+    worse = solve(instance_from_dict(doc), place=False).summary
     r0, r1 = base["throughput"]["reliability"], worse["throughput"]["reliability"]
     assert r1["interruptions_per_day"] > r0["interruptions_per_day"]
     assert worse["throughput"]["goodput"] < base["throughput"]["goodput"]
@@ -97,7 +97,7 @@ def test_checkpoint_storage_bandwidth_and_recovery_are_decisions():
 
     def chosen(recovery: list[str]) -> tuple[float, str, dict]:
         doc["choices"]["recovery"] = recovery
-        s = solve(instance_from_dict(doc)).summary
+        s = solve(instance_from_dict(doc), place=False).summary
         line = next(b for b in s["bom"] if b["item"].startswith("checkpoint storage"))
         per_node = line["quantity"] / (s["design"]["nodes"] + s["design"]["spare_nodes"])
         return per_node, s["throughput"]["reliability"]["recovery"], s

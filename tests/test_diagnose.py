@@ -33,7 +33,7 @@ def variant(limits=None, objective=None, buildings=None, choices=None):
 
 
 def diagnosis(inst) -> list[str]:
-    result = solve(inst)
+    result = solve(inst, place=False)
     assert result.status == result.summary["status"] == "infeasible"
     assert result.design is None and result.summary["verified"] is False
     assert brute_force(inst) is None  # the enumeration agrees: nothing is feasible
@@ -127,7 +127,7 @@ def test_no_compatible_choice_says_why():
 
 
 def test_a_feasible_instance_has_no_diagnosis():
-    result = solve(load_instance(TINY / "power-bound.toml"))
+    result = solve(load_instance(TINY / "power-bound.toml"), place=False)
     assert result.status == "optimal" and "diagnosis" not in result.summary
 
 

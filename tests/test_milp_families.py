@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from models.design import milp
 from models.design.candidates import with_limits
 from solver import solve
+from solver.backends import SolveOptions
 from solver.backends.highs import solve_milp
 from solver.loading import instance_from_dict, read_document
 from solver.prepare import prepare
@@ -94,7 +95,7 @@ def test_solve_equals_brute_force(name):
     assert bf is not None
     # the case's limit is what binds: a better design fails that limit alone
     assert any(better(inst, d, bf.design) and d.violated == (family,) for d in bf.designs)
-    s = solve(inst).summary
+    s = solve(inst, place=False).summary
     assert s["status"] == "optimal" and s["verified"] is True
     assert s["objective"]["value"] == pytest.approx(bf.value, rel=1e-7)
     # stage two: the cheapest (or most productive) among the optimal designs
@@ -119,7 +120,7 @@ def milp_optimum(data, skip: str | None = None) -> tuple[float, float, int]:
         if name != skip:
             add(m, data)
     milp.add_objective(m, data)
-    outcome = solve_milp(m, time_limit_s=30)
+    outcome = solve_milp(m, SolveOptions(time_limit_s=30))
     assert outcome.status == "optimal", outcome
     return (pyo.value(m.effective_tokens_per_s), pyo.value(m.capex_musd) * 1e6,
             round(pyo.value(m.gpus)))
@@ -208,7 +209,7 @@ def test_one_design_builds_one_configuration_in_ladder_order():
     inst, _, _ = case("it_power")
     data = design_data(inst)
     m = milp.build_model(data)
-    assert solve_milp(m).status == "optimal"
+    assert solve_milp(m, SolveOptions()).status == "optimal"
     built = [c for c in m.CONFIGS if pyo.value(m.build[c, 0]) > 0.5]
     assert len(built) == 1
     steps = [round(pyo.value(m.build[built[0], j])) for j in range(len(m.ladders[built[0]]))]
@@ -261,7 +262,7 @@ def build(spec) -> object:
 
 def value(inst) -> float | None:
     """The optimum as a quantity to maximise; None when infeasible (checked verified)."""
-    result = solve(inst)
+    result = solve(inst, place=False)
     if result.status == "infeasible":
         return None
     s = result.summary
@@ -328,7 +329,7 @@ def test_deadline_sets_the_required_throughput_and_is_met():
     """train_tokens 3e14 in 2 days needs 3e14 / 172,800 s = 1,736,111,111 effective tokens/s
     (585 GPUs at 2,968,200 each): the cheapest design is the first size with >= 585 GPUs."""
     inst, bf, _ = case("deadline")
-    s = solve(inst).summary
+    s = solve(inst, place=False).summary
     days = s["throughput"]["time_to_train_days"]
     assert days == pytest.approx(3e14 / s["throughput"]["effective_tokens_per_s"] / 86400)
     assert days <= 2.0 and s["design"]["gpus"] >= 585 and s["design"]["gpus"] == bf.design.gpus

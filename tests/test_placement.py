@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -17,12 +18,22 @@ from models.placement.assemble import DesignToPlace
 from models.placement.model import solve
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, upper_coefficients
 from models.reliability.rates import link_failure_rate
+from solver.backends import SolveOptions
+from solver.backends.cpsat import placement_solver
 from solver.cli import app
-from solver.errors import Infeasible
 from solver.loading import DEFAULT_INSTANCE, instance_from_dict
 from solver.placement import place
 from solver.placement_check import check_placement
 from solver.prepare import prepare
+
+
+def cpsat_options(seconds: float) -> SolveOptions:
+    return SolveOptions(placement_time_limit_s=seconds)
+
+
+def cpsat(seconds: float):
+    return placement_solver(cpsat_options(seconds))
+
 
 COPPER = {"dac", "acc", "aec"}
 
@@ -114,7 +125,7 @@ def tiny_problem(**changes) -> PlacementProblem:
 ])
 def test_zone_model_equals_exhaustive_search(changes):
     p = tiny_problem(**changes)
-    sol = solve(p, time_limit_s=10)
+    sol = solve(p, cpsat(10))
     expected = brute_force(p)
     if expected is None:
         assert sol.status == "infeasible"
@@ -126,7 +137,7 @@ def test_zone_model_equals_exhaustive_search(changes):
 
 def test_disaggregated_solution_places_every_block():
     p = tiny_problem()
-    sol = solve(p, time_limit_s=10)
+    sol = solve(p, cpsat(10))
     for g, grp in enumerate(p.groups):
         placed = (sum(n for (gg, _, _), n in sol.local.items() if gg == g)
                   + sum(n for (gg, _, _), n in sol.remote.items() if gg == g))
@@ -139,13 +150,13 @@ def test_disaggregated_solution_places_every_block():
 @pytest.fixture(scope="module")
 def mor():
     inst = small_instance([HALL])
-    return inst, place(inst, design(512, rail=False), time_limit_s=10)
+    return inst, place(inst, design(512, rail=False), cpsat_options(10))
 
 
 @pytest.fixture(scope="module")
 def rail():
     inst = small_instance([HALL])
-    return inst, place(inst, design(512, rail=True), time_limit_s=10)
+    return inst, place(inst, design(512, rail=True), cpsat_options(10))
 
 
 def kinds(inst, result, link_class):
@@ -201,9 +212,10 @@ def test_switch_tiers_are_spread_over_power_feeds_and_checked():
     from solver.loading import INSTANCES_DIR
     from solver.placement import design_to_place
 
-    solved = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"))  # two network rows
+    # halls with two network rows
+    solved = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"), place=False)
     inst = solved.inputs
-    result = place(inst, design_to_place(solved.design), time_limit_s=5)
+    result = place(inst, design_to_place(solved.design), cpsat_options(5))
     assert check_placement(inst, result) == []
     tier = {}
     for r in result.racks:
@@ -222,14 +234,16 @@ def test_switch_tiers_are_spread_over_power_feeds_and_checked():
 
 def test_too_few_positions_is_infeasible_with_shortfall():
     inst = small_instance([dict(HALL, rows=3)])
-    with pytest.raises(Infeasible, match="short by"):
-        place(inst, design(512, rail=False), time_limit_s=5)
+    result = place(inst, design(512, rail=False), cpsat_options(5))
+    assert result.status == "infeasible" and "short by" in result.summary["diagnosis"]
 
 
 def test_rows_shorter_than_a_scalable_unit_name_the_hall():
     inst = small_instance([dict(HALL, positions_per_row=10)])
-    with pytest.raises(Infeasible, match=r"b0/h1: a scalable unit needs 23 .* \(short by 13\)"):
-        place(inst, design(512, rail=True), time_limit_s=5)
+    result = place(inst, design(512, rail=True), cpsat_options(5))
+    assert result.status == "infeasible"
+    assert re.search(r"b0/h1: a scalable unit needs 23 .* \(short by 13\)",
+                     result.summary["diagnosis"])
 
 
 def test_air_hall_rejects_liquid_density():
@@ -333,8 +347,8 @@ def test_tiny_designs_place_on_generated_halls(name):
     from solver.loading import INSTANCES_DIR
     from solver.placement import design_to_place
 
-    solved = solve(load_instance(INSTANCES_DIR / "tiny" / f"{name}.toml"))
-    result = place(solved.inputs, design_to_place(solved.design), time_limit_s=5)
+    solved = solve(load_instance(INSTANCES_DIR / "tiny" / f"{name}.toml"), place=False)
+    result = place(solved.inputs, design_to_place(solved.design), cpsat_options(5))
     assert check_placement(solved.inputs, result) == []
 
 
@@ -414,11 +428,11 @@ def test_a_huge_cost_rate_cables_copper_wherever_it_reaches():
 
     inst = small_instance([HALL], catalog={"medium": {
         "dac-400g": {"price_usd_per_end": 2000.0}, "acc-400g": {"price_usd_per_end": 2000.0}}})
-    plain = place(inst, design(512, rail=True), time_limit_s=10)
+    plain = place(inst, design(512, rail=True), cpsat_options(10))
     assert {r.medium for r in plain.runs if r.length_m <= 5.0} == {"aoc-400g"}
     result = place(inst, dataclasses.replace(design(512, rail=True),
                                              lost_hours_per_interruption=0.25,
-                                             cost_usd_per_hour=1e9), time_limit_s=10)
+                                             cost_usd_per_hour=1e9), cpsat_options(10))
     assert check_placement(inst, result) == []
     rates, media = result.inputs.pricing.failure.rates, result.inputs.media
     for r in result.runs:
@@ -453,7 +467,7 @@ def test_both_design_sources_carry_the_same_failure_figures():
     from solver.loading import INSTANCES_DIR
     from solver.placement import design_from_summary, design_to_place
 
-    solved = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"))
+    solved = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"), place=False)
     a, b = design_to_place(solved.design, solved.inputs), design_from_summary(solved.summary)
     assert a == b
     rel, cost = solved.summary["throughput"]["reliability"], solved.summary["cost"]

@@ -12,6 +12,12 @@ from ortools.sat.python import cp_model
 from models.placement import bound
 from models.placement.model import build_model, solve
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, group_types
+from solver.backends import SolveOptions
+from solver.backends.cpsat import placement_solver
+
+
+def cpsat(seconds: float):
+    return placement_solver(SolveOptions(placement_time_limit_s=seconds))
 
 
 def test_compositions_match_brute_force_and_count():
@@ -38,7 +44,7 @@ def test_one_hall_bound_by_hand():
     4 cores = 60 + 56 = 116, which is also the optimum (one hall: nothing to choose)."""
     hb = bound.hub_bound(one_hall())
     assert hb.bound == 116 and hb.method == "exhaustive" and hb.distributions == 1
-    sol = solve(one_hall(), time_limit_s=5)
+    sol = solve(one_hall(), cpsat(5))
     assert sol.status == "optimal" and sol.objective == 116 == sol.bound
 
 
@@ -95,7 +101,7 @@ def test_both_bounds_are_below_the_proven_optimum(seed):
     if best is None:
         return
     assert all(f is not None and f.bound <= best for f in found), (found, best)
-    sol = solve(p, time_limit_s=10)
+    sol = solve(p, cpsat(10))
     assert sol.status == "optimal" and sol.objective == best and sol.bound == best
 
 

@@ -59,7 +59,7 @@ CENTS = 0.01  # hand figures are rounded to cents / milliwatts
 
 @functools.cache
 def solved(name: str):
-    return solve(load_instance(TINY / f"{name}.toml"))
+    return solve(load_instance(TINY / f"{name}.toml"), place=False)
 
 
 @pytest.mark.parametrize("name", sorted(HAND))
@@ -148,7 +148,7 @@ def test_pandas_tables_agree_with_the_summary():
 
 def test_same_instance_twice_gives_the_same_design():
     inst = load_instance(TINY / "cheapest-fabric.toml")
-    a, b = solve(inst).summary, solve(inst).summary
+    a, b = solve(inst, place=False).summary, solve(inst, place=False).summary
     for key in ("design", "bom", "power", "cost", "objective", "binding"):
         assert a[key] == b[key], key
 
@@ -255,10 +255,10 @@ def test_extra_constraints_hook_changes_the_optimum_like_the_equivalent_limit():
     def at_least_512(m, _inst):
         m.at_least_512 = pyo.Constraint(expr=m.gpus >= 512)
 
-    hooked = solve(inst, extra_constraints=at_least_512).summary
+    hooked = solve(inst, extra_constraints=at_least_512, place=False).summary
     doc = tomllib.loads((TINY / "min-capex.toml").read_text())
     doc["limits"]["min_gpus"] = 512
-    direct = solve(instance_from_dict(doc)).summary
+    direct = solve(instance_from_dict(doc), place=False).summary
     assert hooked["status"] == direct["status"] == "optimal"
     assert hooked["design"]["gpus"] == direct["design"]["gpus"] == 512
     assert hooked["cost"]["capex_usd"] == pytest.approx(direct["cost"]["capex_usd"])
@@ -269,7 +269,7 @@ def test_binding_uses_the_exact_cost_of_the_next_size():
     chosen design's cost by nodes would put it just under the budget."""
     doc = tomllib.loads((TINY / "budget-bound.toml").read_text())
     doc["limits"]["budget_usd"] = 48.05e6
-    s = solve(instance_from_dict(doc)).summary
+    s = solve(instance_from_dict(doc), place=False).summary
     binding = {b["name"] for b in s["binding"] if b["binding"]}
     assert "limits.budget_usd" in binding
 

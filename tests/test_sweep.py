@@ -31,7 +31,7 @@ def single_solve(values: dict) -> dict:
     full = full_document(load_instance(SMALL))
     for path, value in values.items():
         set_path(doc, full, path, value)
-    result = solve(instance_from_dict(doc))
+    result = solve(instance_from_dict(doc), place=False)
     s = result.summary
     return {"status": result.status, "objective": s["objective"]["value"],
             "gpus": s["design"]["gpus"], "switch": s["design"]["switch"],
@@ -170,7 +170,7 @@ def test_tornado_node_price_is_a_hand_result_and_ranked(tmp_path):
     price moves, so capex moves by exactly delta x price x (nodes + spares)."""
     doc = read_document(SMALL)
     doc["objective"] |= {"kind": "min_capex", "required_tokens_per_s": 2.0e5}
-    base = solve(instance_from_dict(doc)).summary
+    base = solve(instance_from_dict(doc), place=False).summary
     price = 292400.0
     nodes = base["design"]["nodes"] + base["design"]["spare_nodes"]
     table = tornado(doc, 0.2, ["catalog.gpu.h100-sxm.node_price_usd",

@@ -14,7 +14,7 @@ from solver import load_instance, solve, sweep, tornado
 
 def main() -> None:
     inst = load_instance("instances/h100-100k.toml")
-    base = solve(inst).summary
+    base = solve(inst, place=False).summary
     print(f"base: {base['design']['gpus']:,} {base['design']['gpu']} on {base['design']['switch']}"
           f" ({base['design']['tiers']} tiers), {base['throughput']['effective_tokens_per_s']:,.0f}"
           f" effective tokens/s, capex ${base['cost']['capex_usd'] / 1e9:.2f}B,"

@@ -49,9 +49,6 @@ from ortools.sat.python import cp_model
 from models.placement.bound import hub_bound
 from models.placement.problem import Group, PlacementProblem, group_types, upper_coefficients
 
-RELATIVE_GAP = 0.005
-"""CP-SAT stops once ``(objective − bound) / objective`` is at most this."""
-
 
 @dataclass(frozen=True)
 class PlacementSolution:
@@ -198,28 +195,20 @@ def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]]
     return tuple(hub), dict(sorted(local.items())), dict(sorted(remote.items()))
 
 
-def solve(problem: PlacementProblem, time_limit_s: float, workers: int = 2,
-          seed: int = 0, relative_gap: float = RELATIVE_GAP) -> PlacementSolution:
-    """Solve with CP-SAT (``workers`` ≤ 2 threads, fixed ``seed``), reproducibly: the
-    workers interleave deterministically and the limit is CP-SAT's deterministic time
-    (about seconds of work), so the same problem gives the same placement; wall time is
-    capped at twice the limit as a safety net.
+def solve(problem: PlacementProblem, solver: cp_model.CpSolver) -> PlacementSolution:
+    """Solve with ``solver``, a CP-SAT solver configured by the caller (the project's
+    settings: ``solver.backends.cpsat.placement_solver``; with its deterministic workers
+    and time the same problem gives the same placement).
 
     The hub-enumeration bound (:mod:`models.placement.bound`), when the distributions are
     few enough to enumerate, enters as ``objective ≥ bound`` (valid, and it lets CP-SAT
-    stop once within ``relative_gap`` of it); the reported bound is the larger of the two.
+    stop once within its relative gap limit of it); the reported bound is the larger of
+    the two.
     """
     model, v = build_model(problem)
     enumerated = hub_bound(problem)
     if enumerated is not None:
         model.Add(v["objective"] >= enumerated.bound)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = max(1, min(workers, 2))
-    solver.parameters.interleave_search = True
-    solver.parameters.random_seed = seed
-    solver.parameters.max_deterministic_time = time_limit_s
-    solver.parameters.max_time_in_seconds = 2 * time_limit_s
-    solver.parameters.relative_gap_limit = relative_gap
     code = solver.Solve(model)
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
               cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")

@@ -1,1 +1,27 @@
-"""Solver back-ends: the only modules that talk to HiGHS and CP-SAT."""
+"""Solver back-ends: the only modules that talk to HiGHS (``highs``) and CP-SAT
+(``cpsat``), and the one options object both are set from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Limits and settings of every solver a run uses; each back-end maps them to its own
+    settings (``highs.solve_milp``, ``cpsat.placement_solver``)."""
+
+    time_limit_s: float = 60.0
+    """Design MILP time limit [s]."""
+    gap: float = 1e-6
+    """Design MILP relative gap."""
+    threads: int = 1
+    """Design MILP threads."""
+    placement_time_limit_s: float = 30.0
+    """Placement time limit [s] of CP-SAT's deterministic time (about seconds of work)."""
+    placement_gap: float = 0.005
+    """Placement relative gap: CP-SAT stops once within it of the bound."""
+    placement_workers: int = 2
+    """CP-SAT workers (at most 2; they interleave deterministically)."""
+    seed: int = 0
+    """Random seed of both solvers."""

@@ -1,6 +1,7 @@
 """HiGHS through Pyomo's current solver interface (pyomo.contrib.solver).
 
-The only module that creates a HiGHS solver. Seeds and threads are fixed so the same
+The only module that creates a HiGHS solver and maps the run's options
+(``solver.backends.SolveOptions``) to its settings. Seeds and threads are fixed so the same
 model gives the same answer.
 """
 
@@ -13,14 +14,16 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
+from solver.backends import SolveOptions
+from solver.results import Status
+
 PRESOLVE_PROBING = 1 << 15
 """HiGHS presolve rule bit of probing (option presolve_rule_off)."""
 
 
 @dataclass(frozen=True)
 class MilpOutcome:
-    status: str
-    """'optimal', 'feasible' (limit hit with an incumbent), 'infeasible', 'no_solution'."""
+    status: Status
     termination: str
     objective: float | None
     best_bound: float | None
@@ -29,15 +32,15 @@ class MilpOutcome:
     solver_version: str
 
 
-def solve_milp(model: pyo.ConcreteModel, time_limit_s: float = 60.0, rel_gap: float = 1e-6,
-               threads: int = 1) -> MilpOutcome:
-    """Solve `model` with HiGHS; load the incumbent into the model when there is one."""
+def solve_milp(model: pyo.ConcreteModel, options: SolveOptions) -> MilpOutcome:
+    """Solve `model` with HiGHS under the run's time limit, gap, threads and seed; load the
+    incumbent into the model when there is one."""
     solver = SolverFactory("highs")
     start = time.perf_counter()
     res = solver.solve(
-        model, time_limit=time_limit_s, rel_gap=rel_gap, threads=threads,
+        model, time_limit=options.time_limit_s, rel_gap=options.gap, threads=options.threads,
         load_solutions=False, raise_exception_on_nonoptimal_result=False,
-        solver_options={"random_seed": 0, "output_flag": False,
+        solver_options={"random_seed": options.seed, "output_flag": False,
                         # probing costs minutes on long size ladders and finds nothing
                         # the ladder_order chains do not already imply
                         "presolve_rule_off": PRESOLVE_PROBING},
@@ -48,14 +51,14 @@ def solve_milp(model: pyo.ConcreteModel, time_limit_s: float = 60.0, rel_gap: fl
         res.solution_loader.load_vars()
     tc = res.termination_condition
     if tc == TerminationCondition.convergenceCriteriaSatisfied and has_solution:
-        status = "optimal"
+        status = Status.OPTIMAL
     elif tc in (TerminationCondition.provenInfeasible, TerminationCondition.locallyInfeasible,
                 TerminationCondition.infeasibleOrUnbounded):
-        status = "infeasible"
+        status = Status.INFEASIBLE
     elif has_solution:
-        status = "feasible"
+        status = Status.FEASIBLE
     else:
-        status = "no_solution"
+        status = Status.NO_SOLUTION
     obj, bound = res.incumbent_objective, res.objective_bound
     gap = None
     if obj is not None and bound is not None and abs(bound) < float("inf"):

@@ -10,24 +10,11 @@ import typer
 from rich.table import Table
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
-from solver.errors import Infeasible, InvalidInstance
+from solver.errors import Infeasible, InvalidInstance, NoSolution
+from solver.results import Status
 
 TimeLimit = Annotated[float, typer.Option("--time-limit", min=0.1,
                                           help="CP-SAT time limit for the placement [s].")]
-
-
-def place_design(inputs, design, folder: Path, time_limit: float):
-    """Place, re-check independently, write placement.csv, cables.csv, floorplan.png."""
-    from solver.placement import place, write_placement_outputs
-    from solver.placement_check import check_placement
-
-    result = place(inputs, design, time_limit_s=time_limit)
-    problems = check_placement(inputs, result)
-    result.summary["verified"] = not problems
-    if problems:
-        raise Infeasible("placement failed the independent check:\n" + "\n".join(
-            f"  - {p}" for p in problems[:20]))
-    return result, write_placement_outputs(result, folder)
 
 
 def render(summary: dict) -> None:
@@ -63,30 +50,31 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Place racks on the floor plan; cable media from routed lengths (CP-SAT)."""
-        from solver.api import solve as solve_instance
+        from solver.api import place as place_api
+        from solver.backends import SolveOptions
         from solver.loading import INSTANCES_DIR, load_instance
         from solver.outputs import default_out_dir
-        from solver.placement import design_from_summary, design_to_place
-        from solver.prepare import prepare
+        from solver.placement import design_from_summary, write_placement_outputs
 
         def body():
+            design = None
             if source is not None and source.suffix == ".json" and _is_design(source):
                 summary = json.loads(source.read_text(encoding="utf-8"))
-                inputs = prepare(load_instance(
-                    instance or INSTANCES_DIR / f"{summary['instance']}.toml"))
+                inst = load_instance(instance or INSTANCES_DIR / f"{summary['instance']}.toml")
                 design = design_from_summary(summary)
             else:
-                solved = solve_instance(load_instance(source))
-                if solved.design is None:
-                    raise Infeasible(f"the instance has no design to place ({solved.status})")
-                inputs = solved.inputs
-                design = design_to_place(solved.design, inputs)
-            result, written = place_design(inputs, design, out or default_out_dir(inputs.name),
-                                           time_limit)
+                inst = load_instance(source)
+            result = place_api(inst, design, SolveOptions(placement_time_limit_s=time_limit))
+            if not result.status.has_solution:
+                if as_json:
+                    emit_json(result.to_dict())
+                error = Infeasible if result.status == Status.INFEASIBLE else NoSolution
+                raise error(result.summary["diagnosis"])
+            written = write_placement_outputs(result, out or default_out_dir(inst.name))
             if as_json:
-                emit_json(result.summary)
+                emit_json(result.to_dict())
             else:
-                render(result.summary)
+                render(result.to_dict())
             stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
 
         run(body)

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
 from solver.errors import Infeasible, NoSolution
+from solver.results import Status
 
 
 def render(result) -> None:
@@ -83,6 +84,26 @@ def render(result) -> None:
                  f"checker: {s['verified']}")
 
 
+def fail_on_status(result, as_json: bool, time_limit: float) -> None:
+    """Without a design, or with a placement that failed: the document on stdout (with
+    --json), the reason on stderr, exit 4 (infeasible) or 5 (no solution); no files."""
+    s = result.to_dict()
+    placement = s.get("placement", {})
+    if result.status.has_solution and placement.get("status", "optimal") in ("optimal",
+                                                                              "feasible"):
+        return
+    if as_json:
+        emit_json(s)
+    if not result.status.has_solution:
+        if result.status == Status.INFEASIBLE:
+            raise Infeasible("instance is infeasible:\n" + "\n".join(
+                f"  - {m}" for m in s["diagnosis"]))
+        raise NoSolution(f"no design found within {time_limit:g} s")
+    error = Infeasible if placement["status"] == Status.INFEASIBLE else NoSolution
+    raise error("the design is optimal but its placement failed (use --no-place to skip "
+                f"it): {placement['diagnosis']}")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def solve(
@@ -100,52 +121,19 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
-        import pandas as pd
-
         from solver.api import solve as solve_instance
+        from solver.backends import SolveOptions
         from solver.loading import load_instance
         from solver.outputs import default_out_dir, write_solve_outputs
-        from solver.report import with_placement
 
         def body():
             inst = load_instance(instance)
-            result = solve_instance(inst, time_limit_s=time_limit, gap=gap, threads=threads)
-            if result.status == "infeasible":
-                if as_json:
-                    emit_json(result.summary)
-                raise Infeasible("instance is infeasible:\n" + "\n".join(
-                    f"  - {m}" for m in result.summary["diagnosis"]))
-            if result.status == "no_solution":
-                if as_json:
-                    emit_json(result.summary)
-                raise NoSolution(f"no design found within {time_limit:g} s")
-            folder = out or default_out_dir(inst.name)
-            placement_files = []
-            # --- placement stage (solver.commands.place; skipped with --no-place) ---
-            if not no_place:
-                from solver.commands.place import place_design
-                from solver.placement import design_to_place, placed_bom_lines
-
-                inputs = result.inputs
-                try:
-                    placed, placement_files = place_design(
-                        inputs, design_to_place(result.design, inputs), folder,
-                        min(time_limit, 30.0))
-                except (Infeasible, NoSolution) as exc:
-                    if as_json:
-                        emit_json(result.summary | {"placement": {
-                            "status": "infeasible" if isinstance(exc, Infeasible)
-                            else "no_solution", "diagnosis": str(exc)}})
-                    raise type(exc)(f"the design is optimal but its placement failed "
-                                    f"(use --no-place to skip it): {exc}") from None
-                result.summary = with_placement(
-                    inputs, result.summary, result.design, placed_bom_lines(placed),
-                    placed.summary["racks_total"], placed.summary)
-            # --- end of placement stage ---
-            bom_csv = pd.DataFrame(result.summary["bom"]).to_csv(index=False)
-            written = write_solve_outputs(result.summary, bom_csv, folder) + placement_files
+            result = solve_instance(inst, place=not no_place, options=SolveOptions(
+                time_limit, gap, threads, placement_time_limit_s=min(time_limit, 30.0)))
+            fail_on_status(result, as_json, time_limit)
+            written = write_solve_outputs(result, out or default_out_dir(inst.name))
             if as_json:
-                emit_json(result.summary)
+                emit_json(result.to_dict())
             else:
                 render(result)
             stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)

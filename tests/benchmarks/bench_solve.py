@@ -30,7 +30,7 @@ if scale != 1.0:
         b["it_power_mw"] *= 1.1 * scale
 start = time.perf_counter()
 inst = load_instance() if scale == 1.0 else instance_from_dict(doc)
-r = solve(inst)
+r = solve(inst, place=False)
 wall = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"instance": inst.name, "status": r.status, "gpus": r.summary["design"]["gpus"],
