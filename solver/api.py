@@ -16,6 +16,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -35,10 +36,13 @@ from solver.backends import SolveOptions
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import CheckResult, check_design
 from solver.diagnose import diagnose, unmet_requirements
+from solver.fabric_inputs import fabric_document
 from solver.job_mapping import map_job
+from solver.perf_inputs import DEGREES, perf_document
 from solver.placement import PlacementResult, design_to_place, placed_bom_lines
 from solver.placement import place as place_design
 from solver.prepare import prepare
+from solver.reliability_inputs import DEFAULT_WORKLOAD, reliability_document
 from solver.report import binding_limits, summary_document, tables, with_placement
 from solver.results import Status
 from solver.schema import Instance
@@ -212,6 +216,38 @@ def place(inst: Instance | Inputs, design: DesignToPlace | None = None,
     else:
         inputs = inst if isinstance(inst, Inputs) else prepare(inst)
     return place_design(inputs, design, options)
+
+
+def fabric(gpus: int, gpu: str, switch: str, *, tiers: int | None = None,
+           oversubscription: float = 1.0, pods: int = 1, rail_optimized: bool = True,
+           twin_port: bool = False, instance: str | Path | None = None) -> dict[str, Any]:
+    """Exact fat tree for ``gpus`` GPUs of ``gpu`` on ``switch`` (the back-end NIC by
+    solver.prepare.backend_nic) with the cheapest medium per link class, capex and power;
+    ``instance``: take its catalog overrides and cable lengths."""
+    return fabric_document(gpus, gpu, switch, tiers, oversubscription, pods, rail_optimized,
+                           twin_port, Path(instance) if instance is not None else None)
+
+
+def perf(workload: str, gpu: str, gpus: int, *, degrees: dict[str, int | None] | None = None,
+         recompute: str | None = None, switch: str | None = None,
+         oversubscription: float = 1.0, pod_gpus: int | None = None) -> dict[str, Any]:
+    """Step time, tokens/s, MFU/HFU and memory of ``workload`` on ``gpus`` GPUs: the given
+    parallel degrees evaluated, or the omitted ones searched; with ``switch``, the job's
+    groups mapped onto its fabric."""
+    degrees = {k: (degrees or {}).get(k) for k in DEGREES}
+    return perf_document(workload, gpu, gpus, degrees, recompute, switch, oversubscription,
+                         pod_gpus)
+
+
+def reliability(gpu: str, gpus: int, *, workload: str = DEFAULT_WORKLOAD,
+                switch: str | None = None, rail_optimized: bool = True,
+                checkpoint_gbps: float | None = None, recovery: str = "storage",
+                simulate_runs: int | None = None, days: float = 30.0, seed: int = 0
+                ) -> dict[str, Any]:
+    """Interruptions, checkpoint interval, restart, spares and goodput of a job on ``gpus``
+    GPUs (with ``simulate_runs``, a seeded Monte-Carlo estimate beside)."""
+    return reliability_document(gpu, gpus, workload, switch, rail_optimized, checkpoint_gbps,
+                                recovery, simulate_runs, days, seed)
 
 
 def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:

@@ -19,7 +19,8 @@ Shared by ``clusterplan fabric`` and the solve pipeline:
   ============== =====================================================================
 
 * :func:`frontend_network` sizes the front-end (storage/checkpoint) Ethernet.
-* :func:`fabric_report` is the ``clusterplan fabric --json`` document.
+* :func:`fabric_report` is the ``clusterplan fabric --json`` document of a fabric, and
+  :func:`fabric_document` the whole document from catalog ids (``solver.api.fabric``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from models.design.candidates import link_lengths
@@ -146,3 +148,40 @@ def design_with_media(parts: FabricParts, spec: FabricSpec, lengths: CableLength
                          sorted(catalog.medium.values(), key=lambda m: m.id), parts.gbps,
                          twin_port)
     return fabric, media
+
+
+def fabric_document(gpus: int, gpu: str, switch: str, tiers: int | None, oversubscription: float,
+          pods: int, rail_optimized: bool, twin_port: bool,
+          instance: Path | None) -> dict[str, Any]:
+    """The fabric document; bad options raise InvalidInstance naming the option."""
+    from solver.loading import load_catalog, load_instance
+
+    problems = []
+    if gpus < 1:
+        problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
+    if tiers is not None and not 1 <= tiers <= 5:
+        problems.append(f"--tiers: must be 1..5 (got {tiers})")
+    if not 1 <= oversubscription <= 64:
+        problems.append(f"--oversubscription: must be 1..64 (got {oversubscription})")
+    if pods < 1:
+        problems.append(f"--pods: must be >= 1 (got {pods})")
+    if problems:
+        raise InvalidInstance(problems, "fabric")
+    if instance is not None:
+        inst = load_instance(instance)
+        catalog, lengths = inst.catalog, inst.site.cable_lengths
+        single_building = len(inst.site.buildings) == 1
+    else:
+        catalog, lengths, single_building = load_catalog(), CableLengths(), False
+    parts = resolve_fabric_parts(catalog, gpu, switch, "--gpu", "--switch")
+    nodes = math.ceil(gpus / parts.gpu.gpus_per_node)
+    spec = FabricSpec(nodes=nodes, ports_per_node=parts.gpu.nics_per_node, radix=parts.radix,
+                      tiers=tiers, pods=pods, oversubscription=oversubscription,
+                      rail_optimized=rail_optimized)
+    try:
+        fabric, media = design_with_media(parts, spec, lengths, catalog, twin_port,
+                                          single_building)
+    except ValueError as exc:
+        raise InvalidInstance([f"--tiers/--pods/--oversubscription: {exc}"], "fabric") from None
+    report = fabric_report(fabric, parts, media, frontend_network(nodes, parts.gpu, catalog))
+    return {"gpus": gpus, **report}

@@ -7,6 +7,7 @@ InvalidInstance (exit code 3) naming the option or field.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from math import ceil, log
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from solver.schema import Catalog, Choices, GpuSystem, Nic, Switch, Workload
 from solver.schema.reliability import ReliabilityCatalog
 
 RELIABILITY_CATALOG = CATALOG_DIR / "reliability.toml"
+DEFAULT_WORKLOAD = "llama3-405b"
+"""Workload of `clusterplan reliability` (it sets the checkpoint size)."""
 DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
     "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 
@@ -132,3 +135,53 @@ def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload:
         node_copper_kind="dac", leaf_down_ports=max(1, radix // 2),
         peer_gbytes_per_s_per_node=links * nic.port_gbps / 8.0,
         availability_target=availability_target)
+
+
+def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
+          rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
+          simulate_runs: int | None, days: float, seed: int) -> dict[str, Any]:
+    """The reliability document; bad options raise InvalidInstance naming the option."""
+    from models.reliability import RECOVERY_MODES, goodput, param_count, simulate
+    from solver.loading import load_catalog, load_workload
+    from solver.prepare import backend_nic
+
+    problems = []
+    if gpus <= 0:
+        problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
+    if checkpoint_gbps is not None and not checkpoint_gbps > 0:
+        problems.append(f"--checkpoint-gbps: must be positive (got {checkpoint_gbps})")
+    if recovery not in RECOVERY_MODES:
+        problems.append(f"--recovery: must be one of {', '.join(RECOVERY_MODES)} "
+                        f"(got '{recovery}')")
+    if simulate_runs is not None and simulate_runs < 2:
+        problems.append(f"--runs: need at least 2 runs (got {simulate_runs})")
+    if not days > 0:
+        problems.append(f"--days: must be positive (got {days})")
+    if problems:
+        raise InvalidInstance(problems, "reliability")
+    catalog = load_catalog()
+    gpu = catalog_item(catalog, "gpu", gpu_id, "--gpu")
+    switch = catalog_item(catalog, "switch", switch_id or default_switch(
+        catalog, catalog.nic[gpu.default_nic].port_gbps), "--switch")
+    nic = backend_nic(catalog, gpu, switch)
+    workload = load_workload(workload_ref, "--workload")
+    rel_catalog = load_reliability_catalog()
+    rates = reliability_rates(rel_catalog, gpu.generation)
+    inputs = design_inputs(gpu, nic, switch, gpus, workload, rail_optimized, checkpoint_gbps,
+                           recovery, rel_catalog.recovery.availability_target.value)
+    result = goodput(inputs, rates)
+    doc: dict[str, Any] = {
+        "gpu": gpu.id, "gpus": gpus, "nodes": inputs.nodes, "switch": switch.id,
+        "workload": workload.name, "rail_optimized": rail_optimized, "recovery": recovery,
+        "params": param_count(workload), "checkpoint_size_gb": inputs.checkpoint_size_gb,
+        "checkpoint_gbps": inputs.checkpoint_gbps, "switches": inputs.switches,
+        "switch_links_optical": inputs.switch_links_optical,
+        "node_links_optical": inputs.node_links_optical,
+        "node_links_copper": inputs.node_links_copper,
+        **asdict(result),
+    }
+    if simulate_runs is not None:
+        mean, low, high = simulate(inputs, rates, days, simulate_runs, seed)
+        doc["simulated"] = {"goodput": mean, "ci_low": low, "ci_high": high,
+                            "runs": simulate_runs, "days": days, "seed": seed}
+    return doc

@@ -2,59 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
-
-from solver.errors import InvalidInstance
-
-
-def build(gpus: int, gpu: str, switch: str, tiers: int | None, oversubscription: float,
-          pods: int, rail_optimized: bool, twin_port: bool,
-          instance: Path | None) -> dict[str, Any]:
-    """The fabric document; bad options raise InvalidInstance naming the option."""
-    from models.fabric import FabricSpec
-    from solver.fabric_inputs import (
-        design_with_media,
-        fabric_report,
-        frontend_network,
-        resolve_fabric_parts,
-    )
-    from solver.loading import load_catalog, load_instance
-    from solver.schema import CableLengths
-
-    problems = []
-    if gpus < 1:
-        problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
-    if tiers is not None and not 1 <= tiers <= 5:
-        problems.append(f"--tiers: must be 1..5 (got {tiers})")
-    if not 1 <= oversubscription <= 64:
-        problems.append(f"--oversubscription: must be 1..64 (got {oversubscription})")
-    if pods < 1:
-        problems.append(f"--pods: must be >= 1 (got {pods})")
-    if problems:
-        raise InvalidInstance(problems, "fabric")
-    if instance is not None:
-        inst = load_instance(instance)
-        catalog, lengths = inst.catalog, inst.site.cable_lengths
-        single_building = len(inst.site.buildings) == 1
-    else:
-        catalog, lengths, single_building = load_catalog(), CableLengths(), False
-    parts = resolve_fabric_parts(catalog, gpu, switch, "--gpu", "--switch")
-    nodes = math.ceil(gpus / parts.gpu.gpus_per_node)
-    spec = FabricSpec(nodes=nodes, ports_per_node=parts.gpu.nics_per_node, radix=parts.radix,
-                      tiers=tiers, pods=pods, oversubscription=oversubscription,
-                      rail_optimized=rail_optimized)
-    try:
-        fabric, media = design_with_media(parts, spec, lengths, catalog, twin_port,
-                                          single_building)
-    except ValueError as exc:
-        raise InvalidInstance([f"--tiers/--pods/--oversubscription: {exc}"], "fabric") from None
-    report = fabric_report(fabric, parts, media, frontend_network(nodes, parts.gpu, catalog))
-    return {"gpus": gpus, **report}
 
 
 def render(doc: dict[str, Any]) -> None:
@@ -114,8 +66,12 @@ def register(app: typer.Typer) -> None:
             "--json", help="Print one JSON document on stdout.")] = False,
     ) -> None:
         """Exact switch, link and media counts of the scale-out fabric, capex and power."""
-        doc = run(lambda: build(gpus, gpu, switch, tiers, oversubscription, pods,
-                                rail_optimized, twin_port, instance))
+        from solver.api import fabric as fabric_api
+
+        doc = run(lambda: fabric_api(gpus, gpu, switch, tiers=tiers,
+                                     oversubscription=oversubscription, pods=pods,
+                                     rail_optimized=rail_optimized, twin_port=twin_port,
+                                     instance=instance))
         if as_json:
             emit_json(doc)
         else:

@@ -7,118 +7,6 @@ from typing import Annotated
 import typer
 
 from solver.cli_common import JsonFlag
-from solver.errors import InvalidInstance
-
-RECOMPUTE = ("none", "selective", "full")
-DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
-
-
-def network_for(catalog, system, switch_id: str | None, oversubscription: float,
-                pod_gpus: int | None):
-    """The scale-out fabric as the job sees it: NIC bandwidth per GPU from the back-end
-    NIC (solver.prepare.backend_nic; the system's default NIC without a switch);
-    in-network reduction from the switch; pods of `pod_gpus` (default with a switch: the
-    3-tier non-blocking maximum 2*(k/2)^3 at the NIC speed)."""
-    from models.perf import NetworkSpec
-    from solver.prepare import backend_nic
-
-    nic = catalog.nic[system.default_nic]
-    reduction = False
-    if switch_id is not None:
-        if switch_id not in catalog.switch:
-            raise InvalidInstance([f"--switch: unknown switch '{switch_id}' (known: "
-                                   f"{', '.join(sorted(catalog.switch))})"], "perf")
-        switch = catalog.switch[switch_id]
-        nic = backend_nic(catalog, system, switch)
-        reduction = switch.in_network_reduction
-        if pod_gpus is None and nic.port_gbps in switch.radix_by_gbps:
-            pod_gpus = 2 * (switch.radix(nic.port_gbps) // 2) ** 3
-    gbps = nic.port_gbps * system.nics_per_node / system.gpus_per_node
-    return NetworkSpec(gbps_per_gpu=gbps, in_network_reduction=reduction,
-                       pod_gpus=pod_gpus, oversubscription=oversubscription)
-
-
-def job_mapping(catalog, system, switch: str, gpus: int, doc: dict) -> dict | None:
-    """Where the job's groups sit on a rail-optimized fat tree of `switch` (CP-SAT, see
-    solver.job_mapping); None when that fabric cannot be built for these GPUs."""
-    import math
-
-    from models.fabric import FabricSpec, design_fabric
-    from solver.fabric_inputs import resolve_fabric_parts
-    from solver.job_mapping import map_job
-
-    parts = resolve_fabric_parts(catalog, system.id, switch, "--gpu", "--switch")
-    try:
-        fabric = design_fabric(FabricSpec(nodes=math.ceil(gpus / system.gpus_per_node),
-                                          ports_per_node=system.nics_per_node,
-                                          radix=parts.radix))
-    except ValueError:
-        return None
-    return map_job(system, fabric, doc)
-
-
-def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
-                  recompute: str | None, switch: str | None, oversubscription: float,
-                  pod_gpus: int | None) -> dict:
-    from models.perf import Parallelism, evaluate, invalid_degrees, search
-    from solver.loading import load_catalog, load_workload
-
-    problems = []
-    if gpus < 1:
-        problems.append("--gpus must be >= 1")
-    if oversubscription < 1:
-        problems.append("--oversubscription must be >= 1")
-    if recompute is not None and recompute not in RECOMPUTE:
-        problems.append(f"--recompute {recompute} is not one of {', '.join(RECOMPUTE)}")
-    for name, value in degrees.items():
-        if value is not None and value < 1:
-            problems.append(f"--{name.replace('_', '-')} must be >= 1")
-    if problems:
-        raise InvalidInstance(problems, "perf")
-    workload = load_workload(workload_ref, "--workload")
-    catalog = load_catalog()
-    if gpu not in catalog.gpu:
-        raise InvalidInstance([f"--gpu: unknown GPU system '{gpu}' (known: "
-                               f"{', '.join(sorted(catalog.gpu))})"], "perf")
-    system = catalog.gpu[gpu]
-    network = network_for(catalog, system, switch, oversubscription, pod_gpus)
-    given = {k: v for k, v in degrees.items() if v is not None}
-    if recompute is not None:
-        given["recompute"] = recompute
-    if len(given) == len(DEGREES) + 1:
-        par = Parallelism(**given)
-        problems = invalid_degrees(workload, system, par, gpus)
-        if problems:
-            raise InvalidInstance(problems, "perf")
-        result, mode = evaluate(workload, system, network, par), "evaluate"
-    else:
-        probe = Parallelism(tp=given.get("tp", 1), pp=given.get("pp", 1), dp=1,
-                            cp=given.get("cp", 1), ep=given.get("ep", 1),
-                            vpp=given.get("vpp", 1), micro_batch=given.get("micro_batch", 1))
-        problems = [p for p in invalid_degrees(workload, system, probe)
-                    if "dp*cp" not in p]
-        if "dp" in given:
-            product = given["dp"] * probe.tp * probe.pp * probe.cp
-            if product > gpus:
-                problems.append(f"--dp {given['dp']} with tp*pp*cp = "
-                                f"{probe.tp * probe.pp * probe.cp} needs {product} > "
-                                f"--gpus {gpus}")
-        if problems:
-            raise InvalidInstance(problems, "perf")
-        try:
-            result = search(workload, system, network, gpus, given)
-        except ValueError as exc:
-            raise InvalidInstance([f"--gpus {gpus}: {exc}"], "perf") from None
-        mode = "search"
-    doc = result.as_dict()
-    if switch is not None:
-        doc["mapping"] = job_mapping(catalog, system, switch, gpus, doc)
-    doc.update({"mode": mode, "workload": workload.name, "gpu": gpu,
-                "network": {"gbps_per_gpu": network.gbps_per_gpu,
-                            "in_network_reduction": network.in_network_reduction,
-                            "pod_gpus": network.pod_gpus,
-                            "oversubscription": network.oversubscription}})
-    return doc
 
 
 def opt(name: str, help_: str):
@@ -150,12 +38,14 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Step time, throughput, MFU and memory of a job; searches omitted degrees."""
+        from solver.api import perf as perf_api
         from solver.cli_common import emit_json, run, stdout
 
         degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp,
                    "micro_batch": micro_batch}
-        doc = run(lambda: perf_document(workload, gpu, gpus, degrees, recompute, switch,
-                                        oversubscription, pod_gpus))
+        doc = run(lambda: perf_api(workload, gpu, gpus, degrees=degrees, recompute=recompute,
+                                   switch=switch, oversubscription=oversubscription,
+                                   pod_gpus=pod_gpus))
         if as_json:
             emit_json(doc)
             return
