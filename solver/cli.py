@@ -47,11 +47,16 @@ def validate(
 
 
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema of instance files."""
+def schema(
+    result: Annotated[bool, typer.Option(
+        "--result", help="The schema of the result documents (--json of solve, place, "
+                         "fabric, perf, reliability) instead.")] = False,
+) -> None:
+    """Print the JSON Schema of instance files (or, with --result, of result documents)."""
     from solver.schema.document import instance_document_schema
+    from solver.schema.result import result_document_schema
 
-    emit_json(instance_document_schema())
+    emit_json(result_document_schema() if result else instance_document_schema())
 
 
 @app.command()

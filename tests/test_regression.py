@@ -114,10 +114,9 @@ def test_every_pin_is_a_shipped_instance():
     assert sorted(expected()["SOLVE"]) == sorted(key(p) for p in SHIPPED)
 
 
-def test_default_instance_places_as_pinned(tmp_path):
-    code, s = solve_json(DEFAULT, tmp_path, place=True)
-    assert code == 0
-    assert_same(placement_fingerprint(s), expected()["PLACEMENT"], "placement")
+def test_default_instance_places_as_pinned(default_solve_json):
+    assert_same(placement_fingerprint(default_solve_json), expected()["PLACEMENT"],
+                "placement")
 
 
 def capture() -> None:
