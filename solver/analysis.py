@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from models.design import prune
 from solver.errors import InvalidInstance, UsageError
 from solver.loading import instance_from_dict
 from solver.scenario import full_document, get_path, make_scenarios
@@ -129,13 +130,9 @@ PARETO_Y = ("effective_tokens_per_s",)
 
 def candidate_x(data, cand, x: str) -> float:
     """The x metric of one candidate, as the design MILP computes it (models.design.milp):
-    it = (1 + f_ns) equipment; capex = equipment + build/MW x it; tco = capex + years x
-    it x PUE x 8760 h x price."""
-    it_mw = (1 + data.non_server_it_fraction) * cand.equipment_power_w / 1e6
-    capex = cand.equipment_capex_usd + data.build_usd_per_mw * it_mw
-    return {"it_mw": it_mw, "gpus": float(cand.gpus), "capex_usd": capex,
-            "tco_usd": capex + data.years * it_mw * 1e3 * data.pue * 8760.0
-            * data.electricity_usd_per_kwh}[x]
+    models.design.prune's IT power, capex and TCO (models.power_cost's formulas)."""
+    return {"it_mw": prune.it_power_w(data, cand) / 1e6, "gpus": float(cand.gpus),
+            "capex_usd": prune.capex_usd(data, cand), "tco_usd": prune.tco_usd(data, cand)}[x]
 
 
 def pareto_base(base_doc: dict[str, Any], x: str) -> dict[str, Any]:

@@ -1,5 +1,11 @@
 """Independent checker: re-derive the chosen design from the resolved instance and the
-analytic models (never from MILP values) and confirm every limit of the instance."""
+analytic models (never from MILP values) and confirm every limit of the instance.
+
+Independent on purpose: it keeps its own arithmetic for what it checks (media cost and
+power per link, the 42 U network racks, parts capex and power, building loads, its own
+tolerance REL_TOL) instead of calling the formulas that built the design
+(models.power_cost, models.design), so a mistake there shows up as a failed check.
+"""
 
 from __future__ import annotations
 

@@ -213,8 +213,8 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
     pc = power_cost(lines, inputs.facility, inputs.years)
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
-    within = {"it_power_mw": pc.it_power_w / 1e6 <= lim.it_power_mw * (1 + 1e-9),
-              "budget_usd": spend <= lim.budget_usd * (1 + 1e-9)}
+    within = {"it_power_mw": prune.within(pc.it_power_w / 1e6, lim.it_power_mw),
+              "budget_usd": prune.within(spend, lim.budget_usd)}
     return summary | {
         "bom": bom_rows(lines), **power_and_cost(pc),
         "design_estimate": {"bom": summary["bom"], "power": summary["power"],

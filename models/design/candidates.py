@@ -30,11 +30,13 @@ from models.fabric import (
 )
 from models.power_cost import BomLine
 
-RACK_UNITS_PER_NETWORK_RACK = 42
+RACK_UNITS = 42
+"""Usable height of one rack [U]."""
 
 
 def node_power_w(p: ConfigParts) -> float:
-    """One node with its GPUs and back-end NICs [W]."""
+    """One node with its GPUs and back-end NICs [W] (``p``: anything with ``gpu`` and
+    ``nic``, e.g. a ConfigParts or solver.fabric_inputs.FabricParts)."""
     return (p.gpu.gpus_per_node * p.gpu.gpu_power_w + p.gpu.node_other_power_w
             + p.gpu.nics_per_node * p.nic.power_w)
 
@@ -87,7 +89,7 @@ def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
 
 
 def network_racks(p: ConfigParts, switches: int) -> int:
-    return math.ceil(switches * p.switch.rack_units / RACK_UNITS_PER_NETWORK_RACK)
+    return math.ceil(switches * p.switch.rack_units / RACK_UNITS)
 
 
 def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,

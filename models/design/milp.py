@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import pyomo.environ as pyo
 
+from models import power_cost
 from models.design.data import Candidate, DesignData
 
 
@@ -71,16 +72,18 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
     m.net_racks = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals,
                           doc="network racks per building")
 
-    f_ns = data.non_server_it_fraction
     m.gpus = pyo.Expression(expr=ladder_sum(m, lambda k: k.gpus), doc="training GPUs")
     m.equipment_mw = pyo.Expression(expr=ladder_sum(m, lambda k: k.equipment_power_w / 1e6))
-    m.it_power_mw = pyo.Expression(expr=(1 + f_ns) * m.equipment_mw, doc="critical IT power")
+    # models.power_cost's formulas are linear: in MW they give $M (DesignData carries the
+    # facility figures).
+    m.it_power_mw = pyo.Expression(expr=power_cost.it_power_w(m.equipment_mw, data),
+                                   doc="critical IT power")
     m.cost_equipment_musd = pyo.Expression(
         expr=ladder_sum(m, lambda k: k.equipment_capex_usd / 1e6))
-    m.cost_facility_musd = pyo.Expression(expr=data.build_usd_per_mw / 1e6 * m.it_power_mw)
+    m.cost_facility_musd = pyo.Expression(
+        expr=power_cost.facility_capex_usd(m.it_power_mw, data))
     m.capex_musd = pyo.Expression(expr=m.cost_equipment_musd + m.cost_facility_musd)
-    m.annual_opex_musd = pyo.Expression(
-        expr=m.it_power_mw * data.pue * 8760.0 * data.electricity_usd_per_kwh / 1e3)
+    m.annual_opex_musd = pyo.Expression(expr=power_cost.annual_opex_usd(m.it_power_mw, data))
     m.tco_musd = pyo.Expression(expr=m.capex_musd + data.years * m.annual_opex_musd)
     m.tokens_per_s = pyo.Expression(expr=ladder_sum(m, lambda k: k.tokens_per_s))
     m.effective_tokens_per_s = pyo.Expression(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from models import power_cost
 from models.design.data import Candidate, DesignData
 
 REL_TIE = 1e-9
@@ -38,17 +39,24 @@ GOODPUT_TOL = 0.02
 along the ladder stays within 1% of exact in tests/test_design_data.py)."""
 
 
+def within(value: float, limit: float) -> bool:
+    """``value`` meets the upper limit ``limit`` (to REL_TIE, rounding of equal sums)."""
+    return value <= limit * (1 + REL_TIE)
+
+
 def it_power_w(data: DesignData, k: Candidate) -> float:
-    return (1 + data.non_server_it_fraction) * k.equipment_power_w
+    """Critical IT power of a candidate (models.power_cost; DesignData carries the
+    facility figures) [W]."""
+    return power_cost.it_power_w(k.equipment_power_w, data)
 
 
 def capex_usd(data: DesignData, k: Candidate) -> float:
-    return k.equipment_capex_usd + data.build_usd_per_mw * it_power_w(data, k) / 1e6
+    return k.equipment_capex_usd + power_cost.facility_capex_usd(it_power_w(data, k), data)
 
 
 def tco_usd(data: DesignData, k: Candidate) -> float:
-    opex = it_power_w(data, k) * data.pue * 8760.0 / 1e3 * data.electricity_usd_per_kwh
-    return capex_usd(data, k) + data.years * opex
+    return capex_usd(data, k) + data.years * power_cost.annual_opex_usd(it_power_w(data, k),
+                                                                        data)
 
 
 def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
@@ -86,8 +94,8 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
 def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
     """All limits of the instance hold for candidate k (closed forms above)."""
     spend = tco_usd(data, k) if data.budget_basis == "tco" else capex_usd(data, k)
-    return (it_power_w(data, k) <= data.it_power_cap_w * (1 + REL_TIE)
-            and spend <= data.budget_usd * (1 + REL_TIE)
+    return (within(it_power_w(data, k), data.it_power_cap_w)
+            and within(spend, data.budget_usd)
             and meets_requirements(data, k, optimistic) and fits_buildings(data, k))
 
 

@@ -9,18 +9,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from models.design.candidates import RACK_UNITS, node_power_w
 from models.design.inputs import Inputs
 from models.fabric import Fabric, FabricSpec, design_fabric
 from models.placement.economics import MediaPricing, Medium, link_cost_units, media_pricing
-from models.placement.halls import (
-    RACK_UNITS,
-    FabricParts,
-    HallGeo,
-    hall_geometry,
-    max_length,
-    node_power_w,
-    routing,
-)
+from models.placement.halls import FabricParts, HallGeo, hall_geometry, max_length, routing
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
 
 LEAF_SPINE_TIER = 2

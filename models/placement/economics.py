@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.design.inputs import Inputs
+from models.power_cost import HOURS_PER_YEAR, annual_opex_usd
 from models.reliability import ReliabilityRates
 from models.reliability.goodput import lost_work_s
 from models.reliability.rates import link_failure_rate
 
 COST_UNITS_PER_USD = 100
 """The CP-SAT objective counts cents."""
-HOURS_PER_YEAR = 8760
 
 Medium = Any
 """A catalog medium (solver.schema.Medium): kind, reach_m, price_usd_per_end,
@@ -124,7 +124,7 @@ def lifetime_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     fac = inputs.facility
     capex = 2 * m.price_usd_per_end / m.links_per_module + m.fiber_usd_per_link
     watts = 2 * m.power_w_per_end / m.links_per_module
-    energy = watts / 1e3 * HOURS_PER_YEAR * inputs.years * fac.electricity_usd_per_kwh * fac.pue
+    energy = inputs.years * annual_opex_usd(watts, fac)
     return capex + energy + failure_cost_usd(m, tier, pricing)
 
 

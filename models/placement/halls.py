@@ -13,11 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from models.design.candidates import RACK_UNITS, node_power_w
 from models.design.inputs import Inputs
 from models.placement.geometry import Position, Routing, block_leaf_offsets, routed_length_m
-
-RACK_UNITS = 42
-"""Usable height of one rack [U] (same figure as models.design.candidates)."""
 
 Hall = Any
 """A hall of the site (solver.schema.site.Hall): rows, positions, pitches, power, cooling."""
@@ -68,12 +66,6 @@ def nodes_per_rack(inputs: Inputs, parts: FabricParts, hall: Hall) -> int:
     by_height = 1 if g.node_rack_units >= RACK_UNITS else RACK_UNITS // g.node_rack_units
     return max(0, min(g.max_nodes_per_rack, by_height,
                       math.floor(hall.rack_power_kw * 1e3 / node_w + 1e-9)))
-
-
-def node_power_w(parts: FabricParts) -> float:
-    g = parts.gpu
-    return (g.gpus_per_node * g.gpu_power_w + g.node_other_power_w
-            + g.nics_per_node * parts.nic.power_w)
 
 
 def hall_geometry(building: str, hall: Hall, index: int, inputs: Inputs, parts: FabricParts,
