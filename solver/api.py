@@ -222,7 +222,7 @@ def fabric(gpus: int, gpu: str, switch: str, *, tiers: int | None = None,
            oversubscription: float = 1.0, pods: int = 1, rail_optimized: bool = True,
            twin_port: bool = False, instance: str | Path | None = None) -> dict[str, Any]:
     """Exact fat tree for ``gpus`` GPUs of ``gpu`` on ``switch`` (the back-end NIC by
-    solver.prepare.backend_nic) with the cheapest medium per link class, capex and power;
+    solver.fabric_inputs.backend_nic) with the cheapest medium per link class, capex and power;
     ``instance``: take its catalog overrides and cable lengths."""
     return fabric_document(gpus, gpu, switch, tiers, oversubscription, pods, rail_optimized,
                            twin_port, Path(instance) if instance is not None else None)

@@ -2,7 +2,8 @@
 
 Shared by ``clusterplan fabric`` and the solve pipeline:
 
-* :func:`resolve_fabric_parts` picks the back-end NIC (``solver.prepare.backend_nic``),
+* :func:`backend_nic` is the one rule for the back-end NIC (solve, fabric, perf and
+  reliability all use it); :func:`resolve_fabric_parts` picks it,
   the link speed (the NIC's ``port_gbps``) and the switch radix at that speed.
 * :func:`link_lengths` maps ``CableLengths`` to the fabric's link-class names:
 
@@ -34,7 +35,6 @@ from typing import Any
 from models.design.candidates import link_lengths
 from models.fabric import Fabric, FabricSpec, MediaLine, choose_media, design_fabric
 from solver.errors import InvalidInstance
-from solver.prepare import backend_nic
 from solver.schema import CableLengths, Catalog, GpuSystem, Nic, Switch
 
 FRONTEND_SWITCH = "tomahawk5"
@@ -51,6 +51,13 @@ class FabricParts:
     """Back-end link speed = the NIC's port speed [Gb/s]."""
     radix: int
     """Switch ports at ``gbps``."""
+
+
+def backend_nic(catalog: Catalog, gpu: GpuSystem, switch: Switch) -> Nic:
+    """The back-end NIC of `gpu` on `switch`: the one the switch requires (BlueField-3 for
+    Spectrum-X), else the GPU system's default. solve, fabric, perf and reliability all
+    use this rule."""
+    return catalog.nic[switch.required_nic or gpu.default_nic]
 
 
 def resolve_fabric_parts(catalog: Catalog, gpu_id: str, switch_id: str,

@@ -1,4 +1,5 @@
-"""Write a solve's files atomically: results/<instance>/{design.json, bom.csv, summary.md}.
+"""Write a solve's files atomically: results/<instance>/{design.json, bom.csv, summary.md}
+and, with a placement, placement.csv, cables.csv and floorplan.png.
 
 Files are written into a temporary folder beside the target and moved into place one by
 one with os.replace, so an interrupted run never leaves a half-written file.
@@ -7,12 +8,16 @@ one with os.replace, so an interrupted run never leaves a half-written file.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from solver.placement import CableRun, PlacementResult, Rack, cables_table
 
 
 def default_out_dir(instance_name: str) -> Path:
@@ -92,7 +97,91 @@ def write_solve_outputs(result, out_dir: Path) -> list[Path]:
         "summary.md": summary_markdown(summary),
     })
     if result.placement is not None:
-        from solver.placement import write_placement_outputs
-
         written += write_placement_outputs(result.placement, out_dir)
     return written
+
+
+
+def placement_csv(racks: list[Rack]) -> str:
+    """placement.csv: rack, building, hall, row, position, role, contents, power_kw."""
+    lines = ["rack,building,hall,row,position,role,contents,power_kw"]
+    for r in sorted(racks, key=lambda r: (r.position.building, r.position.hall,
+                                          r.position.row, r.position.slot)):
+        p = r.position
+        lines.append(f"{r.id},{p.building},{p.hall},{p.row},{p.slot},{r.role},"
+                     f"\"{r.contents}\",{r.power_w / 1e3:.3f}")
+    return "\n".join(lines) + "\n"
+
+
+def cables_csv(runs: list[CableRun]) -> str:
+    """cables.csv: link_class, medium, length_m (rounded up to 0.1 m), count."""
+    lines = ["link_class,medium,length_m,count"]
+    lines += [f"{c['link_class']},{c['medium']},{c['length_m']:.1f},{c['count']}"
+              for c in cables_table(runs)]
+    return "\n".join(lines) + "\n"
+
+
+ROLE_COLOURS = {"leaf": "#1f77b4", "spine": "#2ca02c", "core": "#9467bd", "super": "#8c564b",
+                "hyper": "#e377c2", "apex": "#7f7f7f"}
+
+
+def floorplan_png(result: PlacementResult, path) -> None:
+    """Halls side by side, rows of positions; compute racks shaded by power (heat map),
+    switch racks coloured by role."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Rectangle
+
+    halls = result.inputs.halls
+    cols = min(len(halls), 3)
+    rows = math.ceil(len(halls) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 5 * rows), squeeze=False)
+    cmap = plt.get_cmap("YlOrRd")
+    heat = [r.power_w / 1e3 for r in result.racks if r.role == "compute"] or [1.0]
+    vmin, vmax = min(heat), max(heat)
+    by_hall: dict[str, list[Rack]] = defaultdict(list)
+    for r in result.racks:
+        by_hall[f"{r.position.building}/{r.position.hall}"].append(r)
+    for ax, h in zip(axes.flat, halls, strict=False):
+        ax.set_title(f"{h.key} ({h.hall.cooling}, {h.hall.hall_cap_kw / 1e3:,.1f} MW)",
+                     fontsize=9)
+        for row in range(h.hall.rows):
+            for slot in range(h.hall.positions_per_row):
+                ax.add_patch(Rectangle((slot, row), 0.9, 0.8, fc="#f2f2f2", ec="none"))
+        for r in by_hall[h.key]:
+            p = r.position
+            colour = (cmap(0.3 + 0.7 * (r.power_w / 1e3 - vmin) / max(vmax - vmin, 1e-9))
+                      if r.role == "compute"
+                      else ROLE_COLOURS.get(r.role, "black"))
+            ax.add_patch(Rectangle((p.slot, p.row), 0.9, 0.8, fc=colour, ec="none"))
+        ax.set_xlim(-0.5, h.hall.positions_per_row + 0.5)
+        ax.set_ylim(h.hall.rows + 0.5, -0.5)
+        ax.set_xlabel("position")
+        ax.set_ylabel("row")
+        ax.set_aspect(h.hall.row_pitch_m / h.hall.rack_pitch_m / 2)
+    for ax in list(axes.flat)[len(halls):]:
+        ax.axis("off")
+    legend = [Patch(color=cmap(0.9), label=f"compute (heat: kW, max {vmax:.0f})")]
+    roles = sorted({r.role for r in result.racks} - {"compute"})
+    legend += [Patch(color=ROLE_COLOURS.get(x, "black"), label=x) for x in roles]
+    fig.legend(handles=legend, loc="lower center", ncol=len(legend), fontsize=9)
+    s = result.summary
+    fig.suptitle(f"{result.inputs.inputs.name}: {s['racks_total']:,} racks, optics capex "
+                 f"${s['optics_capex_usd'] / 1e6:,.1f}M, longest link {s['max_link_m']:,.0f} m")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_placement_outputs(result: PlacementResult, out_dir) -> list:
+    """placement.csv, cables.csv (atomically) and floorplan.png into ``out_dir``."""
+    out_dir = Path(out_dir)
+    written = write_atomically(out_dir, {"placement.csv": placement_csv(result.racks),
+                                         "cables.csv": cables_csv(result.runs)})
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".tmp-", suffix=".png")
+    os.close(fd)
+    floorplan_png(result, tmp)
+    os.replace(tmp, out_dir / "floorplan.png")
+    return [*written, out_dir / "floorplan.png"]

@@ -12,11 +12,11 @@ DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
 def network_for(catalog, system, switch_id: str | None, oversubscription: float,
                 pod_gpus: int | None):
     """The scale-out fabric as the job sees it: NIC bandwidth per GPU from the back-end
-    NIC (solver.prepare.backend_nic; the system's default NIC without a switch);
+    NIC (solver.fabric_inputs.backend_nic; the system's default NIC without a switch);
     in-network reduction from the switch; pods of `pod_gpus` (default with a switch: the
     3-tier non-blocking maximum 2*(k/2)^3 at the NIC speed)."""
     from models.perf import NetworkSpec
-    from solver.prepare import backend_nic
+    from solver.fabric_inputs import backend_nic
 
     nic = catalog.nic[system.default_nic]
     reduction = False

@@ -4,10 +4,10 @@ instance (validated, catalog overrides applied) -> ``models.design.inputs.Inputs
 workload, limits, site (its halls generated where none are given), choices, objective and
 reliability settings; the catalog items (GPU systems, switches, NICs, media, facility);
 every allowed hardware configuration with its NIC chosen by the one rule
-:func:`backend_nic`; and the failure rates per GPU generation with the instance's what-if
-multipliers. After this stage nothing reads the raw
-instance or a catalog file again. Invalid combinations found here (duplicate hall names)
-raise InvalidInstance naming the field.
+``solver.fabric_inputs.backend_nic``; and the failure rates per GPU generation with the
+instance's what-if multipliers. After this stage nothing reads the raw instance or a
+catalog file again. Invalid combinations found here (duplicate hall names) raise
+InvalidInstance naming the field.
 """
 
 from __future__ import annotations
@@ -21,21 +21,15 @@ from types import MappingProxyType
 from models.design.inputs import ConfigParts, Inputs
 from models.reliability import ReliabilityRates
 from solver.errors import InvalidInstance
+from solver.fabric_inputs import backend_nic
 from solver.reliability_inputs import (
     load_reliability_catalog,
     reliability_rates,
     workload_checkpoint_gb,
 )
-from solver.schema import Catalog, FabricChoice, GpuSystem, Instance, Nic, Switch
+from solver.schema import FabricChoice, Instance
 from solver.schema.instance import FailureRateMultipliers
 from solver.schema.site import Hall, default_halls
-
-
-def backend_nic(catalog: Catalog, gpu: GpuSystem, switch: Switch) -> Nic:
-    """The back-end NIC of `gpu` on `switch`: the one the switch requires (BlueField-3 for
-    Spectrum-X), else the GPU system's default. solve, fabric, perf and reliability all
-    use this rule."""
-    return catalog.nic[switch.required_nic or gpu.default_nic]
 
 
 def prepare(inst: Instance) -> Inputs:

@@ -142,8 +142,8 @@ def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: s
           simulate_runs: int | None, days: float, seed: int) -> dict[str, Any]:
     """The reliability document; bad options raise InvalidInstance naming the option."""
     from models.reliability import RECOVERY_MODES, goodput, param_count, simulate
+    from solver.fabric_inputs import backend_nic
     from solver.loading import load_catalog, load_workload
-    from solver.prepare import backend_nic
 
     problems = []
     if gpus <= 0:

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from solver.fabric_inputs import resolve_fabric_parts
+from solver.fabric_inputs import backend_nic, resolve_fabric_parts
 from solver.loading import DEFAULT_INSTANCE, instance_from_dict, load_catalog, read_document
 from solver.perf_inputs import network_for
-from solver.prepare import backend_nic, prepare
+from solver.prepare import prepare
 from solver.reliability_inputs import load_reliability_catalog, reliability_rates
 
 

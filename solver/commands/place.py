@@ -53,8 +53,8 @@ def register(app: typer.Typer) -> None:
         from solver.api import place as place_api
         from solver.backends import SolveOptions
         from solver.loading import INSTANCES_DIR, load_instance
-        from solver.outputs import default_out_dir
-        from solver.placement import design_from_summary, write_placement_outputs
+        from solver.outputs import default_out_dir, write_placement_outputs
+        from solver.placement import design_from_summary
 
         def body():
             design = None
