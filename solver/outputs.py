@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,24 @@ def write_atomically(out_dir: Path, files: dict[str, str]) -> list[Path]:
             os.replace(Path(tmp) / name, out_dir / name)
             written.append(out_dir / name)
     return written
+
+
+def write_file_atomically(path: Path, write: Callable[[Path], None]) -> Path:
+    """Call `write(tmp)` on a temporary file in `path`'s folder, fsync it and os.replace
+    it onto `path`: readers see the old file or the whole new one, never a part. The
+    temporary file is removed when `write` fails (a full disk, a file-size limit)."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.stem}-", suffix=path.suffix)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
