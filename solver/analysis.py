@@ -65,8 +65,7 @@ def _solved_base(base: Base, run_options: dict[str, Any], analysis: str) -> pd.S
     row = run_scenarios(base, [{}], **run_options).iloc[0]
     reason = row["error"] or "no reason recorded"
     if row["status"] == "infeasible":
-        raise Infeasible(f"the instance is infeasible, so it has no {analysis}:\n  - "
-                         + reason.replace("; ", "\n  - "))
+        raise Infeasible(f"the instance is infeasible, so it has no {analysis}: {reason}")
     if row["status"] == "no_solution":
         raise NoSolution(f"the instance has no design within "
                          f"{run_options.get('time_limit_s', 60.0):g} s, so it has no {analysis}")

@@ -483,11 +483,11 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
     try:
         client = Client(cluster if cluster is not None else scheduler,
                         timeout=SCHEDULER_TIMEOUT_S)
-    except (OSError, TimeoutError) as exc:
+    except Exception as exc:  # noqa: BLE001 - refused, timed out, or not speaking Dask
         if cluster is not None:
             cluster.close()
-        raise NoSolution(f"--scheduler: no Dask scheduler answered at {scheduler} within "
-                         f"{SCHEDULER_TIMEOUT_S:g} s ({type(exc).__name__}: {exc})") from None
+        raise NoSolution(f"--scheduler: could not reach a Dask scheduler at {scheduler} (waited at most "
+                         f"{SCHEDULER_TIMEOUT_S:g} s): {type(exc).__name__}: {exc}") from None
     try:
         futures = {client.submit(solve_task, t, key=f"scenario-{t.id}", pure=False,
                                  retries=1): t for t in tasks}

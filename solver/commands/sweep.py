@@ -103,6 +103,10 @@ def register(app: typer.Typer) -> None:
             else:
                 stdout.print(table.drop(columns=["id", "error"]).to_string(index=False),
                              markup=False, highlight=False)
+            for _, row in table[table["status"].eq("error")].head(10).iterrows():
+                where = ", ".join(f"{p}={row[p]!r}" for p in table.attrs["paths"])
+                stderr.print(f"error: {where or 'base'}: {row['error']}", highlight=False,
+                             markup=False)
             errors = f", {doc['errors']} failed with an error" if doc["errors"] else ""
             stderr.print(f"{doc['solved']}/{doc['scenarios']} solved{errors} in "
                          f"{doc['runtime_s']:.1f} s; wrote {doc['table']} and {doc['csv']}",
