@@ -486,8 +486,9 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
     except Exception as exc:  # noqa: BLE001 - refused, timed out, or not speaking Dask
         if cluster is not None:
             cluster.close()
-        raise NoSolution(f"--scheduler: could not reach a Dask scheduler at {scheduler} (waited at most "
-                         f"{SCHEDULER_TIMEOUT_S:g} s): {type(exc).__name__}: {exc}") from None
+        raise NoSolution(f"--scheduler: could not reach a Dask scheduler at {scheduler} "
+                         f"(waited at most {SCHEDULER_TIMEOUT_S:g} s): "
+                         f"{type(exc).__name__}: {exc}") from None
     try:
         futures = {client.submit(solve_task, t, key=f"scenario-{t.id}", pure=False,
                                  retries=1): t for t in tasks}

@@ -353,3 +353,40 @@ def test_backends_agree_and_resume(tmp_path):
             assert (resumed.attrs["reused"], resumed.attrs["retried"],
                     resumed.attrs["solved_now"]) == (0, 2, 4), backend
             same_rows(resumed, local)
+
+
+def test_dead_worker_fails_its_scenarios_and_the_table_is_written(tmp_path, monkeypatch):
+    """A worker process that dies (here: os._exit in the solve, inherited by the forked
+    pool) breaks the pool: its scenarios become error rows, the sweep still ends with
+    its table, and a re-run retries them."""
+    real_solve = solver.sweeps.solve
+
+    def dies_on_five(inst, **kwargs):
+        if inst.limits.it_power_mw == 5:
+            os._exit(3)
+        return real_solve(inst, **kwargs)
+
+    monkeypatch.setattr(solver.sweeps, "solve", dies_on_five)
+    table = sweep(SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")
+    assert table["status"].tolist() == ["error"]
+    assert table["error"].iloc[0].startswith("worker lost: BrokenProcessPool")
+    monkeypatch.undo()
+    again = sweep(SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")
+    assert again.attrs["retried"] == 1 and again["status"].tolist() == ["optimal"]
+
+
+# --- 8. --json is one valid document -------------------------------------------------
+
+def test_tornado_json_has_no_nan(tmp_path):
+    """-95% of the budget leaves no design: its objective is null, not NaN."""
+    res = cli("tornado", str(SMALL), "--delta", "95%", "--param", "limits.budget_usd",
+              "--out", str(tmp_path), "--json")
+    assert res.exit_code == 0, res.output
+
+    def no_constant(name):
+        raise AssertionError(f"{name} in --json output")
+
+    doc = json.loads(res.stdout, parse_constant=no_constant)
+    row = doc["rows"][0]
+    assert row["status_low"] == "infeasible" and row["objective_low"] is None
+    assert row["swing"] is None
