@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 import models
+import solver
 from solver.errors import InvalidInstance, UsageError
 from solver.loading import instance_from_dict
 from solver.schema import Instance
@@ -83,7 +84,7 @@ def code_version() -> str:
         version = importlib.metadata.version("clusterplan")
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    roots = [Path(models.__file__).resolve().parent, Path(__file__).resolve().parent]
+    roots = [Path(models.__file__).resolve().parent, Path(solver.__file__).resolve().parent]
     return f"{version}+{source_digest(roots)[:16]}"
 
 
