@@ -10,6 +10,12 @@ unless the limit is exactly tight) is therefore almost always 0 and says nothing
 meaningful figure is the finite difference over a step a planner would actually buy:
 (objective(limit + h) - objective(limit)) / h, per MW or per $M, forward and backward.
 That is what `marginal_values` reports, with the step stated.
+
+Tornado and marginal values are about a solved base: the base scenario is solved first,
+and when it has no design the analysis stops with the base's own answer (Infeasible,
+exit 4, with the diagnosis; NoSolution, exit 5) instead of solving the moved inputs.
+Each analysis holds its folder's lock (`solver.sweeps.folder_lock`) from the first solve
+to the last file written.
 """
 
 from __future__ import annotations
@@ -22,19 +28,52 @@ import numpy as np
 import pandas as pd
 
 from models.design import prune
-from solver.errors import InvalidInstance, UsageError
+from solver.errors import ClusterplanError, Infeasible, InvalidInstance, NoSolution, UsageError
 from solver.loading import instance_from_dict
 from solver.scenario import full_document, get_path, make_scenarios
 from solver.schema import Instance
 from solver.sweeps import (
+    MAX_SCENARIOS,
     SOLVED,
     Base,
     _shared_candidates,
+    check_run_options,
+    check_scenario_count,
+    folder_lock,
     load_base,
+    resolved_sha256,
     run_scenarios,
     shared_document,
+    sweep_folder,
+    write_output,
     write_table,
 )
+
+
+def _analysis_folder(base: Base, default_name: str, run_options: dict[str, Any]) -> Path:
+    """Check the flags and the output folder before any work; the folder is then passed
+    to every `run_scenarios` of the analysis as its `out`."""
+    check_run_options(run_options.get("backend", "local"), run_options.get("workers", 2),
+                      run_options.get("scheduler"), run_options.get("time_limit_s", 60.0))
+    run_options["name"] = run_options.get("name") or default_name
+    run_options["out"] = sweep_folder(base.instance.name, run_options["name"],
+                                      run_options.get("out"))
+    return run_options["out"]
+
+
+def _solved_base(base: Base, run_options: dict[str, Any], analysis: str) -> pd.Series:
+    """The base scenario's row, solved first; its failure stops the analysis."""
+    row = run_scenarios(base, [{}], **run_options).iloc[0]
+    reason = row["error"] or "no reason recorded"
+    if row["status"] == "infeasible":
+        raise Infeasible(f"the instance is infeasible, so it has no {analysis}: {reason}")
+    if row["status"] == "no_solution":
+        raise NoSolution(f"the instance has no design within "
+                         f"{run_options.get('time_limit_s', 60.0):g} s, so it has no {analysis}")
+    if row["status"] not in SOLVED:
+        raise ClusterplanError(f"the instance failed to solve, so it has no {analysis}: "
+                               f"{reason}")
+    return row
 
 # --- tornado -------------------------------------------------------------------------
 
@@ -89,19 +128,27 @@ def tornado(instance: str | Path | Instance | dict | None = None, delta: float =
         raise InvalidInstance(problems, "--param")
     assignments = [{}] + [{p: _moved(v, f)} for p, v in values.items()
                           for f in (1 - delta, 1 + delta)]
-    run_options.setdefault("name", f"tornado-{round(delta * 100):d}pct")
-    table = run_scenarios(base, assignments, **run_options)
+    folder = _analysis_folder(base, f"tornado-{round(delta * 100):d}pct", run_options)
+    with folder_lock(folder):
+        _solved_base(base, run_options, "tornado")
+        table = run_scenarios(base, assignments, **run_options)
+        return _tornado_table(table, values, delta)
+
+
+def _tornado_table(table: pd.DataFrame, values: dict[str, Any], delta: float) -> pd.DataFrame:
     base_row = table.iloc[0]
     rows = []
     for path, value in values.items():
         low, high = (table[table[path] == _moved(value, f)].iloc[0]
                      for f in (1 - delta, 1 + delta))
         swing = abs(_objective(high) - _objective(low))
+        base_objective = abs(_objective(base_row))
         rows.append({"parameter": path, "base_value": value, "low_value": low[path],
                      "high_value": high[path], "objective_base": _objective(base_row),
                      "objective_low": _objective(low), "objective_high": _objective(high),
                      "status_low": low["status"], "status_high": high["status"],
-                     "swing": swing, "swing_fraction": swing / abs(_objective(base_row))})
+                     "swing": swing,
+                     "swing_fraction": swing / base_objective if base_objective else math.nan})
     out = (pd.DataFrame(rows).sort_values("swing", ascending=False, na_position="last",
                                           kind="stable").reset_index(drop=True))
     folder = Path(table.attrs["folder"])
@@ -157,25 +204,40 @@ def pareto(instance: str | Path | Instance | dict | None = None, x: str = "capex
         raise UsageError(f"--x: one of {', '.join(PARETO_X)} (got '{x}')")
     if y not in PARETO_Y:
         raise UsageError(f"--y: one of {', '.join(PARETO_Y)} (got '{y}')")
-    if points < 2:
-        raise UsageError("--points: at least 2")
+    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+        raise UsageError(f"--points: a whole number of at least 2 (got {points!r})")
+    check_scenario_count(points, run_options.get("max_scenarios", MAX_SCENARIOS))
+    for flag, value in (("--x-min", x_min), ("--x-max", x_max)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{flag}: a positive number (got {value!r})")
+    if x_min is not None and x_max is not None and x_min >= x_max:
+        raise UsageError(f"--x-min {x_min:g} must be below --x-max {x_max:g}")
     loaded = load_base(instance)
     doc = pareto_base(loaded.doc, x)
     base = Base(doc, instance_from_dict(doc, loaded.source), loaded.source)
     path = PARETO_X[x][0]
     top = x_max if x_max is not None else get_path(full_document(base.instance), path)
     if top is None:
-        raise InvalidInstance([f"{path}: the instance sets no limit; give --x-max"], "--x")
-    if x_min is None:
-        shared = shared_document(base.doc, make_scenarios(base.doc, base.instance,
-                                                          [{path: top}], base.source))
-        data = _shared_candidates(shared, base.source)
-        x_min = min(candidate_x(data, c, x) for c in data.candidates)
-    eps = np.linspace(x_min, top, points)
-    if x == "gpus":
-        eps = np.unique(np.round(eps).astype(int))
-    run_options.setdefault("name", f"pareto-{x}-{y}-{points}")
-    table = run_scenarios(base, [{path: e.item()} for e in eps], **run_options)
+        raise UsageError(f"--x-max: the instance sets no {path}; give --x-max")
+    if x_min is not None and x_min >= top:
+        raise UsageError(f"--x-min {x_min:g} must be below the largest ε {top:g} "
+                         f"(--x-max, or the instance's {path})")
+    folder = _analysis_folder(base, f"pareto-{x}-{y}-{points}", run_options)
+    with folder_lock(folder):
+        if x_min is None:
+            shared = shared_document(base.doc, make_scenarios(base.doc, base.instance,
+                                                              [{path: top}], base.source))
+            data = _shared_candidates(shared, base.source,
+                                      resolved_sha256(shared, base.source))
+            x_min = min((candidate_x(data, c, x) for c in data.candidates), default=top)
+        eps = np.linspace(min(x_min, top), top, points)
+        if x == "gpus":
+            eps = np.unique(np.round(eps).astype(int))
+        table = run_scenarios(base, [{path: e.item()} for e in eps], **run_options)
+        return _pareto_table(table, path, x, y)
+
+
+def _pareto_table(table: pd.DataFrame, path: str, x: str, y: str) -> pd.DataFrame:
     table = table.rename(columns={path: "epsilon"})
     solved = table[table["status"].isin(SOLVED)].sort_values([x, y], ascending=[True, False])
     best, frontier = -math.inf, set()
@@ -217,8 +279,14 @@ def marginal_values(instance: str | Path | Instance | dict | None = None,
     for path in MARGINAL_LIMITS:
         value = get_path(full_document(base.instance), path)
         assignments += [{path: value * (1 - step)}, {path: value * (1 + step)}]
-    run_options.setdefault("name", f"marginal-{round(step * 100):d}pct")
-    table = run_scenarios(base, assignments, **run_options)
+    folder = _analysis_folder(base, f"marginal-{round(step * 100):d}pct", run_options)
+    with folder_lock(folder):
+        _solved_base(base, run_options, "marginal values")
+        table = run_scenarios(base, assignments, **run_options)
+        return _marginal_table(table, base, step)
+
+
+def _marginal_table(table: pd.DataFrame, base: Base, step: float) -> pd.DataFrame:
     base_row = table.iloc[0]
     binding = set(str(base_row["binding"] or "").split(","))
     rows = []
@@ -244,6 +312,14 @@ def marginal_values(instance: str | Path | Instance | dict | None = None,
 
 
 # --- plots ---------------------------------------------------------------------------
+
+def _save_png(plt, fig, path: Path) -> None:
+    """Write the figure whole or not at all (`solver.sweeps.write_output`); close it."""
+    try:
+        write_output(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    finally:
+        plt.close(fig)
+
 
 def _pyplot():
     import matplotlib
@@ -273,8 +349,7 @@ def plot_tornado(table: pd.DataFrame, objective: str, delta: float, path: Path) 
     ax.set_title(f"Tornado: each input moved ±{delta:.0%} alone")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_png(plt, fig, path)
 
 
 def plot_pareto(table: pd.DataFrame, x: str, y: str, path: Path) -> None:
@@ -293,8 +368,7 @@ def plot_pareto(table: pd.DataFrame, x: str, y: str, path: Path) -> None:
     ax.set_title(f"Pareto frontier: max {y} s.t. {x} <= ε")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_png(plt, fig, path)
 
 
 def plot_marginal(table: pd.DataFrame, path: Path) -> None:
@@ -309,5 +383,4 @@ def plot_marginal(table: pd.DataFrame, path: Path) -> None:
     ax.set_title("Marginal value of the limits (finite differences)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_png(plt, fig, path)

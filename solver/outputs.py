@@ -12,6 +12,7 @@ import math
 import os
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,30 @@ def write_atomically(out_dir: Path, files: dict[str, str]) -> list[Path]:
             os.replace(Path(tmp) / name, out_dir / name)
             written.append(out_dir / name)
     return written
+
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def write_file_atomically(path: Path, write: Callable[[Path], None]) -> Path:
+    """Call `write(tmp)` on a temporary file in `path`'s folder, fsync it and os.replace
+    it onto `path`: readers see the old file or the whole new one, never a part. The
+    temporary file is removed when `write` fails (a full disk, a file-size limit). The
+    file gets the permissions of a plainly created one (mkstemp's are owner-only)."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.stem}-", suffix=path.suffix)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:

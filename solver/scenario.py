@@ -15,21 +15,32 @@ Integer fields get integer values (ranges are rounded).
 A scenario sets its paths in the raw instance document (catalog figures become
 ``[catalog.<kind>.<id>]`` overrides; a workload given by id is inlined) and is validated
 like a file, so every problem is reported with its path before anything is solved.
+
+A scenario's id is a hash of everything that decides its result: the *resolved* instance
+(the workload read from its file, every catalog entry in effect after overrides), the
+values it sets, the solve settings (time limit) and the code version (`code_version`).
+Editing a workload file, a catalog figure or the solver's code therefore changes the
+id, and a resumed sweep solves the scenario again instead of reusing a stale row.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
+import importlib.metadata
 import itertools
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from solver.errors import InvalidInstance
+import models
+import solver
+from solver.errors import InvalidInstance, UsageError
 from solver.loading import instance_from_dict
 from solver.schema import Instance
 
@@ -51,9 +62,39 @@ def document_sha256(doc: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def scenario_id(base_sha: str, values: dict[str, Any]) -> str:
-    """Stable id of a scenario: the base document's hash and the values it sets."""
-    text = json.dumps({"base": base_sha, "values": values}, sort_keys=True, default=str)
+def source_digest(roots: list[Path]) -> str:
+    """sha256 over every .py file under `roots` (relative path and bytes, sorted)."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.cache
+def code_version() -> str:
+    """The package version and a digest of the source of `models/` and `solver/`.
+
+    A digest rather than a hand-bumped model-version constant: four people change the
+    models at once and a forgotten bump would reuse wrong results silently, while a
+    needless re-solve after an edit that changes no figure only costs time. `solver/`
+    is included because the candidate builder, evaluators and checker live there."""
+    try:
+        version = importlib.metadata.version("clusterplan")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    roots = [Path(models.__file__).resolve().parent, Path(solver.__file__).resolve().parent]
+    return f"{version}+{source_digest(roots)[:16]}"
+
+
+def scenario_id(instance: Instance, values: dict[str, Any],
+                settings: dict[str, Any] | None = None) -> str:
+    """Stable id of a scenario: a hash of the resolved instance (workload and catalog in
+    effect included), the values it sets, the solve `settings` and `code_version()`."""
+    text = json.dumps({"instance": document_sha256(full_document(instance)),
+                       "values": values, "settings": settings or {},
+                       "code": code_version()}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -161,9 +202,11 @@ def _typed(values: list[Any], base: Any) -> list[Any]:
             else v for v in values]
 
 
-def parse_spec(path: str, spec: str | list[Any] | Any, base: Any) -> list[Any]:
+def parse_spec(path: str, spec: str | list[Any] | Any, base: Any,
+               max_points: int | None = None) -> list[Any]:
     """The values of one --vary spec (see the module docstring); `base` is the
-    instance's current value (for relative ranges and integer fields)."""
+    instance's current value (for relative ranges and integer fields). A range of more
+    than `max_points` points is refused (UsageError) before it is generated."""
     if isinstance(spec, list | tuple):
         return _typed(list(spec), base)
     if not isinstance(spec, str):
@@ -177,6 +220,7 @@ def parse_spec(path: str, spec: str | list[Any] | Any, base: Any) -> list[Any]:
         pct, n = float(rel.group(1)) / 100.0, int(rel.group(2))
         if n < 1:
             raise InvalidInstance([f"{path}: a range needs at least one point"])
+        _check_points(path, n, max_points)
         return _typed(list(base * (1 + np.linspace(-pct, pct, n))), base)
     parts = text.split(":")
     if len(parts) == 3:
@@ -185,11 +229,19 @@ def parse_spec(path: str, spec: str | list[Any] | Any, base: Any) -> list[Any]:
                 or not isinstance(n, int) or n < 1:
             raise InvalidInstance([f"{path}: range '{text}' must be lo:hi:points with numbers "
                                    "and a positive integer count"])
+        _check_points(path, n, max_points)
         return _typed(list(np.linspace(lo, hi, n)), base)
     values = [parse_scalar(p) for p in text.split(",") if p.strip()]
     if not values:
         raise InvalidInstance([f"{path}: no values in '{text}'"])
     return _typed(values, base)
+
+
+def _check_points(path: str, n: int, max_points: int | None) -> None:
+    if max_points is not None and n > max_points:
+        raise UsageError(f"--max-scenarios: --vary {path} alone has {n:,} points, more than "
+                         f"the limit of {max_points:,} scenarios; pass --max-scenarios {n} "
+                         "(or more) to run it")
 
 
 def parse_vary(text: str) -> tuple[str, str]:
@@ -208,12 +260,13 @@ def grid(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
             for combo in itertools.product(*(axes[p] for p in paths))]
 
 
-def resolve_axes(full: dict[str, Any], vary: dict[str, Any]) -> dict[str, list[Any]]:
+def resolve_axes(full: dict[str, Any], vary: dict[str, Any],
+                 max_points: int | None = None) -> dict[str, list[Any]]:
     """{path: spec} -> {path: values}; every bad path or spec is reported at once."""
     axes, problems = {}, []
     for path, spec in vary.items():
         try:
-            axes[path] = parse_spec(path, spec, get_path(full, path))
+            axes[path] = parse_spec(path, spec, get_path(full, path), max_points)
         except InvalidInstance as exc:
             problems += exc.problems
     if problems:
@@ -228,11 +281,12 @@ def full_document(base: Instance) -> dict[str, Any]:
 
 
 def make_scenarios(base_doc: dict[str, Any], base: Instance,
-                   assignments: list[dict[str, Any]], source: str) -> list[Scenario]:
+                   assignments: list[dict[str, Any]], source: str,
+                   settings: dict[str, Any] | None = None) -> list[Scenario]:
     """Validated scenarios, one per assignment {path: value}. Every invalid value is
-    reported at once, naming its path and value, before anything is solved."""
+    reported at once, naming its path and value, before anything is solved. `settings`
+    (solve options that decide results) enter the ids."""
     full = full_document(base)
-    base_sha = document_sha256(base_doc)
     out, problems = [], []
     for values in assignments:
         doc = copy.deepcopy(base_doc)
@@ -244,7 +298,7 @@ def make_scenarios(base_doc: dict[str, Any], base: Instance,
             where = ", ".join(f"{p}={v!r}" for p, v in values.items())
             problems += [f"{where}: {p}" for p in exc.problems]
             continue
-        out.append(Scenario(scenario_id(base_sha, values), values, doc, inst))
+        out.append(Scenario(scenario_id(inst, values, settings), values, doc, inst))
     if problems:
         raise InvalidInstance(sorted(set(problems)), source)
     return out

@@ -16,21 +16,43 @@ On processes or Dask each worker builds the shared candidates once and caches th
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
-hashes the base document and the scenario's values, so a restarted sweep of the same
-instance and grid finds what is done and solves only the rest; a lost Dask worker's
-tasks are re-run by the scheduler and nothing finished is lost.
+hashes everything that decides the result (`solver.scenario.scenario_id`: the resolved
+instance with its workload and catalog, the values, the time limit, the code version),
+so a restarted sweep finds what is done and solves only the rest, and an edited
+workload file, catalog figure or solver solves again. A lost Dask worker's tasks are
+re-run by the scheduler and nothing finished is lost.
+
+Failures. A scenario that fails for any reason (an error of the tool, a bug, a dead
+worker) becomes a row with status 'error' and the reason in `error`; the sweep goes on
+and writes its table. Error rows are retried by the next run into the same folder (a
+deterministic failure fails again and is recorded again; a transient one, such as a
+killed worker, gets its chance). Infeasible and no-solution rows are results and are
+kept. A scenario file that is unreadable, empty or not a row of its scenario is named
+in a warning, renamed to ``<id>.json.corrupt`` and solved again.
+
+Output folder. It is checked before any work (exit 3 when it is a file, cannot be
+created or written); ``--name`` must be a plain folder name (exit 2). One sweep at a
+time writes a folder: the coordinator holds an flock on ``.sweep.lock`` (released by the
+kernel when the process ends, even on kill -9), and a second sweep into the same folder
+exits 3 at once naming the folder, instead of both writing ``table.parquet``. Tables,
+plots and scenario files are written to a temporary file and renamed into place.
+Exit codes specific to sweeps: 2 for flag errors (a malformed Dask address, more
+scenarios than --max-scenarios), 5 when the Dask scheduler does not answer within
+SCHEDULER_TIMEOUT_S (no result within the limits).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,14 +63,14 @@ from models.design.candidates import build_design_data
 from models.design.evaluate import default_evaluators
 from solver.api import solve
 from solver.backends import SolveOptions
-from solver.errors import ClusterplanError, UsageError
+from solver.errors import ClusterplanError, InvalidInstance, NoSolution, UsageError
 from solver.loading import (
     DEFAULT_INSTANCE,
     instance_from_dict,
     read_document,
     read_instance_document,
 )
-from solver.outputs import default_out_dir
+from solver.outputs import default_out_dir, write_file_atomically
 from solver.prepare import prepare
 from solver.scenario import (
     Scenario,
@@ -72,6 +94,17 @@ METRIC_COLUMNS = ("status", "objective", "objective_name", "gpu", "gpus", "nodes
                   "effective_tokens_per_s", "goodput", "mfu", "binding", "verified",
                   "solve_s", "error")
 SOLVED = ("optimal", "feasible")
+STATUSES = (*SOLVED, "infeasible", "no_solution", "error")
+RETRIED = ("error",)
+"""Statuses solved again when a sweep is re-run into the same folder."""
+MAX_SCENARIOS = 10_000
+"""Largest sweep that starts without an explicit --max-scenarios."""
+MAX_WORKERS = 256
+SCHEDULER_TIMEOUT_S = 10.0
+"""Seconds to wait for a Dask scheduler to answer before giving up (exit 5)."""
+LOCK_NAME = ".sweep.lock"
+_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?"
+                      r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$")
 
 
 @dataclass(frozen=True)
@@ -85,6 +118,8 @@ class Task:
     time_limit_s: float
     shared_doc: dict[str, Any] | None
     """Document of the largest limits when candidates are shared, else None."""
+    shared_key: str | None = None
+    """Hash of the resolved shared document (`resolved_sha256`): the workers' cache key."""
 
 
 # --- workers -------------------------------------------------------------------------
@@ -93,9 +128,15 @@ _CACHE: dict[str, Any] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _shared_candidates(doc: dict[str, Any], source: str):
-    """Candidate designs of `doc`, built once per worker process (threads share them)."""
-    key = document_sha256(doc)
+def resolved_sha256(doc: dict[str, Any], source: str) -> str:
+    """Hash of the instance `doc` resolves to (workload file and catalog read)."""
+    return document_sha256(full_document(instance_from_dict(doc, source)))
+
+
+def _shared_candidates(doc: dict[str, Any], source: str, key: str):
+    """Candidate designs of `doc`, built once per worker process (threads share them).
+    `key` is `resolved_sha256(doc, source)`, computed by the coordinator: a long-lived
+    worker must not reuse candidates after the workload or catalog files change."""
     with _CACHE_LOCK:
         if key not in _CACHE:
             inst = instance_from_dict(doc, source)
@@ -106,20 +147,38 @@ def _shared_candidates(doc: dict[str, Any], source: str):
 
 
 def solve_task(task: Task) -> dict[str, Any]:
-    """Solve one scenario into its table row. Errors become a row with status 'error'."""
+    """Solve one scenario into its table row. Any failure becomes a row with status
+    'error' and the reason: one bad scenario never stops a sweep."""
     start = time.perf_counter()
-    row: dict[str, Any] = {"id": task.id, **task.values}
     try:
         inst = instance_from_dict(task.doc, task.source)
-        cands = (_shared_candidates(task.shared_doc, task.source)
+        cands = (_shared_candidates(task.shared_doc, task.source, task.shared_key)
                  if task.shared_doc is not None else None)
         result = solve(inst, place=False, options=SolveOptions(task.time_limit_s, threads=1),
                        candidates_of=cands)
-        row |= summary_row(result.status, result.summary)
-    except ClusterplanError as exc:
-        row |= {"status": "error", "error": str(exc)}
-    row["solve_s"] = time.perf_counter() - start
+        fields = summary_row(result.status, result.summary)
+    except Exception as exc:  # noqa: BLE001 - any failure is this scenario's result
+        fields = {"status": "error", "error": failure_reason(exc)}
+    return task_row(task, fields, time.perf_counter() - start)
+
+
+def task_row(task: Task, fields: dict[str, Any], solve_s: float | None) -> dict[str, Any]:
+    row = {"id": task.id, **task.values, **fields, "solve_s": solve_s}
     return {c: row.get(c) for c in ("id", *task.values, *METRIC_COLUMNS)}
+
+
+def failure_reason(exc: BaseException) -> str:
+    text = str(exc)
+    return text if isinstance(exc, ClusterplanError) else f"{type(exc).__name__}: {text}"
+
+
+def _result_or_error(result: Callable[[], dict[str, Any]], task: Task) -> dict[str, Any]:
+    """A worker's row, or an error row when the worker itself was lost."""
+    try:
+        return result()
+    except Exception as exc:  # noqa: BLE001 - a dead worker fails its scenario only
+        return task_row(task, {"status": "error",
+                               "error": f"worker lost: {failure_reason(exc)}"}, None)
 
 
 def summary_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
@@ -178,37 +237,201 @@ def default_sweep_name(axes_paths: list[str], assignments: list[dict[str, Any]])
     return "-".join(tails)[:60] + f"-{digest}"
 
 
+def write_output(path: Path, write: Callable[[Path], None]) -> Path:
+    """`write_file_atomically`; a write that fails (a full disk, no permission) is an
+    output-location problem (exit 3) naming the file, not an internal error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return write_file_atomically(path, write)
+    except OSError as exc:
+        raise InvalidInstance([f"{path}: cannot write: {exc.strerror or exc}"],
+                              "--out") from None
+
+
 def write_json_durably(path: Path, document: Any) -> None:
     """Write to a temporary file beside `path`, fsync, rename: never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(document, fh, default=str)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def finished_rows(folder: Path, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Rows of the scenarios in `ids` already written under folder/scenarios/."""
-    out = {}
-    for sid in ids:
-        path = folder / "scenarios" / f"{sid}.json"
-        if path.exists():
-            try:
-                out[sid] = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
-                continue  # never happens with durable writes; re-solve to be safe
-    return out
+    text = json.dumps(document, default=str)
+    write_output(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_table(folder: Path, table: pd.DataFrame, stem: str = "table") -> Path:
-    """parquet + CSV; returns the parquet path."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """parquet + CSV, each written whole or not at all; returns the parquet path."""
     parquet = folder / f"{stem}.parquet"
-    table.to_parquet(parquet, index=False)
-    table.to_csv(folder / f"{stem}.csv", index=False)
+    write_output(parquet, lambda tmp: table.to_parquet(tmp, index=False))
+    write_output(folder / f"{stem}.csv", lambda tmp: table.to_csv(tmp, index=False))
     return parquet
+
+
+def _row_problem(row: Any, scenario: Scenario) -> str | None:
+    """Why a scenario file is not a finished row of `scenario`, or None."""
+    if not isinstance(row, dict) or not row:
+        return "not a scenario row (empty or not a JSON object)"
+    if row.get("id") != scenario.id:
+        return f"its id is {row.get('id')!r}, not {scenario.id}"
+    if row.get("status") not in STATUSES:
+        return f"status {row.get('status')!r} is not one of {', '.join(STATUSES)}"
+    missing = [c for c in (*scenario.values, *METRIC_COLUMNS) if c not in row]
+    if missing:
+        return f"columns missing: {', '.join(missing)}"
+    if any(row[p] != v for p, v in scenario.values.items()):
+        return "its values are not the scenario's"
+    objective = row["objective"]
+    if row["status"] in SOLVED and (isinstance(objective, bool)
+                                    or not isinstance(objective, int | float)
+                                    or not math.isfinite(objective)):
+        return f"solved without a finite objective ({objective!r})"
+    return None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    rows: dict[str, dict[str, Any]]
+    """Finished rows by scenario id."""
+    retried: int
+    """Error rows found, to be solved again."""
+    warnings: list[str]
+    """One per scenario file set aside."""
+
+
+def finished_rows(folder: Path, scenarios: list[Scenario]) -> Resumed:
+    """Rows of `scenarios` already written under folder/scenarios/. A file that is not
+    a valid row of its scenario is renamed to *.json.corrupt and named in a warning."""
+    rows, warnings, retried = {}, [], 0
+    for scenario in scenarios:
+        path = folder / "scenarios" / f"{scenario.id}.json"
+        if not path.exists():
+            continue
+        try:
+            row = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            problem = f"unreadable ({type(exc).__name__}: {exc})"
+        else:
+            problem = _row_problem(row, scenario)
+        if problem is None:
+            if row["status"] in RETRIED:
+                retried += 1
+            else:
+                rows[scenario.id] = row
+            continue
+        aside = path.with_name(path.name + ".corrupt")
+        try:
+            os.replace(path, aside)
+        except OSError as exc:
+            raise InvalidInstance([f"{path}: cannot set the corrupt file aside: {exc}"],
+                                  "--out") from None
+        warnings.append(f"{path}: {problem}; set aside as {aside.name} and solved again")
+    return Resumed(rows, retried, warnings)
+
+
+def _remove_temporary_files(folder: Path) -> None:
+    """Temporary files left by a writer that was killed (only with the lock held)."""
+    for tmp in [*folder.glob(".tmp-*"), *(folder / "scenarios").glob(".tmp-*")]:
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+
+
+# --- the output folder ---------------------------------------------------------------
+
+def check_sweep_name(name: str) -> str:
+    """A sweep name is one plain folder name inside the results folder (exit 2)."""
+    if (not isinstance(name, str) or not name.strip() or name in (".", "..")
+            or any(sep in name for sep in ("/", "\\", os.sep))
+            or any(ord(ch) < 32 or ord(ch) == 127 for ch in name)):
+        raise UsageError(f"--name: a plain folder name inside the results folder, without "
+                         f"'/', '\\', control characters, '.' or '..' (got {name!r})")
+    return name
+
+
+def check_out_location(folder: Path) -> None:
+    """`folder` is, or can be created as, a writable folder (exit 3 naming it); checked
+    before any work and without creating anything."""
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInstance([f"{folder}: exists and is not a folder"], "--out")
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InvalidInstance([f"{folder}: cannot be created, {probe} is not a folder"],
+                              "--out")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InvalidInstance([f"{folder}: {probe} is not writable"], "--out")
+
+
+_HELD: set[Path] = set()
+"""Folders whose lock this process holds (an analysis holds it around its sweep)."""
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[Path]:
+    """Create `folder` and hold an exclusive flock on its LOCK_NAME for the duration; a
+    second sweep into the folder fails at once (exit 3) naming the folder and the process
+    that holds it. Re-entrant within one process."""
+    key = folder.resolve()
+    if key in _HELD:
+        yield folder
+        return
+    check_out_location(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise InvalidInstance([f"{folder}: cannot be created or written: "
+                               f"{exc.strerror or exc}"], "--out") from None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            raise InvalidInstance([f"{folder}: another sweep (process {owner}) is writing "
+                                   "into this folder; wait for it to end or give another "
+                                   "--out or --name"], "--out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        _HELD.add(key)
+        try:
+            yield folder
+        finally:
+            _HELD.discard(key)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        handle.close()
+
+
+def sweep_folder(instance_name: str, name: str, out: str | Path | None) -> Path:
+    """The output folder of a sweep, its name and location checked (nothing created)."""
+    check_sweep_name(name)
+    folder = Path(out) if out is not None else default_sweep_dir(instance_name, name)
+    check_out_location(folder)
+    return folder
+
+
+def check_run_options(backend: str, workers: int, scheduler: str | None,
+                      time_limit_s: float) -> None:
+    """Flag errors (exit 2), before any work."""
+    if backend not in BACKENDS:
+        raise UsageError(f"--backend: one of {', '.join(BACKENDS)} (got {backend!r})")
+    if scheduler is not None:
+        if backend != "dask":
+            raise UsageError("--scheduler: only with --backend dask")
+        port = _ADDRESS.match(scheduler) if isinstance(scheduler, str) else None
+        if port is None or not 1 <= int(port.group(1)) <= 65535:
+            raise UsageError(f"--scheduler: {scheduler!r} is not a scheduler address such "
+                             "as tcp://10.0.0.5:8786 or 10.0.0.5:8786")
+    if isinstance(workers, bool) or not isinstance(workers, int) \
+            or not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers: a whole number from 1 to {MAX_WORKERS} (got {workers!r})")
+    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) \
+            or not math.isfinite(time_limit_s) or time_limit_s <= 0:
+        raise UsageError(f"--time-limit: a positive number of seconds (got {time_limit_s!r})")
+
+
+def check_scenario_count(count: int, max_scenarios: int) -> None:
+    if count > max_scenarios:
+        raise UsageError(f"--max-scenarios: this sweep has {count:,} scenarios, more than the "
+                         f"limit of {max_scenarios:,}; pass --max-scenarios {count} to run it")
 
 
 # --- back-ends -----------------------------------------------------------------------
@@ -219,13 +442,31 @@ def _run_local(tasks: list[Task], workers: int, scheduler: str | None
         yield solve_task(task)
 
 
+def _watch_coordinator() -> None:
+    """Process-pool initializer: a daemon thread ends the worker as soon as its parent
+    (the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on.
+    The check runs every 0.5 s; a solve that holds the GIL delays it to its time limit."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-coordinator", daemon=True).start()
+
+
 def _run_processes(tasks: list[Task], workers: int, scheduler: str | None
                    ) -> Iterator[dict[str, Any]]:
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(solve_task, t) for t in tasks]
+    """A process pool; a worker that dies fails its scenarios (status 'error')."""
+    if not tasks:
+        return
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
+                             initializer=_watch_coordinator) as pool:
+        futures = {pool.submit(solve_task, t): t for t in tasks}
         try:
             for fut in as_completed(futures):
-                yield fut.result()
+                yield _result_or_error(fut.result, futures[fut])
         finally:
             for fut in futures:
                 fut.cancel()
@@ -235,9 +476,12 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
               ) -> Iterator[dict[str, Any]]:
     """On a dask.distributed cluster: `scheduler` address, or a LocalCluster on loopback
     with `workers` single-threaded worker processes. Tasks are retried once when a
-    worker is lost. Workers must be processes with one thread: Pyomo captures solver
-    output by swapping the process's file descriptors, so concurrent solves in threads
-    of one process hang."""
+    worker is lost, then fail their scenario. Workers must be processes with one thread:
+    Pyomo captures solver output by swapping the process's file descriptors, so
+    concurrent solves in threads of one process hang. A scheduler that does not answer
+    within SCHEDULER_TIMEOUT_S is NoSolution (exit 5)."""
+    if not tasks:
+        return
     from dask.distributed import Client, LocalCluster
     from dask.distributed import as_completed as dask_completed
 
@@ -245,15 +489,23 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
     if scheduler is None:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None)
-    client = Client(cluster if cluster is not None else scheduler)
     try:
-        futures = [client.submit(solve_task, t, key=f"scenario-{t.id}", pure=False, retries=1)
-                   for t in tasks]
+        client = Client(cluster if cluster is not None else scheduler,
+                        timeout=SCHEDULER_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - refused, timed out, or not speaking Dask
+        if cluster is not None:
+            cluster.close()
+        raise NoSolution(f"--scheduler: could not reach a Dask scheduler at {scheduler} "
+                         f"(waited at most {SCHEDULER_TIMEOUT_S:g} s): "
+                         f"{type(exc).__name__}: {exc}") from None
+    try:
+        futures = {client.submit(solve_task, t, key=f"scenario-{t.id}", pure=False,
+                                 retries=1): t for t in tasks}
         try:
-            for fut in dask_completed(futures):
-                yield fut.result()
+            for fut in dask_completed(list(futures)):
+                yield _result_or_error(fut.result, futures[fut])
         finally:
-            client.cancel(futures)
+            client.cancel(list(futures))
     finally:
         client.close()
         if cluster is not None:
@@ -289,42 +541,57 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
                   out: str | Path | None = None, backend: str = "local", workers: int = 2,
                   scheduler: str | None = None, time_limit_s: float = 60.0,
                   share_candidates: bool = True, progress: bool = False,
+                  max_scenarios: int = MAX_SCENARIOS,
                   on_result: Callable[[dict[str, Any]], None] | None = None
                   ) -> pd.DataFrame:
-    """Solve the scenarios `assignments` ({path: value} each) of `base`; see `sweep`."""
-    if backend not in BACKENDS:
-        raise UsageError(f"--backend: unknown back-end '{backend}' (known: {', '.join(BACKENDS)})")
+    """Solve the scenarios `assignments` ({path: value} each) of `base`; see `sweep`.
+
+    Flags and the output folder are checked first (exit 2 / 3), then every scenario is
+    validated (exit 3), then the folder is locked and the scenarios not yet done are
+    solved."""
     start = time.perf_counter()
-    scenarios = make_scenarios(base.doc, base.instance, assignments, base.source)
+    check_run_options(backend, workers, scheduler, time_limit_s)
+    check_scenario_count(len(assignments), max_scenarios)
     paths = list(dict.fromkeys(p for a in assignments for p in a))
-    name = name or default_sweep_name(paths, assignments)
-    folder = Path(out) if out is not None else default_sweep_dir(base.instance.name, name)
-    done = finished_rows(folder, [s.id for s in scenarios])
+    name = name if name is not None else default_sweep_name(paths, assignments)
+    folder = sweep_folder(base.instance.name, name, out)
+    scenarios = make_scenarios(base.doc, base.instance, assignments, base.source,
+                               {"time_limit_s": float(time_limit_s)})
     reusable = [s for s in scenarios if all(REUSABLE_PATHS.match(p) for p in s.values)]
     shared = shared_document(base.doc, reusable) if share_candidates else None
+    shared_key = resolved_sha256(shared, base.source) if shared is not None else None
     reusable_ids = {s.id for s in reusable}
-    todo = [Task(s.id, s.values, s.doc, base.source, time_limit_s,
-                 shared if s.id in reusable_ids else None)
-            for s in scenarios if s.id not in done]
-    rows = dict(done)
-    with _progress(progress, len(scenarios), len(done)) as advance:
-        for row in RUNNERS[backend](todo, workers, scheduler):
-            write_json_durably(folder / "scenarios" / f"{row['id']}.json", row)
-            rows[row["id"]] = row
-            advance()
-            if on_result is not None:
-                on_result(row)
-    table = pd.DataFrame([rows[s.id] for s in scenarios],
-                         columns=["id", *paths, *METRIC_COLUMNS])
-    parquet = write_table(folder, table)
-    runtime = time.perf_counter() - start
-    meta = {"name": name, "instance": base.instance.name, "source": base.source,
-            "scenarios": len(scenarios), "solved": int(table["status"].isin(SOLVED).sum()),
-            "failed": int((~table["status"].isin(SOLVED)).sum()), "solved_now": len(todo),
-            "reused": len(done), "table": str(parquet), "csv": str(parquet.with_suffix(".csv")),
-            "folder": str(folder), "runtime_s": round(runtime, 3), "backend": backend,
-            "shared_candidates": sum(t.shared_doc is not None for t in todo), "paths": paths}
-    write_json_durably(folder / "sweep.json", meta)
+    with folder_lock(folder):
+        _remove_temporary_files(folder)
+        resumed = finished_rows(folder, scenarios)
+        todo = {s.id: Task(s.id, s.values, s.doc, base.source, time_limit_s,
+                           shared if s.id in reusable_ids else None,
+                           shared_key if s.id in reusable_ids else None)
+                for s in scenarios if s.id not in resumed.rows}
+        rows = dict(resumed.rows)
+        with _progress(progress, len(scenarios), len(resumed.rows)) as advance:
+            for row in RUNNERS[backend](list(todo.values()), workers, scheduler):
+                write_json_durably(folder / "scenarios" / f"{row['id']}.json", row)
+                rows[row["id"]] = row
+                advance()
+                if on_result is not None:
+                    on_result(row)
+        table = pd.DataFrame([rows[s.id] for s in scenarios],
+                             columns=["id", *paths, *METRIC_COLUMNS])
+        parquet = write_table(folder, table)
+        meta = {"name": name, "instance": base.instance.name, "source": base.source,
+                "scenarios": len(scenarios),
+                "solved": int(table["status"].isin(SOLVED).sum()),
+                "failed": int((~table["status"].isin(SOLVED)).sum()),
+                "errors": int(table["status"].eq("error").sum()),
+                "solved_now": len(todo), "reused": len(resumed.rows),
+                "retried": resumed.retried, "warnings": resumed.warnings,
+                "table": str(parquet), "csv": str(parquet.with_suffix(".csv")),
+                "folder": str(folder), "runtime_s": round(time.perf_counter() - start, 3),
+                "backend": backend,
+                "shared_candidates": sum(t.shared_doc is not None for t in todo.values()),
+                "paths": paths}
+        write_json_durably(folder / "sweep.json", meta)
     table.attrs.update(meta)
     return table
 
@@ -365,32 +632,39 @@ def sweep(instance: str | Path | Instance | dict | None = None,
           out: str | Path | None = None, backend: str = "local", workers: int = 2,
           scheduler: str | None = None, time_limit_s: float = 60.0,
           share_candidates: bool = True, progress: bool = False,
+          max_scenarios: int = MAX_SCENARIOS,
           on_result: Callable[[dict[str, Any]], None] | None = None) -> pd.DataFrame:
     """Solve the grid of `vary` ({path: spec}) over `instance`; one row per scenario.
 
     spec: 'lo:hi:n', 'a,b,c', '±p%:n' or a list of values (solver.scenario). The table is
     written to `out` (default results/<instance>/sweeps/<name>/table.{parquet,csv}); its
     `.attrs` hold the run's figures (scenarios, solved, failed, table, runtime_s, backend,
-    solved_now, reused). Finished scenarios already in that folder are not solved again.
+    solved_now, reused, retried, warnings). Finished scenarios already in that folder are
+    not solved again (see the module docstring for failed and corrupt ones).
     `on_result(row)` is called after each scenario is written (raise to stop the sweep).
-    Bad paths or values raise InvalidInstance before anything is solved.
+    Bad paths or values raise InvalidInstance before anything is solved; a grid of more
+    than `max_scenarios` scenarios raises UsageError before it is generated.
     """
     base = load_base(instance)
-    axes = resolve_axes(full_document(base.instance), vary or {})
+    axes = resolve_axes(full_document(base.instance), vary or {}, max_scenarios)
+    check_scenario_count(math.prod(len(v) for v in axes.values()), max_scenarios)
     return run_scenarios(base, grid(axes), name=name, out=out, backend=backend,
                          workers=workers, scheduler=scheduler, time_limit_s=time_limit_s,
                          share_candidates=share_candidates, progress=progress,
-                         on_result=on_result)
+                         max_scenarios=max_scenarios, on_result=on_result)
 
 
 def read_sweep_file(path: Path) -> dict[str, Any]:
     """A sweep file (TOML): instance (relative to the file), name, backend, workers,
-    time_limit_s and a [vary] table {path: spec or list}."""
-    from solver.errors import InvalidInstance
-
+    time_limit_s and a [vary] table {path: spec or list}. Wrong types are reported
+    with their field (exit 3); the values are checked like the flags they stand for."""
     doc = read_document(path)
-    known = {"instance", "name", "backend", "workers", "time_limit_s", "vary", "description"}
-    problems = [f"{path}: {k}: unknown field" for k in sorted(set(doc) - known)]
+    types = {"instance": str, "name": str, "backend": str, "workers": int,
+             "time_limit_s": int | float, "description": str}
+    problems = [f"{path}: {k}: unknown field" for k in sorted(set(doc) - {*types, "vary"})]
+    problems += [f"{path}: {k}: must be {'a number' if k == 'time_limit_s' else t.__name__}"
+                 f" (got {doc[k]!r})" for k, t in types.items()
+                 if k in doc and (not isinstance(doc[k], t) or isinstance(doc[k], bool))]
     if not isinstance(doc.get("vary"), dict) or not doc["vary"]:
         problems.append(f"{path}: vary: a table of path = spec is required")
     if problems:

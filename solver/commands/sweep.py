@@ -21,26 +21,28 @@ WorkersOpt = Annotated[int, typer.Option("--workers", min=1,
                                          help="Worker processes (processes, local Dask).")]
 TimeLimitOpt = Annotated[float, typer.Option("--time-limit", min=0.1,
                                              help="Solver time limit per scenario [s].")]
-NameOpt = Annotated[str | None, typer.Option("--name", help="Sweep name (folder).")]
+NameOpt = Annotated[str | None, typer.Option(
+    "--name", help="Sweep name: one folder name inside the results folder.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
+MaxScenariosOpt = Annotated[int, typer.Option(
+    "--max-scenarios", min=1, help="Refuse to start a sweep of more scenarios than this.")]
 
 
 def _run_options(out, backend, scheduler, workers, time_limit, name, quiet) -> dict[str, Any]:
-    from solver.errors import UsageError
-    from solver.sweeps import BACKENDS
-
-    if backend not in BACKENDS:
-        raise UsageError(f"--backend: one of {', '.join(BACKENDS)} (got '{backend}')")
-    if scheduler is not None and backend != "dask":
-        raise UsageError("--scheduler: only with --backend dask")
+    """Options of `solver.sweeps.run_scenarios` (checked there, before any work)."""
     return {"out": out, "backend": backend, "scheduler": scheduler, "workers": workers,
             "time_limit_s": time_limit, "name": name, "progress": not quiet}
 
 
 def _contract(attrs: dict[str, Any]) -> dict[str, Any]:
-    keys = ("scenarios", "solved", "failed", "table", "runtime_s", "backend", "csv", "folder",
-            "solved_now", "reused", "name")
+    keys = ("scenarios", "solved", "failed", "errors", "table", "runtime_s", "backend", "csv",
+            "folder", "solved_now", "reused", "retried", "warnings", "name")
     return {k: attrs[k] for k in keys}
+
+
+def _print_warnings(attrs: dict[str, Any]) -> None:
+    for warning in attrs.get("warnings", []):
+        stderr.print(f"warning: {warning}", highlight=False, markup=False)
 
 
 def _percent(text: str, option: str) -> float:
@@ -68,9 +70,13 @@ def register(app: typer.Typer) -> None:
             "Worker processes (processes, local Dask; default 2)."))] = None,
         time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.1, help=(
             "Solver time limit per scenario [s] (default 60)."))] = None,
-        name: NameOpt = None, quiet: QuietOpt = False, as_json: JsonFlag = False,
+        name: NameOpt = None, quiet: QuietOpt = False,
+        max_scenarios: MaxScenariosOpt = 10_000, as_json: JsonFlag = False,
     ) -> None:
-        """Solve every scenario of a grid; one tidy table (parquet + CSV) of the results."""
+        """Solve every scenario of a grid; one tidy table (parquet + CSV) of the results.
+
+        A failed scenario is a row with status 'error' and its reason; re-running into
+        the same folder solves only what is missing or failed."""
         from solver.errors import UsageError
         from solver.scenario import parse_vary
         from solver.sweeps import read_sweep_file
@@ -89,14 +95,22 @@ def register(app: typer.Typer) -> None:
                                    workers or spec.get("workers", 2),
                                    time_limit or spec.get("time_limit_s", 60.0),
                                    name or spec.get("name"), quiet or as_json)
-            table = run_sweep(target, axes, **options)
+            table = run_sweep(target, axes, max_scenarios=max_scenarios, **options)
             doc = _contract(table.attrs)
+            _print_warnings(table.attrs)
             if as_json:
                 emit_json(doc)
             else:
-                stdout.print(table.drop(columns=["id", "error"]).to_string(index=False))
-            stderr.print(f"{doc['solved']}/{doc['scenarios']} solved in {doc['runtime_s']:.1f}"
-                         f" s; wrote {doc['table']} and {doc['csv']}", highlight=False)
+                stdout.print(table.drop(columns=["id", "error"]).to_string(index=False),
+                             markup=False, highlight=False)
+            for _, row in table[table["status"].eq("error")].head(10).iterrows():
+                where = ", ".join(f"{p}={row[p]!r}" for p in table.attrs["paths"])
+                stderr.print(f"error: {where or 'base'}: {row['error']}", highlight=False,
+                             markup=False)
+            errors = f", {doc['errors']} failed with an error" if doc["errors"] else ""
+            stderr.print(f"{doc['solved']}/{doc['scenarios']} solved{errors} in "
+                         f"{doc['runtime_s']:.1f} s; wrote {doc['table']} and {doc['csv']}",
+                         highlight=False, markup=False)
 
         run(body)
 
@@ -135,13 +149,15 @@ def register(app: typer.Typer) -> None:
         x_max: Annotated[float | None, typer.Option("--x-max", help="Largest ε.")] = None,
         out: OutOpt = None, backend: BackendOpt = "local", scheduler: SchedulerOpt = None,
         workers: WorkersOpt = 2, time_limit: TimeLimitOpt = 60.0, name: NameOpt = None,
-        quiet: QuietOpt = False, as_json: JsonFlag = False,
+        quiet: QuietOpt = False, max_scenarios: MaxScenariosOpt = 10_000,
+        as_json: JsonFlag = False,
     ) -> None:
         """ε-constraint Pareto frontier of y against x, with the design at each point."""
         from solver.analysis import pareto as run_pareto
 
         def body():
             table = run_pareto(instance, x, y, points, x_min, x_max,
+                               max_scenarios=max_scenarios,
                                **_run_options(out, backend, scheduler, workers, time_limit,
                                               name, quiet or as_json))
             _emit(table, "pareto", as_json)
@@ -170,14 +186,20 @@ def register(app: typer.Typer) -> None:
 
 
 def _emit(table, kind: str, as_json: bool) -> None:
+    """The analysis table on stdout (one JSON document with --json: NaN and ±inf, which
+    JSON cannot hold, become null)."""
+    import numpy as np
+
     attrs = table.attrs
+    finite = table.replace([np.inf, -np.inf], np.nan)
     doc = {"analysis": kind, "table": attrs[kind], "plot": attrs["plot"],
            "scenarios": attrs["scenarios"], "solved": attrs["solved"],
            "failed": attrs["failed"], "runtime_s": attrs["runtime_s"],
            "backend": attrs["backend"],
-           "rows": table.astype(object).where(table.notna(), None).to_dict(orient="records")}
+           "rows": finite.astype(object).where(finite.notna(), None).to_dict(orient="records")}
+    _print_warnings(attrs)
     if as_json:
         emit_json(doc)
     else:
-        stdout.print(table.to_string(index=False))
-    stderr.print(f"wrote {attrs[kind]} and {attrs['plot']}", highlight=False)
+        stdout.print(table.to_string(index=False), markup=False, highlight=False)
+    stderr.print(f"wrote {attrs[kind]} and {attrs['plot']}", highlight=False, markup=False)

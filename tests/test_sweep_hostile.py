@@ -1,0 +1,453 @@
+"""Sweeps under careless and hostile use (issue 12, section B): results keyed by
+everything that decides them, failed and corrupt scenarios, atomic and locked outputs,
+flag and output-location checks before any work, caps, back-ends that clean up after
+themselves and agree. Each test failed (or hung, or ran out of memory) on the code
+before its fix, except two guards of behaviour that was already right: pareto's
+unknown --backend and tornado's null objectives in --json."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+import solver.loading
+import solver.scenario
+import solver.sweeps
+from solver import sweep
+from solver.analysis import tornado
+from solver.cli import app
+from solver.errors import InvalidInstance, UsageError
+from solver.scenario import source_digest
+
+SMALL = Path("instances/tiny/sweep-small.toml").resolve()
+INFEASIBLE = Path("instances/tiny/infeasible-power.toml").resolve()
+COMPARED = ["status", "objective", "gpus", "switch", "tiers", "capex_usd",
+            "effective_tokens_per_s", "error"]
+RADIX = "catalog.switch.tomahawk5.radix_by_gbps.400"
+EXIT_CODES = {0, 2, 3, 4, 5}
+
+
+def cli(*args: str):
+    """Run the CLI in-process; never an exception, never exit 1."""
+    res = CliRunner().invoke(app, list(args))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert res.exit_code in EXIT_CODES, (res.exit_code, res.output)
+    assert "Traceback" not in res.output
+    return res
+
+
+def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a[COMPARED].reset_index(drop=True),
+                                  b[COMPARED].reset_index(drop=True), rtol=1e-9)
+
+
+# --- 1. results keyed by everything that decides them ---------------------------------
+
+def workload_instance(tmp_path: Path, layers: int) -> Path:
+    """sweep-small with its workload in a file of its own (`workload = "<path>"`)."""
+    text = SMALL.read_text()
+    start, end = text.index("[workload]"), text.index("[limits]")
+    workload = tmp_path / "workload.toml"
+    workload.write_text(text[start:end].replace("[workload]\n", "").replace(
+        "layers = 126", f"layers = {layers}"))
+    instance = tmp_path / "instance.toml"
+    instance.write_text(text[:start] + f'workload = "{workload}"\n\n' + text[end:])
+    return instance
+
+
+def test_edited_workload_file_is_solved_again(tmp_path):
+    vary = {"limits.budget_usd": "1e8,1.5e8"}
+    instance = workload_instance(tmp_path, 126)
+    first = sweep(instance, vary, out=tmp_path / "run")
+    workload_instance(tmp_path, 504)  # the same instance text, a 4x deeper model
+    again = sweep(instance, vary, out=tmp_path / "run")
+    fresh = sweep(instance, vary, out=tmp_path / "fresh")
+    assert (again.attrs["reused"], again.attrs["solved_now"]) == (0, 2)
+    same_rows(again, fresh)
+    # 4x the layers: about 4x the FLOPs per token, so about a quarter of the tokens/s
+    ratio = fresh["effective_tokens_per_s"] / first["effective_tokens_per_s"]
+    assert ratio.between(0.2, 0.3).all(), ratio
+
+
+def test_edited_catalog_price_is_solved_again(tmp_path, monkeypatch):
+    vary = {"limits.budget_usd": "1e8,1.5e8"}
+    first = sweep(SMALL, vary, out=tmp_path / "run")
+    catalog = tmp_path / "catalog"
+    shutil.copytree(solver.loading.CATALOG_DIR, catalog)
+    gpu = catalog / "gpu.toml"
+    assert "node_price_usd = 292400" in gpu.read_text()
+    gpu.write_text(gpu.read_text().replace("node_price_usd = 292400",
+                                           "node_price_usd = 392400", 1))
+    monkeypatch.setattr(solver.loading, "CATALOG_DIR", catalog)
+    again = sweep(SMALL, vary, out=tmp_path / "run")
+    assert (again.attrs["reused"], again.attrs["solved_now"]) == (0, 2)
+    same_rows(again, sweep(SMALL, vary, out=tmp_path / "fresh"))
+    assert (again["effective_tokens_per_s"] < first["effective_tokens_per_s"]).all()
+
+
+def test_code_version_and_time_limit_enter_the_id(tmp_path, monkeypatch):
+    vary = {"limits.it_power_mw": "3,5"}
+    sweep(SMALL, vary, out=tmp_path)
+    assert sweep(SMALL, vary, out=tmp_path).attrs["reused"] == 2
+    assert sweep(SMALL, vary, out=tmp_path, time_limit_s=30).attrs["solved_now"] == 2
+    monkeypatch.setattr(solver.scenario, "code_version", lambda: "0.1.0+another-model")
+    assert sweep(SMALL, vary, out=tmp_path).attrs["solved_now"] == 2
+
+
+def test_source_digest_follows_every_source_file(tmp_path):
+    (tmp_path / "models" / "perf").mkdir(parents=True)
+    model = tmp_path / "models" / "perf" / "mfu.py"
+    model.write_text("MFU = 0.40\n")
+    before = source_digest([tmp_path / "models"])
+    model.write_text("MFU = 0.41\n")
+    assert source_digest([tmp_path / "models"]) != before
+    assert solver.scenario.code_version().startswith("0.1.0+")
+
+
+# --- 2. a failing scenario is a row; the sweep goes on ---------------------------------
+
+def test_failing_scenario_is_recorded_and_retried(tmp_path):
+    res = cli("sweep", str(SMALL), "--vary", f"{RADIX}=128,3,256", "--out", str(tmp_path),
+              "--json", "--quiet")
+    assert res.exit_code == 0
+    doc = json.loads(res.stdout)
+    assert (doc["scenarios"], doc["solved"], doc["errors"]) == (3, 2, 1)
+    table = pd.read_parquet(tmp_path / "table.parquet")
+    bad = table.set_index(RADIX).loc[3]
+    assert bad["status"] == "error" and "radix must be an even number" in bad["error"]
+    assert "radix must be an even number" in res.stderr
+    # a re-run retries the failed scenario (and it fails again, the same way)
+    again = sweep(SMALL, {RADIX: "128,3,256"}, out=tmp_path)
+    assert (again.attrs["reused"], again.attrs["retried"], again.attrs["solved_now"]) == (2, 1, 1)
+    same_rows(again, table)
+
+
+# --- 3. corrupt scenario files -------------------------------------------------------
+
+def test_corrupt_scenario_files_are_named_set_aside_and_solved(tmp_path):
+    vary = {"limits.budget_usd": "8e7:2e8:4"}
+    reference = sweep(SMALL, vary, out=tmp_path)
+    files = [tmp_path / "scenarios" / f"{sid}.json" for sid in reference["id"]]
+    files[0].write_text("{}")
+    files[1].write_text('{"id": "0123", "stat')
+    row = json.loads(files[2].read_text())
+    files[2].write_text(json.dumps(row | {"status": "optimal", "objective": None}))
+    resumed = sweep(SMALL, vary, out=tmp_path)
+    assert (resumed.attrs["reused"], resumed.attrs["solved_now"]) == (1, 3)
+    warnings = resumed.attrs["warnings"]
+    assert [w.split(":")[0] for w in warnings] == [str(f) for f in files[:3]]
+    assert all(Path(f"{f}.corrupt").exists() for f in files[:3])
+    same_rows(resumed, reference)
+
+
+def test_corrupt_file_warning_reaches_the_cli(tmp_path):
+    args = ["sweep", str(SMALL), "--vary", "limits.it_power_mw=3", "--out", str(tmp_path),
+            "--json"]
+    first = json.loads(cli(*args).stdout)
+    next((tmp_path / "scenarios").glob("*.json")).write_text("{}")
+    res = cli(*args)
+    doc = json.loads(res.stdout)
+    assert first["solved_now"] == 1 and doc["solved_now"] == 1 and len(doc["warnings"]) == 1
+    assert "set aside" in res.stderr and ".json.corrupt" in res.stderr
+
+
+# --- 4. atomic writes and one sweep per folder ----------------------------------------
+
+def test_failed_table_rewrite_keeps_the_old_table(tmp_path, monkeypatch):
+    vary = {"limits.it_power_mw": "3,5"}
+    before = sweep(SMALL, vary, out=tmp_path)
+    original = pd.DataFrame.to_parquet
+
+    def disk_full(self, path, *args, **kwargs):
+        original(self.head(1), path, *args, **kwargs)  # half a table on disk, then
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", disk_full)
+    with pytest.raises(InvalidInstance, match="No space left on device"):
+        sweep(SMALL, {"limits.it_power_mw": "3,5,6"}, out=tmp_path)
+    monkeypatch.undo()
+    same_rows(pd.read_parquet(tmp_path / "table.parquet"), before)
+    assert not list(tmp_path.glob(".tmp-*"))
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (tmp_path / "table.parquet").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_failed_plot_keeps_the_old_plot(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    params = ["limits.it_power_mw"]
+    tornado(SMALL, 0.2, params, out=tmp_path)
+    png = (tmp_path / "tornado.png").read_bytes()
+
+    def half_written(self, fname, **kwargs):
+        Path(fname).write_bytes(b"\x89PNG half")
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", half_written)
+    with pytest.raises(InvalidInstance, match="File too large"):
+        tornado(SMALL, 0.2, params, out=tmp_path)
+    assert (tmp_path / "tornado.png").read_bytes() == png
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_second_sweep_into_a_busy_folder_is_refused(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    with open(tmp_path / solver.sweeps.LOCK_NAME, "a+") as held:  # another sweep's lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3,5", "--out",
+                  str(tmp_path), "--json")
+    assert res.exit_code == 3 and res.stdout == ""
+    assert "another sweep" in res.stderr and str(tmp_path) in res.stderr
+    assert not (tmp_path / "table.parquet").exists()
+    # once it is released the folder is usable again
+    assert cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3,5", "--out",
+               str(tmp_path), "--json").exit_code == 0
+
+
+# --- 5. --name and the output location -----------------------------------------------
+
+@pytest.mark.parametrize("name", ["ABSOLUTE", "../../..", "a/b", "..", "a\\b", "x\x1b[2J"])
+def test_name_is_confined_to_the_results_folder(tmp_path, monkeypatch, name):
+    """Results go to ./results/<instance>/sweeps/<name>; here the working folder is
+    tmp/work, and nothing may be written anywhere under tmp."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    name = name.replace("ABSOLUTE", str(tmp_path / "elsewhere"))
+    res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3", "--name", name)
+    assert res.exit_code == 2 and "--name" in res.stderr
+    assert list(tmp_path.iterdir()) == [work] and list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["file", "file/below"])
+def test_unusable_out_is_refused_before_any_solve(tmp_path, where):
+    (tmp_path / "file").write_text("not a folder")
+    solved = []
+    with pytest.raises(InvalidInstance) as err:
+        sweep(SMALL, {"limits.it_power_mw": "3,5"}, out=tmp_path / where,
+              on_result=solved.append)
+    assert solved == [] and err.value.exit_code == 3 and "file" in str(err.value)
+    res = cli("pareto", str(SMALL), "--out", str(tmp_path / where), "--points", "3")
+    assert res.exit_code == 3 and "not a folder" in res.stderr
+
+
+# --- 6. caps and flag errors ---------------------------------------------------------
+
+def test_huge_sweeps_need_an_explicit_cap(tmp_path):
+    start = time.perf_counter()
+    res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=1:8:1000000000",
+              "--out", str(tmp_path))
+    assert res.exit_code == 2 and "--max-scenarios" in res.stderr
+    res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=1:8:200",
+              "--vary", "limits.budget_usd=1e8:2e8:200", "--out", str(tmp_path))
+    assert res.exit_code == 2 and "40,000 scenarios" in res.stderr
+    assert "--max-scenarios 40000" in res.stderr
+    assert time.perf_counter() - start < 5 and not (tmp_path / "scenarios").exists()
+    with pytest.raises(UsageError, match="3 scenarios"):
+        sweep(SMALL, {"limits.it_power_mw": "3,4,5"}, out=tmp_path, max_scenarios=2)
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--x-min", "2e8", "--x-max", "1e8"], "--x-min"),
+    (["--x-min", "nan"], "--x-min"),
+    (["--x-max", "-5"], "--x-max"),
+    (["--x-min", "9e9"], "--x-min"),
+    (["--points", "1000000"], "--max-scenarios"),
+    (["--time-limit", "nan"], "--time-limit"),
+    (["--backend", "dask", "--scheduler", "tcp://nowhere"], "--scheduler"),
+    (["--backend", "threads"], "--backend"),
+])
+def test_pareto_flag_errors_exit_2(tmp_path, args, flag):
+    res = cli("pareto", str(SMALL), "--out", str(tmp_path), "--json", *args)
+    assert res.exit_code == 2 and flag in res.stderr and res.stdout == ""
+    assert not (tmp_path / "scenarios").exists()
+
+
+@pytest.mark.parametrize("command", ["marginal", "tornado"])
+def test_analysis_of_an_infeasible_instance_exits_4(tmp_path, command):
+    res = cli(command, str(INFEASIBLE), "--out", str(tmp_path), "--json")
+    assert res.exit_code == 4 and res.stdout == ""
+    assert "infeasible" in res.stderr and "limits.it_power_mw" in res.stderr
+    assert len(pd.read_parquet(tmp_path / "table.parquet")) == 1  # only the base solved
+
+
+def test_sweep_file_with_wrong_types_exits_3(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('workers = "many"\ntime_limit_s = true\n[vary]\n"limits.it_power_mw" = [3]\n')
+    res = cli("sweep", "--file", str(spec), "--out", str(tmp_path / "o"))
+    assert res.exit_code == 3 and "workers: must be int" in res.stderr
+    assert "time_limit_s: must be a number" in res.stderr
+
+
+# --- 7. back-ends --------------------------------------------------------------------
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_process_workers_exit_with_their_coordinator(tmp_path):
+    code = ("import sys; from solver.sweeps import sweep; sweep(sys.argv[1], "
+            "{'limits.it_power_mw': '2:7:60'}, out=sys.argv[2], backend='processes', "
+            "workers=2, share_candidates=False)")
+    coordinator = subprocess.Popen([sys.executable, "-c", code, str(SMALL), str(tmp_path)],
+                                   env=os.environ | {"PYTHONPATH": os.getcwd()})
+    try:
+        deadline = time.monotonic() + 40
+        workers: list[psutil.Process] = []
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = psutil.Process(coordinator.pid).children()
+            time.sleep(0.1)
+        assert len(workers) == 2
+        time.sleep(0.5)
+        assert coordinator.poll() is None  # killed mid-sweep
+    finally:
+        os.kill(coordinator.pid, signal.SIGKILL)
+        coordinator.wait()
+    deadline = time.monotonic() + 5
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    orphans = [w.pid for w in workers if _alive(w)]
+    for pid in orphans:
+        os.kill(pid, signal.SIGKILL)
+    assert orphans == []
+    assert not (tmp_path / "table.parquet").exists()
+
+
+def test_unreachable_scheduler_exits_5_quickly(tmp_path, monkeypatch):
+    assert solver.sweeps.SCHEDULER_TIMEOUT_S <= 10
+    monkeypatch.setattr(solver.sweeps, "SCHEDULER_TIMEOUT_S", 1.0)
+    start = time.perf_counter()
+    res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3", "--out", str(tmp_path),
+              "--backend", "dask", "--scheduler", "tcp://127.0.0.1:1", "--json")
+    assert res.exit_code == 5 and res.stdout == "" and "127.0.0.1:1" in res.stderr
+    assert time.perf_counter() - start < 8
+
+
+def test_backends_agree_and_resume(tmp_path):
+    """local, processes and Dask give the same rows, failures included; deleting two
+    scenario files makes each re-solve exactly those two."""
+    from dask.distributed import LocalCluster
+
+    vary = {RADIX: "128,3", "limits.budget_usd": "1e8,1.5e8"}
+    local = sweep(SMALL, vary, out=tmp_path / "local")
+    assert local["status"].tolist().count("error") == 2
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      host="127.0.0.1", dashboard_address=None) as cluster:
+        runs = {"processes": {"backend": "processes"},
+                "dask": {"backend": "dask", "scheduler": cluster.scheduler_address}}
+        for backend, options in runs.items():
+            folder = tmp_path / backend
+            same_rows(sweep(SMALL, vary, out=folder, **options), local)
+            for sid in local["id"][local["status"] != "error"][:2]:
+                (folder / "scenarios" / f"{sid}.json").unlink()
+            resumed = sweep(SMALL, vary, out=folder, **options)
+            assert (resumed.attrs["reused"], resumed.attrs["retried"],
+                    resumed.attrs["solved_now"]) == (0, 2, 4), backend
+            same_rows(resumed, local)
+
+
+def test_dead_worker_fails_its_scenarios_and_the_table_is_written(tmp_path, monkeypatch):
+    """A worker process that dies (here: os._exit in the solve, inherited by the forked
+    pool) breaks the pool: its scenarios become error rows, the sweep still ends with
+    its table, and a re-run retries them."""
+    real_solve = solver.sweeps.solve
+
+    def dies_on_five(inst, **kwargs):
+        if inst.limits.it_power_mw == 5:
+            os._exit(3)
+        return real_solve(inst, **kwargs)
+
+    monkeypatch.setattr(solver.sweeps, "solve", dies_on_five)
+    table = sweep(SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")
+    assert table["status"].tolist() == ["error"]
+    assert table["error"].iloc[0].startswith("worker lost: BrokenProcessPool")
+    monkeypatch.undo()
+    again = sweep(SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")
+    assert again.attrs["retried"] == 1 and again["status"].tolist() == ["optimal"]
+
+
+# --- 8. --json is one valid document -------------------------------------------------
+
+def test_tornado_json_has_no_nan(tmp_path):
+    """-95% of the budget leaves no design: its objective is null, not NaN."""
+    res = cli("tornado", str(SMALL), "--delta", "95%", "--param", "limits.budget_usd",
+              "--out", str(tmp_path), "--json")
+    assert res.exit_code == 0, res.output
+
+    def no_constant(name):
+        raise AssertionError(f"{name} in --json output")
+
+    doc = json.loads(res.stdout, parse_constant=no_constant)
+    row = doc["rows"][0]
+    assert row["status_low"] == "infeasible" and row["objective_low"] is None
+    assert row["swing"] is None
+
+
+# --- a generator of careless sweeps --------------------------------------------------
+
+PATHS = ["limits.it_power_mw", "limits.budget_usd", "limits.max_gpus", "limits.min_gpus",
+         "catalog.gpu.h100-sxm.node_price_usd", "objective.assumed_mfu",
+         "site.buildings[hall-a].max_racks", "site.buildings[7].it_power_mw",
+         "objective.kind", "limits", "limits.nope", "", "[/]"]
+"""Switch radixes are left out: radix 2 loops forever in models/fabric.py
+(_fewest_leaf_tiers), outside the sweep code (reported to the lead)."""
+NUMBERS = ["3", "5.5", "0", "-1", "nan", "inf", "-inf", "1e400", "4096", "1e12", "true",
+           "none", "x", "[/]", "1_000"]
+
+
+@st.composite
+def careless_sweep(draw):
+    specs = st.one_of(
+        st.lists(st.sampled_from(NUMBERS), min_size=0, max_size=3).map(",".join),
+        st.tuples(st.sampled_from(NUMBERS), st.sampled_from(NUMBERS),
+                  st.sampled_from(["1", "2", "0", "-3", "2.5", "100000000000"])).map(":".join),
+        st.sampled_from(["±10%:2", "+-200%:3", "±10%:0", "±%:2"]))
+    sensible = st.sampled_from(["limits.it_power_mw=3,5", "limits.budget_usd=±10%:2",
+                                "catalog.gpu.h100-sxm.node_price_usd=2e5:3e5:2"])
+    args = []
+    for _ in range(draw(st.integers(0, 2))):
+        vary = draw(st.one_of(sensible, st.builds("{}={}".format, st.sampled_from(PATHS), specs)))
+        args += ["--vary", vary]
+    for flag, values in (("--workers", ["1", "0", "-2", "100000", "two"]),
+                         ("--time-limit", ["5", "0", "nan", "inf", "-1"]),
+                         ("--name", ["ok-name", "..", "a/b", "/abs", "[/]", ""]),
+                         ("--backend", ["local", "threads", "dask"]),
+                         ("--scheduler", ["tcp://127.0.0.1", "nowhere", "tcp://[::1]:0"]),
+                         ("--max-scenarios", ["1", "0", "3"])):
+        if draw(st.integers(0, 3)) == 0:
+            args += [flag, draw(st.sampled_from(values))]
+    return args
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(args=careless_sweep())
+def test_careless_sweeps_answer_with_a_contract_exit_code(tmp_path, args):
+    out = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
+    start = time.perf_counter()
+    res = cli("sweep", str(SMALL), "--out", str(out), "--json", "--quiet", *args)
+    assert time.perf_counter() - start < 30
+    if res.exit_code == 0:
+        doc = json.loads(res.stdout, parse_constant=lambda name: pytest.fail(name))
+        assert pd.read_parquet(doc["table"])["status"].notna().all()
+    else:
+        assert res.stdout == ""
+    assert not [p for p in tmp_path.rglob(".tmp-*")]
