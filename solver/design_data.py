@@ -30,6 +30,7 @@ from models.fabric import (
 from models.power_cost import BomLine
 from solver.evaluators import Evaluators, GoodputEstimate, grid_points
 from solver.fabric_inputs import link_lengths
+from solver.reliability_inputs import workload_checkpoint_gb
 from solver.schema import FabricChoice, GpuSystem, Instance, Nic, Switch
 
 RACK_UNITS_PER_NETWORK_RACK = 42
@@ -48,6 +49,8 @@ class ConfigParts:
     nic_attachment: str
     checkpoint_gbytes_per_s_per_node: float
     """Checkpoint storage write bandwidth bought per node [GB/s]."""
+    recovery: str
+    """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
 
     @property
     def radix(self) -> int:
@@ -61,12 +64,12 @@ class ConfigParts:
 
 
 def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
-               checkpoint_gbytes_per_s: float) -> str:
+               checkpoint_gbytes_per_s: float, recovery: str) -> str:
     tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
     layout = "rail" if rail else "mor"
     return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
-            f"ckpt{checkpoint_gbytes_per_s:g}")
+            f"ckpt{checkpoint_gbytes_per_s:g}/{recovery}")
 
 
 def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
@@ -90,13 +93,14 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
                 skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
                                f"{nic.id}")
                 continue
-            for rail, attachment, storage in itertools.product(
+            for rail, attachment, storage, recovery in itertools.product(
                     sorted(set(inst.choices.rail_optimized), reverse=True),
                     sorted(set(inst.choices.nic_attachment)),
-                    sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node))):
-                key = config_key(gpu_id, fabric, rail, attachment, storage)
+                    sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node)),
+                    sorted(set(inst.choices.recovery))):
+                key = config_key(gpu_id, fabric, rail, attachment, storage, recovery)
                 parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
-                                         storage))
+                                         storage, recovery))
     return sorted(parts, key=lambda p: p.key), skipped
 
 
@@ -146,9 +150,18 @@ def network_racks(p: ConfigParts, switches: int) -> int:
     return math.ceil(switches * p.switch.rack_units / RACK_UNITS_PER_NETWORK_RACK)
 
 
+def recovery_memory_gb(inst: Instance, p: ConfigParts, nodes: int) -> float:
+    """Host memory in-memory recovery keeps per node [GB]: its own and a peer's checkpoint
+    shard, 2 S / nodes (0 for storage recovery)."""
+    if p.recovery != "in-memory":
+        return 0.0
+    return 2.0 * workload_checkpoint_gb(inst.workload) / nodes
+
+
 def base_lines(inst: Instance, p: ConfigParts, nodes: int, spares: int,
                switches: int) -> list[BomLine]:
-    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage."""
+    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage and
+    the host memory of in-memory recovery."""
     g, fac = p.gpu, inst.catalog.facility
     total = nodes + spares
     racks = math.ceil(total / g.max_nodes_per_rack) + network_racks(p, switches)
@@ -164,6 +177,9 @@ def base_lines(inst: Instance, p: ConfigParts, nodes: int, spares: int,
         BomLine("checkpoint storage write bandwidth [GB/s]", "storage",
                 total * p.checkpoint_gbytes_per_s_per_node,
                 fac.checkpoint_storage_usd_per_gbyte_s, fac.checkpoint_storage_w_per_gbyte_s),
+        BomLine("in-memory checkpoint host memory [GB]", "recovery",
+                total * recovery_memory_gb(inst, p, nodes),
+                inst.catalog.reliability.recovery.host_memory_usd_per_gb.value),
     ]
 
 
@@ -236,7 +252,8 @@ def build_design_data(inst: Instance, evaluators: Evaluators, relax_limits: bool
                 pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
                 node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
-                checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo)
+                checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo,
+                recovery=p.recovery)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
             if node_kind not in ladders:
                 ladders[node_kind] = size_ladder(inst, evaluators, p, su, top, node_kind)

@@ -1,95 +1,73 @@
-"""Inputs of the reliability model from the catalog: rates, GPU systems, switches.
+"""Inputs of the reliability model: rates from the instance's catalog, and one builder of
+``ReliabilityInputs`` from a fabric and its media, shared by `clusterplan reliability`,
+the design candidates and the placement, so all three count the same links and media.
 
-The reliability catalog (instances/catalog/reliability.toml) is loaded here, not by
-solver.loading; GPU systems, NICs and switches are read item by item from their
-catalog files so the command works while other catalog files are being written.
-Every problem is raised as InvalidInstance (exit code 3) naming the option or field.
+The reliability catalog is part of every catalog (``Catalog.reliability``, loaded with
+the others and overridable as ``[catalog.reliability...]``). Every problem is raised as
+InvalidInstance (exit code 3) naming the option or field.
 """
 
 from __future__ import annotations
 
-from math import ceil, log
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from math import ceil
 
-from pydantic import BaseModel, ValidationError
-
-from models.fabric import FabricSpec, design_fabric
+from models.fabric import Fabric, MediaLine
 from models.reliability import (
+    COPPER_KINDS,
+    Rate,
     ReliabilityInputs,
     ReliabilityRates,
+    RestartParts,
     checkpoint_size_gb,
     param_count,
 )
 from solver.errors import InvalidInstance
-from solver.loading import CATALOG_DIR, format_validation_error, read_document
-from solver.schema import Choices, GpuSystem, Nic, Switch, Workload
+from solver.schema import GpuSystem, Nic, Workload
+from solver.schema.reliability import Rate as RateFigure
 from solver.schema.reliability import ReliabilityCatalog
 
-RELIABILITY_CATALOG = CATALOG_DIR / "reliability.toml"
-DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
-    "checkpoint_storage_gbytes_per_s_per_node"].default[0]
+GPUS_PER_HOST_RACK_SCALE = 4
+"""GPUs per host (compute tray) in rack-scale systems: an NVL72 rack has 18 trays of 4."""
 
 
-def load_reliability_catalog(path: Path = RELIABILITY_CATALOG) -> ReliabilityCatalog:
-    """Validate reliability.toml: every rate and figure with {url, kind, by, note}."""
-    try:
-        return ReliabilityCatalog.model_validate(read_document(path))
-    except ValidationError as err:
-        raise InvalidInstance(format_validation_error(err, "reliability"), str(path)) from None
+def load_reliability_catalog() -> ReliabilityCatalog:
+    """The shipped reliability catalog, validated with the rest of the catalog."""
+    from solver.loading import load_catalog
+
+    return load_catalog().reliability
 
 
-def reliability_rates(catalog: ReliabilityCatalog, generation: str) -> ReliabilityRates:
-    """The model's rates [1/h] and recovery figures for a GPU generation.
+def _rate(figure: RateFigure) -> Rate:
+    if figure.events is not None:
+        return Rate.from_events(figure.mttf_hours, figure.events)
+    return Rate.from_mttf(figure.mttf_hours, figure.mttf_range_hours)
 
-    The init-time exponent comes from the two MLPerf points:
-    b = ln(init_large / init_ref) / ln(G_large / G_ref).
-    """
-    if generation not in catalog.gpu:
-        raise InvalidInstance([f"reliability.gpu: no failure rate for GPU generation "
-                               f"'{generation}' (known: {', '.join(sorted(catalog.gpu))})"])
-    rec = catalog.recovery
-    exponent = (log(rec.init_large_s.value / rec.init_ref_s.value)
-                / log(rec.init_large_gpus.value / rec.init_ref_gpus.value))
+
+def reliability_rates(catalog: ReliabilityCatalog, generation: str,
+                      profile: str = "default", option: str = "reliability.profile"
+                      ) -> ReliabilityRates:
+    """The model's rates [1/h] with their ranges, and the restart parts by recovery mode,
+    for a GPU generation under a rate profile."""
+    if profile not in catalog.profiles():
+        raise InvalidInstance([f"{option}: unknown profile '{profile}' "
+                               f"(known: {', '.join(catalog.profiles())})"])
+    cat = catalog.with_profile(profile)
+    if generation not in cat.gpu:
+        raise InvalidInstance([f"catalog.reliability.gpu: no failure rate for GPU generation "
+                               f"'{generation}' (known: {', '.join(sorted(cat.gpu))})"])
+    rec = cat.recovery
     return ReliabilityRates(
-        gpu_per_h=catalog.gpu[generation].per_hour,
-        node_rest_per_gpu_h=catalog.node_rest.per_hour,
-        nic_per_h=catalog.nic.per_hour,
-        optic_link_per_h={k: v.per_hour for k, v in sorted(catalog.optic.items())},
-        copper_link_per_h={k: v.per_hour for k, v in sorted(catalog.copper.items())},
-        switch_per_h=catalog.switch.per_hour,
+        gpu=_rate(cat.gpu[generation]), host=_rate(cat.host), nic=_rate(cat.nic),
+        link={k: _rate(v) for k, v in sorted(cat.link.items())}, switch=_rate(cat.switch),
+        software=_rate(cat.software), sdc=_rate(cat.sdc), planned=_rate(cat.planned),
         fabric_interrupt_fraction=rec.fabric_interrupt_fraction.value,
-        detect_s=rec.detect_s.value,
-        replace_s=rec.replace_s.value,
-        init_ref_s=rec.init_ref_s.value,
-        init_ref_gpus=rec.init_ref_gpus.value,
-        init_exponent=exponent,
+        restart={mode: RestartParts(**{name: getattr(parts, name).value
+                                       for name in type(parts).model_fields})
+                 for mode, parts in sorted(cat.restart.items())},
         host_copy_gbytes_per_s_per_gpu=rec.host_copy_gbytes_per_s_per_gpu.value,
-        node_repair_h=rec.node_repair_h.value,
-        switch_replace_h=rec.switch_replace_h.value,
-    )
-
-
-def catalog_item(kind: str, item_id: str, model: type[BaseModel], option: str) -> Any:
-    """One validated item of instances/catalog/<kind>.toml; unknown ids name `option`."""
-    items = read_document(CATALOG_DIR / f"{kind}.toml")
-    if item_id not in items:
-        raise InvalidInstance([f"{option}: unknown {kind} '{item_id}' "
-                               f"(known: {', '.join(sorted(items))})"])
-    try:
-        return model.model_validate({"id": item_id, **items[item_id]})
-    except ValidationError as err:
-        raise InvalidInstance(format_validation_error(err, f"catalog.{kind}.{item_id}")) from None
-
-
-def default_switch(port_gbps: int) -> str:
-    """The first catalog switch (by id) with ports at the NIC's speed."""
-    items = read_document(CATALOG_DIR / "switch.toml")
-    for switch_id in sorted(items):
-        radix = items[switch_id].get("radix_by_gbps", {})
-        if str(port_gbps) in radix or port_gbps in radix:
-            return switch_id
-    raise InvalidInstance([f"--switch: no catalog switch has {port_gbps} Gb/s ports"])
+        node_repair_h=rec.node_repair_h.value, switch_replace_h=rec.switch_replace_h.value,
+        profile=profile)
 
 
 def workload_checkpoint_gb(workload: Workload) -> float:
@@ -97,44 +75,42 @@ def workload_checkpoint_gb(workload: Workload) -> float:
     return checkpoint_size_gb(param_count(workload), workload.precision)
 
 
-def design_inputs(gpu: GpuSystem, nic: Nic, switch: Switch, gpus: int, workload: Workload,
-                  rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
-                  availability_target: float) -> ReliabilityInputs:
-    """ReliabilityInputs for the exact fabric (models.fabric) of `switch` over the design.
+def hosts_per_node(gpu: GpuSystem) -> int:
+    """Host servers per node: 1 for HGX-style nodes, trays of 4 GPUs in rack-scale ones."""
+    if gpu.gpus_per_node <= 8:
+        return 1
+    return ceil(gpu.gpus_per_node / GPUS_PER_HOST_RACK_SCALE)
 
-    Rail-optimized: every NIC-to-leaf link optical (multimode); middle-of-rack: those
-    links are copper (DAC). Inter-switch links single-mode. Storage bandwidth
-    defaults to the design default of the instance schema, 1 GB/s of checkpoint storage
-    write bandwidth per node (Choices.checkpoint_storage_gbytes_per_s_per_node).
+
+def design_inputs(gpu: GpuSystem, nic: Nic, radix: int, rail_optimized: bool, nodes: int,
+                  fabric: Fabric | None, media: Sequence[MediaLine], recovery: str,
+                  checkpoint_gb: float, checkpoint_gbps: float, availability_target: float,
+                  spares: int | None = None, node_kind: str | None = None
+                  ) -> ReliabilityInputs:
+    """ReliabilityInputs of a design: `nodes` training nodes on `fabric` with `media`.
+
+    Node links: gpu.nics_per_node per node, of the node-leaf medium's kind (`node_kind`
+    when no media are given yet: spares are sized before media are chosen). Switch links:
+    every other link class of the media, by kind, all counted (copper ones too).
     """
-    problems = []
-    if gpus <= 0:
-        problems.append(f"--gpus: must be positive (got {gpus})")
-    if checkpoint_gbps is not None and not checkpoint_gbps > 0:
-        problems.append(f"--checkpoint-gbps: must be positive (got {checkpoint_gbps})")
-    if nic.port_gbps not in switch.radix_by_gbps:
-        problems.append(f"--switch: {switch.id} has no {nic.port_gbps} Gb/s ports for "
-                        f"{gpu.id}'s NIC {nic.id} (has {sorted(switch.radix_by_gbps)})")
-    if problems:
-        raise InvalidInstance(problems, "options")
-    nodes = ceil(gpus / gpu.gpus_per_node)
-    radix = switch.radix(nic.port_gbps)
-    try:
-        fabric = design_fabric(FabricSpec(nodes=nodes, ports_per_node=gpu.nics_per_node,
-                                          radix=radix, rail_optimized=rail_optimized))
-    except ValueError as exc:
-        raise InvalidInstance([f"--gpus/--switch/--no-rail-optimized: {exc}"], "options") from None
-    bandwidth = (checkpoint_gbps if checkpoint_gbps is not None
-                 else nodes * DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE)
-    links = gpu.nics_per_node
+    kinds = {line.link_class: line.kind for line in media}
+    node_kind = kinds.get("node-leaf", node_kind)
+    if node_kind is None:
+        raise ValueError("design_inputs needs the node-leaf medium or node_kind")
+    switch_links: dict[str, int] = {}
+    for line in media:
+        if line.link_class != "node-leaf":
+            switch_links[line.kind] = switch_links.get(line.kind, 0) + line.links
+    links, copper = gpu.nics_per_node, node_kind in COPPER_KINDS
     return ReliabilityInputs(
-        gpus=gpus, gpus_per_node=gpu.gpus_per_node,
-        node_links_optical=links if rail_optimized else 0,
-        node_links_copper=0 if rail_optimized else links,
-        switches=fabric.switches_total, switch_links_optical=sum(fabric.links_per_tier[1:]),
-        rail_optimized=rail_optimized,
-        checkpoint_size_gb=workload_checkpoint_gb(workload), checkpoint_gbps=bandwidth,
-        recovery=recovery, node_optic_kind="multimode", switch_optic_kind="singlemode",
-        node_copper_kind="dac", leaf_down_ports=max(1, radix // 2),
+        gpus=nodes * gpu.gpus_per_node, gpus_per_node=gpu.gpus_per_node,
+        node_links_optical=0 if copper else links, node_links_copper=links if copper else 0,
+        node_optic_kind="multimode" if copper else node_kind,
+        node_copper_kind=node_kind if copper else "dac",
+        switches=fabric.switches_total if fabric else 0, switch_links_optical=0,
+        switch_links=switch_links, rail_optimized=rail_optimized,
+        checkpoint_size_gb=checkpoint_gb, checkpoint_gbps=checkpoint_gbps, recovery=recovery,
+        leaf_down_ports=max(1, radix // 2),
         peer_gbytes_per_s_per_node=links * nic.port_gbps / 8.0,
-        availability_target=availability_target)
+        availability_target=availability_target, spare_nodes=spares,
+        hosts_per_node=hosts_per_node(gpu))

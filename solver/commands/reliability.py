@@ -3,31 +3,39 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from math import ceil
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from models.reliability import COPPER_KINDS
 from solver.cli_common import JsonFlag, emit_json, run, stdout
 from solver.errors import InvalidInstance
+from solver.reliability_inputs import workload_checkpoint_gb
+from solver.schema import Catalog, Choices, GpuSystem
 
 DEFAULT_WORKLOAD = "llama3-405b"
+DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
+    "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 
 
 def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
           rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
-          simulate_runs: int | None, days: float, seed: int) -> dict[str, Any]:
-    """The reliability document; bad options raise InvalidInstance naming the option."""
+          simulate_runs: int | None, days: float, seed: int,
+          profile: str = "default") -> dict[str, Any]:
+    """The reliability document; bad options raise InvalidInstance naming the option.
+
+    The design is built as `solve` builds it: the NIC the switch requires (else the GPU's
+    default), the exact fabric with hot spares, the cheapest medium reaching each link
+    class at the default cable lengths, and the same ReliabilityInputs builder."""
+    from models.fabric import FabricSpec
     from models.reliability import RECOVERY_MODES, goodput, param_count, simulate
-    from solver.loading import load_workload
-    from solver.reliability_inputs import (
-        catalog_item,
-        default_switch,
-        design_inputs,
-        load_reliability_catalog,
-        reliability_rates,
-    )
-    from solver.schema import GpuSystem, Nic, Switch
+    from models.reliability.goodput import choose_spares
+    from solver.fabric_inputs import design_with_media, resolve_fabric_parts
+    from solver.loading import load_catalog, load_workload
+    from solver.reliability_inputs import design_inputs, reliability_rates
+    from solver.schema import CableLengths
 
     problems = []
     if gpus <= 0:
@@ -43,31 +51,64 @@ def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
         problems.append(f"--days: must be positive (got {days})")
     if problems:
         raise InvalidInstance(problems, "reliability")
-    gpu = catalog_item("gpu", gpu_id, GpuSystem, "--gpu")
-    nic = catalog_item("nic", gpu.default_nic, Nic, f"catalog.gpu.{gpu_id}.default_nic")
-    switch_id = switch_id or default_switch(nic.port_gbps)
-    switch = catalog_item("switch", switch_id, Switch, "--switch")
+    catalog = load_catalog()
+    if gpu_id not in catalog.gpu:
+        raise InvalidInstance([f"--gpu: unknown gpu system '{gpu_id}' "
+                               f"(known: {', '.join(sorted(catalog.gpu))})"], "reliability")
+    switch_id = switch_id or default_switch(catalog, catalog.gpu[gpu_id])
+    parts = resolve_fabric_parts(catalog, gpu_id, switch_id, "--gpu", "--switch")
     workload = load_workload(workload_ref, "--workload")
-    catalog = load_reliability_catalog()
-    rates = reliability_rates(catalog, gpu.generation)
-    inputs = design_inputs(gpu, nic, switch, gpus, workload, rail_optimized, checkpoint_gbps,
-                           recovery, catalog.recovery.availability_target.value)
-    result = goodput(inputs, rates)
+    rates = reliability_rates(catalog.reliability, parts.gpu.generation, profile, "--profile")
+    checkpoint_gb = workload_checkpoint_gb(workload)
+    nodes = ceil(gpus / parts.gpu.gpus_per_node)
+    bandwidth = (checkpoint_gbps if checkpoint_gbps is not None
+                 else nodes * DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE)
+    target = catalog.reliability.recovery.availability_target.value
+
+    def with_media(total_nodes: int):
+        spec = FabricSpec(nodes=total_nodes, ports_per_node=parts.gpu.nics_per_node,
+                          radix=parts.radix, rail_optimized=rail_optimized)
+        try:
+            return design_with_media(parts, spec, CableLengths(), catalog, False)
+        except ValueError as exc:
+            raise InvalidInstance([f"--gpus/--switch/--no-rail-optimized: {exc}"],
+                                  "reliability") from None
+
+    def inputs(fabric, media, spares):
+        return design_inputs(parts.gpu, parts.nic, parts.radix, rail_optimized, nodes, fabric,
+                             media, recovery, checkpoint_gb, bandwidth, target, spares)
+
+    spares = choose_spares(inputs(*with_media(nodes), None), rates)
+    fabric, media = with_media(nodes + spares)
+    design = inputs(fabric, media, spares)
+    result = goodput(design, rates)
     doc: dict[str, Any] = {
-        "gpu": gpu.id, "gpus": gpus, "nodes": inputs.nodes, "switch": switch.id,
-        "workload": workload.name, "rail_optimized": rail_optimized, "recovery": recovery,
-        "params": param_count(workload), "checkpoint_size_gb": inputs.checkpoint_size_gb,
-        "checkpoint_gbps": inputs.checkpoint_gbps, "switches": inputs.switches,
-        "switch_links_optical": inputs.switch_links_optical,
-        "node_links_optical": inputs.node_links_optical,
-        "node_links_copper": inputs.node_links_copper,
+        "gpu": parts.gpu.id, "gpus": gpus, "nodes": design.nodes, "switch": parts.switch.id,
+        "nic": parts.nic.id, "workload": workload.name, "rail_optimized": rail_optimized,
+        "params": param_count(workload), "checkpoint_size_gb": design.checkpoint_size_gb,
+        "checkpoint_gbps": design.checkpoint_gbps, "switches": design.switches,
+        "switch_links_optical": sum(n for k, n in design.switch_link_counts().items()
+                                    if k not in COPPER_KINDS),
+        "node_links_optical": design.node_links_optical,
+        "node_links_copper": design.node_links_copper,
+        "media": {line.link_class: line.kind for line in media},
         **asdict(result),
     }
     if simulate_runs is not None:
-        mean, low, high = simulate(inputs, rates, days, simulate_runs, seed)
+        mean, low, high = simulate(design, rates, days, simulate_runs, seed)
         doc["simulated"] = {"goodput": mean, "ci_low": low, "ci_high": high,
                             "runs": simulate_runs, "days": days, "seed": seed}
     return doc
+
+
+def default_switch(catalog: Catalog, gpu: GpuSystem) -> str:
+    """The first catalog switch (by id) with ports at the speed of the GPU's default NIC
+    and no NIC requirement of its own."""
+    gbps = catalog.nic[gpu.default_nic].port_gbps
+    for switch_id, switch in sorted(catalog.switch.items()):
+        if gbps in switch.radix_by_gbps and switch.required_nic is None:
+            return switch_id
+    raise InvalidInstance([f"--switch: no catalog switch has {gbps} Gb/s ports"], "reliability")
 
 
 def register(app: typer.Typer) -> None:
@@ -89,7 +130,11 @@ def register(app: typer.Typer) -> None:
             help="Aggregate checkpoint storage bandwidth [GB/s] (default: 1 GB/s per node).")
         ] = None,
         recovery: Annotated[str, typer.Option(
-            "--recovery", help="storage | in-memory")] = "storage",
+            "--recovery", help="storage (cold restart from a storage checkpoint) | in-memory "
+            "(warm standby, in-memory peer/CPU checkpoints)")] = "storage",
+        profile: Annotated[str, typer.Option(
+            "--profile", help="Failure-rate profile: default | semianalysis-optics | "
+            "research-cluster")] = "default",
         simulate: Annotated[bool, typer.Option(
             "--simulate", help="Also estimate goodput by Monte-Carlo simulation.")] = False,
         runs: Annotated[int, typer.Option("--runs", help="Simulated runs.")] = 100,
@@ -99,19 +144,25 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Job interruptions, checkpoint interval, restart, hot spares and goodput."""
         doc = run(lambda: build(gpu, gpus, workload, switch, rail_optimized, checkpoint_gbps,
-                                recovery, runs if simulate else None, days, seed))
+                                recovery, runs if simulate else None, days, seed, profile))
         if as_json:
             emit_json(doc)
             return
-        table = Table(title=f"reliability: {doc['gpus']} x {doc['gpu']} ({doc['workload']})")
+        table = Table(title=f"reliability: {doc['gpus']} x {doc['gpu']} ({doc['workload']}, "
+                            f"{doc['recovery']} recovery, profile {doc['profile']})")
         table.add_column("quantity")
         table.add_column("value", justify="right")
         for key in ("interruptions_per_day", "mtbf_hours", "checkpoint_size_gb",
                     "checkpoint_write_s", "checkpoint_interval_s", "restart_s", "goodput",
-                    "spare_nodes", "availability"):
+                    "spare_nodes", "availability", "planned_per_day"):
             table.add_row(key, f"{doc[key]:,.4g}")
-        for key, value in doc["breakdown"].items():
-            table.add_row(f"  interruptions/day: {key}", f"{value:,.3g}")
+        for key in ("interruptions_per_day_band", "goodput_band"):
+            table.add_row(key, "[{:,.4g}, {:,.4g}]".format(*doc[key]))
+        for key, value in doc["restart_breakdown_s"].items():
+            table.add_row(f"  restart: {key} [s]", f"{value:,.4g}")
+        for row in doc["classes"]:
+            table.add_row(f"  interruptions/day: {row['class']} ({row['blast']})",
+                          f"{row['per_day']:,.3g}")
         if "simulated" in doc:
             s = doc["simulated"]
             table.add_row("simulated goodput (95% CI)",

@@ -185,6 +185,8 @@ class Catalog(StrictModel):
     nic: dict[Slug, Nic]
     medium: dict[Slug, Medium]
     facility: Facility
+    reliability: ReliabilityCatalog
+    """Failure rates, restart parts and what-if profiles (solver/schema/reliability.py)."""
 
     @model_validator(mode="after")
     def _cross_references(self) -> Catalog:
@@ -205,3 +207,10 @@ class Catalog(StrictModel):
 
     def kinds(self) -> tuple[str, ...]:
         return ("gpu", "switch", "nic", "medium", "facility")
+
+
+# The reliability schema builds on this module's base types, so it is imported last and
+# the Catalog's annotation resolved then.
+from solver.schema.reliability import ReliabilityCatalog  # noqa: E402
+
+Catalog.model_rebuild()
