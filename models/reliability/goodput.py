@@ -18,12 +18,16 @@ A node failure short of spares finds s + 1 nodes in repair and waits for the fir
 to return (about r / (s + 2), residual repair times being uniform); a leaf failure
 waits for the switch replacement.
 
-Planned stops (maintenance, rate lambda_p) arrive while the job runs, write a checkpoint
-first (no lost work) and restart without detection or swap (R_p), so
+Planned stops (maintenance, rate lambda_p) requested while the job runs are taken at
+the end of the checkpoint in progress (no lost work, no extra checkpoint) and restart
+without detection or swap (R_p), so
 
-    goodput = goodput_unplanned / (1 + lambda_p * f_up * (delta + R_p)),
+    goodput = goodput_unplanned / (1 + f_up * (1 - e^{-lambda_p T}) / T * p_s * R_p),
 
-f_up = 1 - Lambda * (R + W) the share of wall time the job is up.
+T = tau + delta: requests within one period make one stop, (1 - e^{-lambda_p T}) / T
+stops per hour up; f_up = 1 - (R + W) / M the share of wall time the job is up;
+p_s = (M/T)(1 - e^{-T/M}) the chance that no failure comes first in the rest of the
+period (the request uniform in it; a failure first absorbs the stop).
 The band: every rate scaled so that Lambda sits at its band's ends
 (rates.interruption_band_per_h), spares held at the central choice.
 """
@@ -112,7 +116,10 @@ def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
     q, wait = restart_terms(inputs, rates, spares, mtbf_s)
     unplanned = tau * q / ((mtbf_s + wait) * (exp((tau + delta) / mtbf_s) - 1.0))
     up = max(0.0, 1.0 - (restart_s(inputs, rates) + wait) / mtbf_s)
-    planned = rates.planned.per_h / 3600.0 * up * (delta + restart_s(inputs, rates, planned=True))
+    period = tau + delta
+    survives = mtbf_s / period * -expm1(-period / mtbf_s)
+    stops_per_s = -expm1(-rates.planned.per_h / 3600.0 * period) / period
+    planned = stops_per_s * up * survives * restart_s(inputs, rates, planned=True)
     return unplanned / (1.0 + planned), delta, tau
 
 

@@ -5,9 +5,11 @@ Vectorised over runs (numpy), seeded. Events arrive as superposed Poisson proces
 * the interrupting classes of ``rates.failure_classes`` (node, leaf switch, fabric);
 * failures of idle hot spares, rate s * lambda_node thinned by the share of spares that
   are healthy; they interrupt nothing but occupy a repair slot;
-* planned stops (maintenance): when one arrives while the job computes, all work so far
-  is kept (a checkpoint is written, delta), then a planned restart R_p; one arriving
-  during a restart or wait is done in that downtime.
+* planned stops (maintenance): one arriving while the job computes is taken at the end
+  of the checkpoint in progress (operators drain at a checkpoint), then a planned
+  restart R_p follows; an interruption before that boundary loses the partial period
+  as usual and absorbs the stop; one arriving during a restart or wait is done in that
+  downtime.
 
 Each run keeps the return times of its nodes in repair. After an interruption the job
 restarts once at most s nodes are in repair (it waits for the earliest returns
@@ -115,15 +117,16 @@ def simulate(inputs: ReliabilityInputs, rates: ReliabilityRates, days: float, ru
         e = end - seg_start[rows] - seg_r[rows]
         return np.where(e > 0, np.floor(np.maximum(e, 0.0) / period) * tau, 0.0)
 
-    def kept_work(end: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Work up to `end` including the segment in progress (a planned stop saves it)."""
-        e = np.maximum(end - seg_start[rows] - seg_r[rows], 0.0)
-        return np.floor(e / period) * tau + np.minimum(np.mod(e, period), tau)
+    stop_at = np.full(runs, np.inf)  # checkpoint boundary of a pending planned stop
 
     while live.size:
         t_new = t[live] + rng.exponential(1.0 / total, live.size)
         kind = np.searchsorted(cum, rng.random(live.size), side="right")
         kind = np.minimum(kind, planned_type)
+        # A pending planned stop whose boundary came first: its last period is committed.
+        reached = stop_at[live] <= np.minimum(t_new, horizon)
+        work[live[reached]] += tau
+        stop_at[live[reached]] = np.inf
         done = t_new >= horizon
         if done.any():
             rows = live[done]
@@ -143,14 +146,17 @@ def simulate(inputs: ReliabilityInputs, rates: ReliabilityRates, days: float, ru
             rows, tt = live[is_planned], t_new[is_planned]
             up = tt > seg_start[rows] + seg_r[rows]
             rows, tt = rows[up], tt[up]
-            work[rows] += kept_work(tt, rows)
-            seg_start[rows] = tt + delta
+            work[rows] += chunk_work(tt, rows)
+            e = tt - seg_start[rows] - seg_r[rows]
+            stop_at[rows] = seg_start[rows] + seg_r[rows] + (np.floor(e / period) + 1) * period
+            seg_start[rows] = stop_at[rows]
             seg_r[rows] = r_planned
         interrupted = ~is_spare & ~is_planned
         if not interrupted.any():
             continue
         rows, tt, kk = live[interrupted], t_new[interrupted], kind[interrupted]
         work[rows] += chunk_work(tt, rows)
+        stop_at[rows] = np.inf  # the partial period before a pending planned stop is lost
         for i in sorted(set(kk.tolist())):
             sel = kk == i
             if lost[i]:
