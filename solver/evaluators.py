@@ -179,6 +179,9 @@ class ModelGoodput:
 
     def __init__(self, inst: Instance):
         self.checkpoint_gb = workload_checkpoint_gb(inst.workload)
+        self.catalog = inst.catalog.reliability
+        self.profile = inst.reliability.profile
+        self.multipliers = inst.reliability.failure_rate_multipliers
         self._rates: dict[str, ReliabilityRates] = {}
         self._spares: dict[tuple, int] = {}
 
@@ -192,12 +195,13 @@ class ModelGoodput:
             nodes * parts.checkpoint_gbytes_per_s_per_node,
             inst.reliability.availability_target, spares, node_kind)
 
-    def rates(self, inst: Instance, parts) -> ReliabilityRates:
+    def rates(self, parts) -> ReliabilityRates:
+        """The profile's rates for the parts' GPU generation, times the what-if multipliers."""
         gen = parts.gpu.generation
         if gen not in self._rates:
-            m = inst.reliability.failure_rate_multipliers
+            m = self.multipliers
             self._rates[gen] = scaled_rates(
-                reliability_rates(inst.catalog.reliability, gen, inst.reliability.profile),
+                reliability_rates(self.catalog, gen, self.profile),
                 gpu=m.gpu, host=m.node, nic=m.nic, optics=m.optics, copper=m.copper,
                 switch=m.switch, software=m.software)
         return self._rates[gen]
@@ -212,13 +216,13 @@ class ModelGoodput:
         if key not in self._spares:
             self._spares[key] = choose_spares(
                 self.inputs(inst, parts, nodes, "in-memory", node_kind=node_kind),
-                self.rates(inst, parts))
+                self.rates(parts))
         return self._spares[key]
 
     def goodput(self, inst: Instance, parts, fabric: Fabric, nodes: int, spares: int,
                 media_lines: list[MediaLine]) -> GoodputEstimate:
         r = goodput(self.inputs(inst, parts, nodes, parts.recovery, fabric, media_lines,
-                                spares), self.rates(inst, parts))
+                                spares), self.rates(parts))
         return GoodputEstimate(r.goodput, {
             "model": "reliability", "recovery": r.recovery, "profile": r.profile,
             "interruptions_per_day": r.interruptions_per_day,

@@ -220,7 +220,7 @@ def media_pricing(inst: Instance, design: DesignToPlace, parts: FabricParts) -> 
     if missing:
         return MediaPricing(inst, None, f"no failure cost: the design carries no "
                             f"{' or '.join(missing)}")
-    rates = ModelGoodput(inst).rates(inst, parts)
+    rates = ModelGoodput(inst).rates(parts)
     hours, rate = design.lost_hours_per_interruption, design.cost_usd_per_hour
     return MediaPricing(inst, FailurePricing(rates, hours, rate), (
         f"failure cost: every link fails at its medium's catalog rate (failure_rate_"
