@@ -14,23 +14,24 @@ from models.reliability import (
     ReliabilityInputs,
     ReliabilityRates,
     RestartParts,
-    failure_classes,
-    interruption_band_per_h,
-    restart_breakdown_s,
-    scaled_rates,
     bytes_per_param,
     checkpoint_size_gb,
     daly_interval,
+    failure_classes,
     goodput,
     goodput_fraction,
+    interruption_band_per_h,
     interruption_breakdown,
     leaf_blast_nodes,
     param_count,
+    restart_breakdown_s,
+    scaled_rates,
     simulate,
     spare_availability,
     spares_needed,
     young_interval,
 )
+
 
 # Test rates with round figures (the shipped ones live in instances/catalog/reliability.toml).
 def band(mttf_h: float, spread: float = 2.0) -> Rate:

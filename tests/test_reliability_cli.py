@@ -140,3 +140,32 @@ def test_nonsense_input_exits_3_naming_it(args, named):
     result = invoke(*args)
     assert result.exit_code == 3
     assert named in result.stderr and result.stdout == ""
+
+
+def test_command_and_design_candidates_count_the_same_links():
+    """A design candidate's reliability figures equal `clusterplan reliability` for the same
+    GPU count, switch, layout, medium, storage bandwidth and recovery mode."""
+    from solver.design_data import build_design_data
+    from solver.evaluators import default_evaluators
+
+    doc = read_document(DEFAULT_INSTANCE)
+    doc["limits"]["max_gpus"] = 4096
+    doc["choices"]["fabrics"] = [{"switch": "tomahawk5"}]
+    inst = instance_from_dict(doc)
+    data, _ = build_design_data(inst, default_evaluators(inst))
+    exact = [k for k in data.candidates
+             if "interpolated_between_nodes" not in k.extra["reliability"]]
+    assert {data.configs[k.config].recovery for k in exact} == {"storage", "in-memory"}
+    for k in exact:
+        cfg = data.configs[k.config]
+        rel = k.extra["reliability"]
+        out = json.loads(invoke(
+            "--gpu", cfg.gpu, "--gpus", str(k.gpus), "--switch", cfg.switch,
+            "--workload", "gpt4-1.8t-moe", "--recovery", cfg.recovery,
+            "--checkpoint-gbps", str(k.nodes * cfg.checkpoint_gbytes_per_s_per_node),
+            "--rail-optimized" if cfg.rail_optimized else "--no-rail-optimized").stdout)
+        assert out["spare_nodes"] == k.spare_nodes
+        assert out["media"] == {a.link_class: a.kind for a in cfg.media}
+        assert out["interruptions_per_day"] == pytest.approx(rel["interruptions_per_day"])
+        assert out["restart_s"] == pytest.approx(rel["restart_s"])
+        assert out["goodput"] == pytest.approx(k.goodput)

@@ -154,13 +154,13 @@ def test_row_verdict_is_the_documented_one(row):
     assert row.status() == row.verdict, (row.predicted, row.published)
 
 
-def test_print_table(capsys):
-    with capsys.disabled():
-        print("\n| source | figure | published | predicted [band] | verdict | note |")
-        print("|---|---|---|---|---|---|")
-        for r in all_rows():
-            lo, hi = r.published
-            pub = f"{lo:,.3g}" if lo == hi else f"{lo:,.3g}-{hi:,.3g}"
-            c, pl, ph = r.predicted
-            pred = f"{c:,.3g}" if pl == ph else f"{c:,.3g} [{pl:,.3g}-{ph:,.3g}]"
-            print(f"| {r.source} | {r.figure} | {pub} | {pred} | {r.status()} | {r.note} |")
+def test_print_table():
+    """The README's table (shown with pytest -s)."""
+    print("\n| source | figure | published | predicted [band] | verdict | note |")
+    print("|---|---|---|---|---|---|")
+    for r in all_rows():
+        lo, hi = r.published
+        pub = f"{lo:,.3g}" if lo == hi else f"{lo:,.3g}-{hi:,.3g}"
+        c, pl, ph = r.predicted
+        pred = f"{c:,.3g}" if pl == ph else f"{c:,.3g} [{pl:,.3g}-{ph:,.3g}]"
+        print(f"| {r.source} | {r.figure} | {pub} | {pred} | {r.status()} | {r.note} |")

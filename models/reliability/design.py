@@ -104,7 +104,8 @@ class ReliabilityInputs:
     def node_link_counts(self) -> dict[str, int]:
         """Node links per node by medium kind (kinds with links only)."""
         counts = {self.node_optic_kind: self.node_links_optical}
-        counts[self.node_copper_kind] = counts.get(self.node_copper_kind, 0) + self.node_links_copper
+        copper = self.node_copper_kind
+        counts[copper] = counts.get(copper, 0) + self.node_links_copper
         return {k: v for k, v in counts.items() if v > 0}
 
     def switch_link_counts(self) -> dict[str, int]:

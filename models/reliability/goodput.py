@@ -34,9 +34,8 @@ The band: every rate scaled so that Lambda sits at its band's ends
 
 from __future__ import annotations
 
-from math import exp, expm1
-
 from dataclasses import replace
+from math import exp, expm1
 from typing import Any
 
 from models.reliability.checkpoint import (
@@ -132,7 +131,8 @@ def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityRe
     value, delta, tau = goodput_value(inputs, rates, spares)
     band_h = interruption_band_per_h(inputs, rates)
     fixed = replace(inputs, spare_nodes=spares)
-    ends = [goodput_value(fixed, scaled_rates(rates, max(b / per_h, 1e-6)), spares)[0] for b in band_h]
+    ends = [goodput_value(fixed, scaled_rates(rates, max(b / per_h, 1e-6)), spares)[0]
+            for b in band_h]
     availability = spare_availability(inputs.nodes, spares, node_failure_rate(inputs, rates),
                                       rates.node_repair_h)
     parts = restart_breakdown_s(inputs, rates)

@@ -9,48 +9,38 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from models.reliability import COPPER_KINDS
+from models.reliability import (
+    COPPER_KINDS,
+    RECOVERY_MODES,
+    ReliabilityInputs,
+    ReliabilityRates,
+    goodput,
+    param_count,
+    simulate,
+)
 from solver.cli_common import JsonFlag, emit_json, run, stdout
 from solver.errors import InvalidInstance
 from solver.reliability_inputs import workload_checkpoint_gb
-from solver.schema import Catalog, Choices, GpuSystem
+from solver.schema import CableLengths, Catalog, Choices, GpuSystem
 
 DEFAULT_WORKLOAD = "llama3-405b"
 DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
     "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 
 
-def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
-          rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
-          simulate_runs: int | None, days: float, seed: int,
-          profile: str = "default") -> dict[str, Any]:
-    """The reliability document; bad options raise InvalidInstance naming the option.
-
-    The design is built as `solve` builds it: the NIC the switch requires (else the GPU's
-    default), the exact fabric with hot spares, the cheapest medium reaching each link
-    class at the default cable lengths, and the same ReliabilityInputs builder."""
+def design(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
+           rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
+           profile: str = "default") -> tuple[ReliabilityInputs, ReliabilityRates, dict]:
+    """The design as `solve` builds it, its rates, and what the document reports of it:
+    the NIC the switch requires (else the GPU's default), the exact fabric with its hot
+    spares, the cheapest medium reaching each link class at the default cable lengths,
+    and the ReliabilityInputs builder the design candidates use."""
     from models.fabric import FabricSpec
-    from models.reliability import RECOVERY_MODES, goodput, param_count, simulate
     from models.reliability.goodput import choose_spares
     from solver.fabric_inputs import design_with_media, resolve_fabric_parts
     from solver.loading import load_catalog, load_workload
     from solver.reliability_inputs import design_inputs, reliability_rates
-    from solver.schema import CableLengths
 
-    problems = []
-    if gpus <= 0:
-        problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
-    if checkpoint_gbps is not None and not checkpoint_gbps > 0:
-        problems.append(f"--checkpoint-gbps: must be positive (got {checkpoint_gbps})")
-    if recovery not in RECOVERY_MODES:
-        problems.append(f"--recovery: must be one of {', '.join(RECOVERY_MODES)} "
-                        f"(got '{recovery}')")
-    if simulate_runs is not None and simulate_runs < 2:
-        problems.append(f"--runs: need at least 2 runs (got {simulate_runs})")
-    if not days > 0:
-        problems.append(f"--days: must be positive (got {days})")
-    if problems:
-        raise InvalidInstance(problems, "reliability")
     catalog = load_catalog()
     if gpu_id not in catalog.gpu:
         raise InvalidInstance([f"--gpu: unknown gpu system '{gpu_id}' "
@@ -59,7 +49,6 @@ def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
     parts = resolve_fabric_parts(catalog, gpu_id, switch_id, "--gpu", "--switch")
     workload = load_workload(workload_ref, "--workload")
     rates = reliability_rates(catalog.reliability, parts.gpu.generation, profile, "--profile")
-    checkpoint_gb = workload_checkpoint_gb(workload)
     nodes = ceil(gpus / parts.gpu.gpus_per_node)
     bandwidth = (checkpoint_gbps if checkpoint_gbps is not None
                  else nodes * DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE)
@@ -76,26 +65,51 @@ def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
 
     def inputs(fabric, media, spares):
         return design_inputs(parts.gpu, parts.nic, parts.radix, rail_optimized, nodes, fabric,
-                             media, recovery, checkpoint_gb, bandwidth, target, spares)
+                             media, recovery, workload_checkpoint_gb(workload), bandwidth,
+                             target, spares)
 
     spares = choose_spares(inputs(*with_media(nodes), None), rates)
     fabric, media = with_media(nodes + spares)
-    design = inputs(fabric, media, spares)
-    result = goodput(design, rates)
+    about = {"gpu": parts.gpu.id, "switch": parts.switch.id, "nic": parts.nic.id,
+             "workload": workload.name, "params": param_count(workload),
+             "media": {line.link_class: line.kind for line in media}}
+    return inputs(fabric, media, spares), rates, about
+
+
+def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
+          rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
+          simulate_runs: int | None, days: float, seed: int,
+          profile: str = "default") -> dict[str, Any]:
+    """The reliability document; bad options raise InvalidInstance naming the option."""
+    problems = []
+    if gpus <= 0:
+        problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
+    if checkpoint_gbps is not None and not checkpoint_gbps > 0:
+        problems.append(f"--checkpoint-gbps: must be positive (got {checkpoint_gbps})")
+    if recovery not in RECOVERY_MODES:
+        problems.append(f"--recovery: must be one of {', '.join(RECOVERY_MODES)} "
+                        f"(got '{recovery}')")
+    if simulate_runs is not None and simulate_runs < 2:
+        problems.append(f"--runs: need at least 2 runs (got {simulate_runs})")
+    if not days > 0:
+        problems.append(f"--days: must be positive (got {days})")
+    if problems:
+        raise InvalidInstance(problems, "reliability")
+    inputs, rates, about = design(gpu_id, gpus, workload_ref, switch_id, rail_optimized,
+                                  checkpoint_gbps, recovery, profile)
+    result = goodput(inputs, rates)
     doc: dict[str, Any] = {
-        "gpu": parts.gpu.id, "gpus": gpus, "nodes": design.nodes, "switch": parts.switch.id,
-        "nic": parts.nic.id, "workload": workload.name, "rail_optimized": rail_optimized,
-        "params": param_count(workload), "checkpoint_size_gb": design.checkpoint_size_gb,
-        "checkpoint_gbps": design.checkpoint_gbps, "switches": design.switches,
-        "switch_links_optical": sum(n for k, n in design.switch_link_counts().items()
+        **about, "gpus": gpus, "nodes": inputs.nodes, "rail_optimized": rail_optimized,
+        "checkpoint_size_gb": inputs.checkpoint_size_gb,
+        "checkpoint_gbps": inputs.checkpoint_gbps, "switches": inputs.switches,
+        "switch_links_optical": sum(n for k, n in inputs.switch_link_counts().items()
                                     if k not in COPPER_KINDS),
-        "node_links_optical": design.node_links_optical,
-        "node_links_copper": design.node_links_copper,
-        "media": {line.link_class: line.kind for line in media},
+        "node_links_optical": inputs.node_links_optical,
+        "node_links_copper": inputs.node_links_copper,
         **asdict(result),
     }
     if simulate_runs is not None:
-        mean, low, high = simulate(design, rates, days, simulate_runs, seed)
+        mean, low, high = simulate(inputs, rates, days, simulate_runs, seed)
         doc["simulated"] = {"goodput": mean, "ci_low": low, "ci_high": high,
                             "runs": simulate_runs, "days": days, "seed": seed}
     return doc
