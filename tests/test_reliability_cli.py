@@ -169,3 +169,20 @@ def test_command_and_design_candidates_count_the_same_links():
         assert out["interruptions_per_day"] == pytest.approx(rel["interruptions_per_day"])
         assert out["restart_s"] == pytest.approx(rel["restart_s"])
         assert out["goodput"] == pytest.approx(k.goodput)
+
+
+def test_solve_reports_the_chosen_recovery_and_its_cost():
+    """The MILP picks the recovery mode; its host memory is in the BOM and the checker's
+    own arithmetic agrees (verified)."""
+    from solver import solve
+
+    doc = read_document(DEFAULT_INSTANCE)
+    doc["limits"]["max_gpus"] = 4096
+    doc["choices"]["fabrics"] = [{"switch": "tomahawk5"}]
+    result = solve(instance_from_dict(doc))
+    summary = result.summary
+    assert summary["verified"], summary["verification"]
+    assert summary["design"]["recovery"] == summary["throughput"]["reliability"]["recovery"]
+    memory = [b for b in summary["bom"] if b["category"] == "recovery"]
+    if summary["design"]["recovery"] == "in-memory":
+        assert memory and memory[0]["cost_usd"] > 0
