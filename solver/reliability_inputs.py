@@ -114,3 +114,11 @@ def design_inputs(gpu: GpuSystem, nic: Nic, radix: int, rail_optimized: bool, no
         peer_gbytes_per_s_per_node=links * nic.port_gbps / 8.0,
         availability_target=availability_target, spare_nodes=spares,
         hosts_per_node=hosts_per_node(gpu))
+
+
+def placed_media(bom_media: Sequence[dict]) -> list[MediaLine]:
+    """The placement's media lines ({link_class, medium, kind, links, longest_m,
+    transceivers, cables, capex_usd, power_w}) as MediaLine, for design_inputs."""
+    return [MediaLine(m["link_class"], m["medium"], m["kind"], m["links"], m["longest_m"],
+                      m["transceivers"], m["cables"], m["capex_usd"], m["power_w"])
+            for m in bom_media]

@@ -9,10 +9,14 @@ import pandas as pd
 from models.design import prune
 from models.design.data import Candidate, DesignData
 from models.design.prune import fits_buildings
+from models.fabric import design_fabric
 from models.power_cost import BomLine, PowerCost, power_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 from solver.design import ChosenDesign
+from solver.design_data import config_parts
+from solver.evaluators import ModelGoodput
+from solver.reliability_inputs import placed_media
 from solver.schema import Instance
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
@@ -201,6 +205,26 @@ def bom_rows(lines: list[BomLine]) -> list[dict[str, Any]]:
              "power_w": line.power_w} for line in lines]
 
 
+def placed_throughput(inst: Instance, summary: dict[str, Any], design: ChosenDesign,
+                      placement: dict[str, Any]) -> dict[str, Any]:
+    """The throughput block re-evaluated on the placed media: goodput (the reliability
+    model counts each link class's links by the medium placement gave them), effective
+    tokens/s and time to train. Unchanged under reliability_model = 'overhead'."""
+    t = summary["throughput"]
+    if inst.objective.reliability_model != "model" or "bom_media" not in placement:
+        return t
+    cand = design.candidate
+    parts = config_parts(inst, design.config.key)
+    fabric = design_fabric(parts.fabric_spec(cand.nodes + cand.spare_nodes))
+    rel = ModelGoodput(inst).goodput(inst, parts, fabric, cand.nodes, cand.spare_nodes,
+                                     placed_media(placement["bom_media"]))
+    effective = t["tokens_per_s"] * rel.goodput
+    days = (t["time_to_train_days"] * t["effective_tokens_per_s"] / effective
+            if t["time_to_train_days"] is not None and effective > 0 else None)
+    return t | {"goodput": rel.goodput, "effective_tokens_per_s": effective,
+                "time_to_train_days": days, "reliability": rel.details}
+
+
 def with_placement(inst: Instance, summary: dict[str, Any], design: ChosenDesign,
                    placed_lines: list[BomLine], racks: int,
                    placement: dict[str, Any]) -> dict[str, Any]:
@@ -217,8 +241,9 @@ def with_placement(inst: Instance, summary: dict[str, Any], design: ChosenDesign
               "budget_usd": spend <= lim.budget_usd * (1 + 1e-9)}
     return summary | {
         "bom": bom_rows(lines), **power_and_cost(pc),
+        "throughput": placed_throughput(inst, summary, design, placement),
         "design_estimate": {"bom": summary["bom"], "power": summary["power"],
-                            "cost": summary["cost"]},
+                            "cost": summary["cost"], "throughput": summary["throughput"]},
         "placement": placement | {"within_limits": within},
         "verified": summary["verified"] and all(within.values()),
     }

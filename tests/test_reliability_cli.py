@@ -186,3 +186,25 @@ def test_solve_reports_the_chosen_recovery_and_its_cost():
     memory = [b for b in summary["bom"] if b["category"] == "recovery"]
     if summary["design"]["recovery"] == "in-memory":
         assert memory and memory[0]["cost_usd"] > 0
+
+
+def test_goodput_is_re_evaluated_on_the_placed_media(tmp_path):
+    """Placement re-cables links by routed length; the reliability model then counts each
+    link by its placed medium, and effective throughput follows the new goodput."""
+    doc = read_document(DEFAULT_INSTANCE)
+    doc["limits"]["max_gpus"] = 2048
+    doc["choices"]["fabrics"] = [{"switch": "tomahawk5"}]
+    doc["site"]["buildings"] = [{"name": "b0", "it_power_mw": 10.0}]
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(doc))
+    result = runner.invoke(app, ["solve", str(path), "--out", str(tmp_path), "--json",
+                                 "--time-limit", "10"])
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.stdout)
+    t, placed = s["throughput"], s["placement"]["bom_media"]
+    by_cause = t["reliability"]["interruptions_per_day_by_cause"]
+    upper = {m["kind"] for m in placed if m["link_class"] != "node-leaf"}
+    assert {k.removeprefix("fabric_link_") for k in by_cause if k.startswith("fabric_link_")
+            } == upper
+    assert t["effective_tokens_per_s"] == pytest.approx(t["tokens_per_s"] * t["goodput"])
+    assert "throughput" in s["design_estimate"]
