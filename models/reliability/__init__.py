@@ -15,7 +15,6 @@ Public API (used by the design MILP and `clusterplan reliability`):
 """
 
 from models.reliability.checkpoint import (
-    RESTART_PARTS,
     bytes_per_param,
     checkpoint_load_s,
     checkpoint_size_gb,
@@ -48,7 +47,7 @@ from models.reliability.simulate import simulate
 from models.reliability.spares import spare_availability, spares_needed
 
 __all__ = [
-    "COPPER_KINDS", "RECOVERY_MODES", "RESTART_PARTS", "FailureClass", "Rate", "ReliabilityInputs",
+    "COPPER_KINDS", "RECOVERY_MODES", "FailureClass", "Rate", "ReliabilityInputs",
     "ReliabilityRates", "ReliabilityResult", "RestartParts", "bytes_per_param",
     "checkpoint_load_s", "checkpoint_size_gb", "checkpoint_write_s", "daly_interval",
     "failure_classes", "goodput", "goodput_fraction", "interruption_band_per_h",

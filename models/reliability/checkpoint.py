@@ -80,9 +80,6 @@ def checkpoint_load_s(inputs: ReliabilityInputs, rates: ReliabilityRates) -> flo
                s / inputs.gpus / rates.host_copy_gbytes_per_s_per_gpu)
 
 
-RESTART_PARTS = ("detect", "isolate", "replace", "reinit", "reload", "warmup")
-
-
 def restart_breakdown_s(inputs: ReliabilityInputs, rates: ReliabilityRates,
                         swap_spare: bool = True, planned: bool = False) -> dict[str, float]:
     """The restart's parts [s] for the inputs' recovery mode: detection, isolation of the

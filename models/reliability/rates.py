@@ -21,7 +21,7 @@ planned         job          the job                  planned: checkpoint first,
 
 Each rate carries a range (``Rate``): the source's 95% Poisson interval where it counted
 events, else a stated range. Unplanned classes sum to the interruption rate Lambda;
-planned maintenance is its own term (``planned_per_h``).
+planned maintenance is its own term (``rates.planned``, per job).
 """
 
 from __future__ import annotations
@@ -248,11 +248,6 @@ def node_failure_rate(inputs: ReliabilityInputs, rates: ReliabilityRates) -> flo
     host, NICs, links; SDC drains it too)."""
     return sum(c.rate_per_h for c in failure_classes(inputs, rates)
                if c.nodes_lost == 1) / inputs.nodes
-
-
-def planned_per_h(rates: ReliabilityRates) -> float:
-    """Planned stops of the job per hour."""
-    return rates.planned.per_h
 
 
 def interruption_breakdown(inputs: ReliabilityInputs, rates: ReliabilityRates) -> dict[str, float]:
