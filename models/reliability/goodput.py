@@ -22,12 +22,15 @@ Planned stops (maintenance, rate lambda_p) requested while the job runs are take
 the end of the checkpoint in progress (no lost work, no extra checkpoint) and restart
 without detection or swap (R_p), so
 
-    goodput = goodput_unplanned / (1 + f_up * (1 - e^{-lambda_p T}) / T * p_s * R_p),
+    goodput = goodput_unplanned / (1 + f_up * (1 - e^{-lambda_p T}) / T * p_s * C_p),
 
 T = tau + delta: requests within one period make one stop, (1 - e^{-lambda_p T}) / T
 stops per hour up; f_up = 1 - (R + W) / M the share of wall time the job is up;
 p_s = (M/T)(1 - e^{-T/M}) the chance that no failure comes first in the rest of the
-period (the request uniform in it; a failure first absorbs the stop).
+period (the request uniform in it; a failure first absorbs the stop); and
+C_p = M (1 - e^{-R_p/M}) e^{R/M} the downtime of one stop: the planned restart until it
+ends or a failure strikes, then (probability 1 - e^{-R_p/M}) a failure restart, which
+itself takes M (e^{R/M} - 1) with failures restarting it (Daly); C_p ~ R_p when R << M.
 The band: every rate scaled so that Lambda sits at its band's ends
 (rates.interruption_band_per_h), spares held at the central choice.
 """
@@ -114,11 +117,14 @@ def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
     tau = daly_interval(delta, mtbf_s, restart_s(inputs, rates))
     q, wait = restart_terms(inputs, rates, spares, mtbf_s)
     unplanned = tau * q / ((mtbf_s + wait) * (exp((tau + delta) / mtbf_s) - 1.0))
-    up = max(0.0, 1.0 - (restart_s(inputs, rates) + wait) / mtbf_s)
+    r = restart_s(inputs, rates)
+    up = max(0.0, 1.0 - (r + wait) / mtbf_s)
     period = tau + delta
     survives = mtbf_s / period * -expm1(-period / mtbf_s)
     stops_per_s = -expm1(-rates.planned.per_h / 3600.0 * period) / period
-    planned = stops_per_s * up * survives * restart_s(inputs, rates, planned=True)
+    r_p = restart_s(inputs, rates, planned=True)
+    downtime = mtbf_s * -expm1(-r_p / mtbf_s) * exp(r / mtbf_s)
+    planned = stops_per_s * up * survives * downtime
     return unplanned / (1.0 + planned), delta, tau
 
 
