@@ -224,6 +224,7 @@ def test_nvl72_failure_takes_the_rack():
     r = goodput(rack, RATES)
     assert r.breakdown["gpu"] == pytest.approx(24 * 7200 / 90_000)
     assert r.breakdown["host"] == pytest.approx(24 * 100 * 18 / 60_000)
+    assert r.breakdown["software"] == pytest.approx(24 * 100 * 18 / 42_000)
     assert {row["blast"] for row in r.classes if row["nodes_lost"]} == {"NVL72 rack"}
     assert r.spare_nodes >= 1  # spares come in whole racks
 

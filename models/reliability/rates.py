@@ -14,7 +14,7 @@ leaf_switch     leaf         a rail (rail-optimized)  always (spares for the lea
                              or the leaf's nodes      wait for the switch)
 fabric_switch   spine/core   a pod's path diversity   share phi (redundant paths absorb the rest)
 fabric_link_<m> switch link  a pod's path diversity   share phi; restart in place
-software        node         the job                  always; restart in place
+software        host         the job                  always; restart in place
 sdc             GPU          its node (drained)       always (spare swap, roll back)
 planned         job          the job                  planned: checkpoint first, no lost work
 =============== ============ ======================== ==========================================
@@ -103,7 +103,7 @@ class ReliabilityRates:
 
     gpu: per GPU (HBM, SRAM, GSP, thermal). host: per host server (CPU, memory, PSU,
     SSD, board). nic: per back-end NIC port. link: per link by medium kind (both ends and
-    the cable). switch: per switch. software: per node (bugs, collective hangs). sdc: per
+    the cable). switch: per switch. software: per host (bugs, collective hangs). sdc: per
     GPU. planned: per job (firmware/kernel upgrades).
     fabric_interrupt_fraction: share phi of spine/core switch and switch-link failures
         that stop the job.
@@ -232,7 +232,8 @@ def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[
         out.append(cls(f"fabric_link_{kind}", links, "switch link", _link(rates, kind),
                        "pod paths", 0, 0.0, False, phi))
     out += [
-        cls("software", n, "node", rates.software, "job", 0, 0.0, False),
+        cls("software", n * inputs.hosts_per_node, "host", rates.software, "job", 0, 0.0,
+            False),
         cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True),
     ]
     return [c for c in out if c.units > 0]
