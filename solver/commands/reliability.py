@@ -4,28 +4,19 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from math import ceil
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from models.reliability import (
-    COPPER_KINDS,
-    RECOVERY_MODES,
-    ReliabilityInputs,
-    ReliabilityRates,
-    goodput,
-    param_count,
-    simulate,
-)
 from solver.cli_common import JsonFlag, emit_json, run, stdout
 from solver.errors import InvalidInstance
-from solver.reliability_inputs import workload_checkpoint_gb
-from solver.schema import CableLengths, Catalog, Choices, GpuSystem
+
+if TYPE_CHECKING:
+    from models.reliability import ReliabilityInputs, ReliabilityRates
+    from solver.schema import Catalog, GpuSystem
 
 DEFAULT_WORKLOAD = "llama3-405b"
-DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
-    "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 
 
 def design(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
@@ -36,10 +27,16 @@ def design(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
     spares, the cheapest medium reaching each link class at the default cable lengths,
     and the ReliabilityInputs builder the design candidates use."""
     from models.fabric import FabricSpec
+    from models.reliability import param_count
     from models.reliability.goodput import choose_spares
     from solver.fabric_inputs import design_with_media, resolve_fabric_parts
     from solver.loading import load_catalog, load_workload
-    from solver.reliability_inputs import design_inputs, reliability_rates
+    from solver.reliability_inputs import (
+        design_inputs,
+        reliability_rates,
+        workload_checkpoint_gb,
+    )
+    from solver.schema import CableLengths, Choices
 
     catalog = load_catalog()
     if gpu_id not in catalog.gpu:
@@ -50,8 +47,9 @@ def design(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
     workload = load_workload(workload_ref, "--workload")
     rates = reliability_rates(catalog.reliability, parts.gpu.generation, profile, "--profile")
     nodes = ceil(gpus / parts.gpu.gpus_per_node)
-    bandwidth = (checkpoint_gbps if checkpoint_gbps is not None
-                 else nodes * DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE)
+    # default: the instance schema's first checkpoint storage choice per node
+    per_node = Choices.model_fields["checkpoint_storage_gbytes_per_s_per_node"].default[0]
+    bandwidth = checkpoint_gbps if checkpoint_gbps is not None else nodes * per_node
     target = catalog.reliability.recovery.availability_target.value
 
     def with_media(total_nodes: int):
@@ -81,6 +79,8 @@ def build(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
           simulate_runs: int | None, days: float, seed: int,
           profile: str = "default") -> dict[str, Any]:
     """The reliability document; bad options raise InvalidInstance naming the option."""
+    from models.reliability import COPPER_KINDS, RECOVERY_MODES, goodput, simulate
+
     problems = []
     if gpus <= 0:
         problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
@@ -138,7 +138,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         rail_optimized: Annotated[bool, typer.Option(
             "--rail-optimized/--no-rail-optimized",
-            help="Rail-optimized (optical node links) or middle-of-rack (copper).")] = True,
+            help="Rail-optimized (node links leave the rack to the row's leaves) or "
+            "middle-of-rack (leaves in the rack group: copper).")] = True,
         checkpoint_gbps: Annotated[float | None, typer.Option(
             "--checkpoint-gbps",
             help="Aggregate checkpoint storage bandwidth [GB/s] (default: 1 GB/s per node).")
