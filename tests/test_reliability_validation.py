@@ -88,6 +88,17 @@ def llama3_rows() -> list[Row]:
             "day fleet-wide) and its 1:7 oversubscribed upper tier"),
         Row("Llama 3", "effective training time > 90%", (0.90, 1.0),
             (doc["goodput"], low, high), "within", "storage recovery, cold restart"),
+    ] + [
+        Row("Llama 3 (Table 5)", f"unexpected interruptions, '{profile}' what-if",
+            poisson_95(419), tuple(days * x for x in (
+                what_if["interruptions_per_day"], *what_if["interruptions_per_day_band"])),
+            "above", note)
+        for profile, note in (
+            ("research-cluster", "host failures at research clusters' all-cause rate: 4.3 "
+             "a day instead of 0.85"),
+            ("semianalysis-optics", "5-year optics: network 2.7 a day, 146 in 54 days vs "
+             "the 35 switch/cable interruptions published"))
+        for what_if in [predict("h100-sxm", 16384, "tomahawk5", False, profile=profile)]
     ]
 
 
