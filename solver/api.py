@@ -242,12 +242,13 @@ def perf(workload: str, gpu: str, gpus: int, *, degrees: dict[str, int | None] |
 def reliability(gpu: str, gpus: int, *, workload: str = DEFAULT_WORKLOAD,
                 switch: str | None = None, rail_optimized: bool = True,
                 checkpoint_gbps: float | None = None, recovery: str = "storage",
-                simulate_runs: int | None = None, days: float = 30.0, seed: int = 0
-                ) -> dict[str, Any]:
-    """Interruptions, checkpoint interval, restart, spares and goodput of a job on ``gpus``
-    GPUs (with ``simulate_runs``, a seeded Monte-Carlo estimate beside)."""
+                simulate_runs: int | None = None, days: float = 30.0, seed: int = 0,
+                profile: str = "default") -> dict[str, Any]:
+    """Interruptions (with their band), checkpoint interval, restart and its parts, spares
+    and goodput of a job on ``gpus`` GPUs under a failure-rate ``profile`` (with
+    ``simulate_runs``, a seeded Monte-Carlo estimate beside)."""
     return reliability_document(gpu, gpus, workload, switch, rail_optimized, checkpoint_gbps,
-                                recovery, simulate_runs, days, seed)
+                                recovery, simulate_runs, days, seed, profile)
 
 
 def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:

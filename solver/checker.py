@@ -17,6 +17,7 @@ from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.inputs import Inputs
 from models.fabric import design_fabric
+from models.reliability import checkpoint_size_gb, param_count
 
 REL_TOL = 1e-6
 
@@ -119,10 +120,15 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     racks = math.ceil(n / g.max_nodes_per_rack) + math.ceil(
         fabric.switches_total * parts.switch.rack_units / 42)
     storage = n * parts.checkpoint_gbytes_per_s_per_node
+    # in-memory recovery: host DRAM for each node's own and a peer's checkpoint shard
+    shard_gb = (checkpoint_size_gb(param_count(inputs.workload), inputs.workload.precision)
+                / cand.nodes)
+    memory_gb = n * 2 * shard_gb if parts.recovery == "in-memory" else 0.0
     usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd
                 + fac.storage_usd_per_node) + racks * fac.rack_usd
            + fabric.switches_total * parts.switch.price_usd + media_usd
-           + storage * fac.checkpoint_storage_usd_per_gbyte_s)
+           + storage * fac.checkpoint_storage_usd_per_gbyte_s
+           + memory_gb * inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value)
     watts = (n * node_power_w(parts) + fabric.switches_total * parts.switch.power_w + media_w
              + storage * fac.checkpoint_storage_w_per_gbyte_s)
     bom = design.bom()

@@ -83,6 +83,7 @@ def raw_catalog() -> dict[str, Any]:
     raw: dict[str, Any] = {kind: _keyed_items(read_document(CATALOG_DIR / f"{kind}.toml"))
                            for kind in CATALOG_KINDS}
     raw["facility"] = {"id": "default", **read_document(CATALOG_DIR / "facility.toml")}
+    raw["reliability"] = read_document(CATALOG_DIR / "reliability.toml")
     return raw
 
 
@@ -104,11 +105,14 @@ def apply_overrides(raw: dict[str, Any], overrides: Any) -> tuple[dict[str, Any]
         return merged, ["catalog: must be a table of overrides"]
     for kind in sorted(overrides):
         items = overrides[kind]
+        if kind == "reliability":
+            problems += merge_sourced(merged["reliability"], items, "catalog.reliability")
+            continue
         if kind == "facility":
             items = {"default": items}
         elif kind not in merged:
             problems.append(f"catalog.{kind}: unknown catalog kind "
-                            f"(known: {', '.join((*CATALOG_KINDS, 'facility'))})")
+                            f"(known: {', '.join((*CATALOG_KINDS, 'facility', 'reliability'))})")
             continue
         if not isinstance(items, dict):
             problems.append(f"catalog.{kind}: must be a table")
@@ -136,6 +140,29 @@ def apply_overrides(raw: dict[str, Any], overrides: Any) -> tuple[dict[str, Any]
 
 def _is_workload_id(ref: str) -> bool:
     return not Path(ref).suffix or (WORKLOADS_DIR / f"{ref}.toml").exists()  # ids hold dots
+
+
+SOURCE_FIELDS = ("url", "kind", "by", "note")
+
+
+def merge_sourced(target: dict[str, Any], override: Any, where: str) -> list[str]:
+    """Deep-merge an override into a catalog of inline-sourced figures (reliability.toml),
+    in place. A figure table whose values change without a new url becomes
+    {kind='override'}; new tables must be complete (the schema checks them)."""
+    if not isinstance(override, dict):
+        return [f"{where}: must be a table"]
+    problems, changed, shipped_url = [], False, target.get("url")
+    for key in sorted(override):
+        value, old = override[key], target.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            problems += merge_sourced(old, value, f"{where}.{key}")
+            continue
+        changed |= key not in SOURCE_FIELDS and old != value
+        target[key] = value
+    if changed and shipped_url is not None and target.get("url") == shipped_url:
+        target.update(url="instance://catalog-override", kind="override", by="the instance",
+                      note=f"set by the instance's [{where}] table")
+    return problems
 
 
 def load_workload(ref: str | dict[str, Any], where: str = "workload") -> Workload:

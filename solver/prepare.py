@@ -12,23 +12,17 @@ InvalidInstance naming the field.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
 from types import MappingProxyType
 
 from models.design.inputs import ConfigParts, Inputs
-from models.reliability import ReliabilityRates
+from models.reliability import ReliabilityRates, scaled_rates
 from solver.errors import InvalidInstance
 from solver.fabric_inputs import backend_nic
-from solver.reliability_inputs import (
-    load_reliability_catalog,
-    reliability_rates,
-    workload_checkpoint_gb,
-)
+from solver.reliability_inputs import reliability_rates, workload_checkpoint_gb
 from solver.schema import FabricChoice, Instance
-from solver.schema.instance import FailureRateMultipliers
 from solver.schema.site import Hall, default_halls
 
 
@@ -38,10 +32,12 @@ def prepare(inst: Instance) -> Inputs:
     configs, notes = enumerate_configs(inst)
     rates: dict[str, ReliabilityRates] = {}
     if inst.objective.reliability_model == "model":
-        rel_catalog = load_reliability_catalog()
+        m = inst.reliability.failure_rate_multipliers
         for gen in sorted({p.gpu.generation for p in configs}):
-            rates[gen] = scaled_rates(reliability_rates(rel_catalog, gen),
-                                      inst.reliability.failure_rate_multipliers)
+            rates[gen] = scaled_rates(
+                reliability_rates(cat.reliability, gen, inst.reliability.profile),
+                gpu=m.gpu, host=m.node, nic=m.nic, optics=m.optics, copper=m.copper,
+                switch=m.switch, software=m.software)
     return Inputs(
         name=inst.name, sha256=instance_sha256(inst), workload=inst.workload,
         limits=inst.limits, site=inst.site, choices=inst.choices, objective=inst.objective,
@@ -49,6 +45,7 @@ def prepare(inst: Instance) -> Inputs:
         gpu=MappingProxyType(dict(cat.gpu)), switch=MappingProxyType(dict(cat.switch)),
         nic=MappingProxyType(dict(cat.nic)), medium=MappingProxyType(dict(cat.medium)),
         configs=tuple(configs), config_notes=tuple(notes), rates=MappingProxyType(rates),
+        reliability_catalog=cat.reliability,
         checkpoint_gb=workload_checkpoint_gb(inst.workload), halls=site_halls(inst))
 
 
@@ -58,12 +55,12 @@ def instance_sha256(inst: Instance) -> str:
 
 
 def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
-               checkpoint_gbytes_per_s: float) -> str:
+               checkpoint_gbytes_per_s: float, recovery: str) -> str:
     tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
     layout = "rail" if rail else "mor"
     return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
-            f"ckpt{checkpoint_gbytes_per_s:g}")
+            f"ckpt{checkpoint_gbytes_per_s:g}/{recovery}")
 
 
 def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
@@ -87,24 +84,15 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
                 skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
                                f"{nic.id}")
                 continue
-            for rail, attachment, storage in itertools.product(
+            for rail, attachment, storage, recovery in itertools.product(
                     sorted(set(inst.choices.rail_optimized), reverse=True),
                     sorted(set(inst.choices.nic_attachment)),
-                    sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node))):
-                key = config_key(gpu_id, fabric, rail, attachment, storage)
+                    sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node)),
+                    sorted(set(inst.choices.recovery))):
+                key = config_key(gpu_id, fabric, rail, attachment, storage, recovery)
                 parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
-                                         storage))
+                                         storage, recovery))
     return sorted(parts, key=lambda p: p.key), skipped
-
-
-def scaled_rates(rates: ReliabilityRates, m: FailureRateMultipliers) -> ReliabilityRates:
-    """The catalog's failure rates times the instance's what-if multipliers."""
-    return dataclasses.replace(
-        rates, gpu_per_h=rates.gpu_per_h * m.gpu,
-        node_rest_per_gpu_h=rates.node_rest_per_gpu_h * m.node, nic_per_h=rates.nic_per_h * m.nic,
-        optic_link_per_h={k: v * m.optics for k, v in rates.optic_link_per_h.items()},
-        copper_link_per_h={k: v * m.copper for k, v in rates.copper_link_per_h.items()},
-        switch_per_h=rates.switch_per_h * m.switch)
 
 
 def site_halls(inst: Instance) -> tuple[tuple[str, Hall], ...]:

@@ -9,9 +9,12 @@ import pandas as pd
 from models.design import prune
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
+from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
+from models.fabric import design_fabric
 from models.power_cost import BomLine, PowerCost, power_cost
+from models.reliability import placed_media
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 
@@ -149,7 +152,7 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
             "spare_nodes": cand.spare_nodes, "switch": cfg.switch, "nic": cfg.nic,
             "tiers": cand.tiers, "pods": cand.extra["pods"],
             "oversubscription": cfg.oversubscription, "rail_optimized": cfg.rail_optimized,
-            "nic_attachment": cfg.nic_attachment,
+            "nic_attachment": cfg.nic_attachment, "recovery": cfg.recovery,
             "switches_per_tier": list(cand.switches_per_tier),
             "links_per_tier": list(cand.links_per_tier),
             "media": design.media(),
@@ -201,6 +204,26 @@ def bom_rows(lines: list[BomLine]) -> list[dict[str, Any]]:
              "power_w": line.power_w} for line in lines]
 
 
+def placed_throughput(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign,
+                      placement: dict[str, Any]) -> dict[str, Any]:
+    """The throughput block re-evaluated on the placed media: goodput (the reliability
+    model counts each link class's links by the medium placement gave them), effective
+    tokens/s and time to train. Unchanged under reliability_model = 'overhead'."""
+    t = summary["throughput"]
+    if inputs.objective.reliability_model != "model" or "bom_media" not in placement:
+        return t
+    cand = design.candidate
+    parts = inputs.config(design.config.key)
+    fabric = design_fabric(parts.fabric_spec(cand.nodes + cand.spare_nodes))
+    rel = ModelGoodput(inputs).goodput(inputs, parts, fabric, cand.nodes, cand.spare_nodes,
+                                       placed_media(placement["bom_media"]))
+    effective = t["tokens_per_s"] * rel.goodput
+    days = (t["time_to_train_days"] * t["effective_tokens_per_s"] / effective
+            if t["time_to_train_days"] is not None and effective > 0 else None)
+    return t | {"goodput": rel.goodput, "effective_tokens_per_s": effective,
+                "time_to_train_days": days, "reliability": rel.details}
+
+
 def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign,
                    placed_lines: list[BomLine], racks: int,
                    placement: dict[str, Any]) -> dict[str, Any]:
@@ -217,8 +240,9 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
               "budget_usd": prune.within(spend, lim.budget_usd)}
     return summary | {
         "bom": bom_rows(lines), **power_and_cost(pc),
+        "throughput": placed_throughput(inputs, summary, design, placement),
         "design_estimate": {"bom": summary["bom"], "power": summary["power"],
-                            "cost": summary["cost"]},
+                            "cost": summary["cost"], "throughput": summary["throughput"]},
         "placement": placement | {"within_limits": within},
         "verified": summary["verified"] and all(within.values()),
     }

@@ -165,15 +165,15 @@ def check_one_design() -> None:
 
 
 def check_min_goodput() -> None:
-    """Goodput from the reliability model falls with size; reliability.min_goodput = 0.995
+    """Goodput from the reliability model falls with size; reliability.min_goodput = 0.998
     stops the ladder where goodput drops below it; without the family the model grows past."""
     inst = variant(limits={"it_power_mw": 3.0}, objective={"reliability_model": "model"},
                    buildings=[{"name": "hall", "it_power_mw": 3.0}],
-                   reliability={"min_goodput": 0.995})
+                   reliability={"min_goodput": 0.998})
     data = design_data(inst)
     f = 1 + inst.catalog.facility.non_server_it_fraction
     ok = [k for k in data.candidates
-          if k.goodput >= 0.995 and f * k.equipment_power_w <= 3e6]
+          if k.goodput >= 0.998 and f * k.equipment_power_w <= 3e6]
     best = max(ok, key=lambda k: k.effective_tokens_per_s)
     assert len(ok) < len(data.candidates)  # the requirement excludes some sizes
     tokens, _capex, gpus = milp_optimum(data)

@@ -355,9 +355,16 @@ def test_tiny_designs_place_on_generated_halls(name):
 # --- the failure cost of media ---------------------------------------------------------
 
 def failure_pricing(inst, lost_hours: float, usd_per_hour: float):
+    """Pricing at the rates of the 'semianalysis-optics' profile (round MTTFs: 43,800 h per
+    optical link, 438,000 h per DAC)."""
     from models.placement.economics import FailurePricing, MediaPricing
+    from models.reliability import scaled_rates
+    from solver.reliability_inputs import reliability_rates
 
-    rates = inst.rates[inst.gpu["h100-sxm"].generation]
+    m = inst.reliability.failure_rate_multipliers
+    rates = scaled_rates(reliability_rates(inst.reliability_catalog, "hopper",
+                                           "semianalysis-optics"),
+                         optics=m.optics, copper=m.copper)
     return MediaPricing(inst, FailurePricing(rates, lost_hours, usd_per_hour), "")
 
 

@@ -7,11 +7,12 @@ import dataclasses
 
 import pytest
 
+from models.reliability import COPPER_KINDS
 from solver.fabric_inputs import backend_nic, resolve_fabric_parts
 from solver.loading import DEFAULT_INSTANCE, instance_from_dict, load_catalog, read_document
 from solver.perf_inputs import network_for
 from solver.prepare import prepare
-from solver.reliability_inputs import load_reliability_catalog, reliability_rates
+from solver.reliability_inputs import reliability_rates
 
 
 def test_the_switch_decides_the_nic_everywhere():
@@ -35,12 +36,13 @@ def test_inputs_are_resolved_once_and_frozen():
     assert [p.nic.id for p in inputs.configs if p.switch.id == "spectrum4-sn5600"] and all(
         p.nic.id == "bluefield-3" for p in inputs.configs if p.switch.id == "spectrum4-sn5600")
     assert inputs.config(inputs.configs[0].key + "/dac-400g") == inputs.configs[0]
-    shipped = reliability_rates(load_reliability_catalog(), "hopper")
+    shipped = reliability_rates(load_catalog().reliability, "hopper")
     rates = inputs.rates["hopper"]
-    assert rates.gpu_per_h == pytest.approx(2 * shipped.gpu_per_h)
-    assert rates.nic_per_h == shipped.nic_per_h
-    assert rates.optic_link_per_h == pytest.approx(
-        {k: v / 2 for k, v in shipped.optic_link_per_h.items()})
+    assert rates.gpu.per_h == pytest.approx(2 * shipped.gpu.per_h)
+    assert rates.nic.per_h == shipped.nic.per_h
+    optical = [k for k in shipped.link if k not in COPPER_KINDS]
+    assert optical and all(rates.link[k].per_h == pytest.approx(shipped.link[k].per_h / 2)
+                           for k in optical)
     with pytest.raises(dataclasses.FrozenInstanceError):
         inputs.name = "other"
     with pytest.raises(TypeError):

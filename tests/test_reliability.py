@@ -1,4 +1,5 @@
-"""Reliability model: Young/Daly, checkpoint size, spares, goodput vs simulation."""
+"""Reliability model: taxonomy and bands, restart parts, Young/Daly, checkpoint size,
+spares, goodput vs simulation."""
 
 from __future__ import annotations
 
@@ -9,30 +10,47 @@ import pytest
 
 from models.fabric import FabricSpec, design_fabric
 from models.reliability import (
+    Rate,
     ReliabilityInputs,
     ReliabilityRates,
+    RestartParts,
     bytes_per_param,
     checkpoint_size_gb,
     daly_interval,
+    failure_classes,
     goodput,
     goodput_fraction,
+    interruption_band_per_h,
     interruption_breakdown,
     leaf_blast_nodes,
     param_count,
+    restart_breakdown_s,
+    scaled_rates,
     simulate,
     spare_availability,
     spares_needed,
     young_interval,
 )
 
+
 # Test rates with round figures (the shipped ones live in instances/catalog/reliability.toml).
+def band(mttf_h: float, spread: float = 2.0) -> Rate:
+    return Rate(1 / mttf_h, 1 / (mttf_h * spread), spread / mttf_h)
+
+
+COLD = RestartParts(detect_s=150.0, isolate_s=60.0, replace_s=60.0, reinit_ref_s=170.0,
+                    reinit_ref_gpus=512.0, reinit_exponent=0.27, warmup_s=0.0)
+WARM = RestartParts(detect_s=30.0, isolate_s=0.0, replace_s=10.0, reinit_ref_s=100.0,
+                    reinit_ref_gpus=4800.0, reinit_exponent=0.1, warmup_s=10.0)
 RATES = ReliabilityRates(
-    gpu_per_h=1 / 90_000, node_rest_per_gpu_h=1 / 80_000, nic_per_h=1 / 500_000,
-    optic_link_per_h={"multimode": 1 / 43_800, "singlemode": 1 / 43_800},
-    copper_link_per_h={"dac": 1 / 438_000}, switch_per_h=1 / 100_000,
-    fabric_interrupt_fraction=0.1, detect_s=150.0, replace_s=60.0, init_ref_s=170.0,
-    init_ref_gpus=512.0, init_exponent=0.27, host_copy_gbytes_per_s_per_gpu=25.0,
-    node_repair_h=24.0, switch_replace_h=4.0)
+    gpu=band(90_000), host=band(60_000), nic=band(3_000_000),
+    link={"multimode": band(1_280_000), "singlemode": band(1_280_000),
+          "dac": band(2_560_000)},
+    switch=band(1_430_000), software=band(42_000), sdc=band(3_500_000), planned=band(27.6),
+    fabric_interrupt_fraction=0.1, restart={"storage": COLD, "in-memory": WARM},
+    host_copy_gbytes_per_s_per_gpu=25.0, node_repair_h=24.0, switch_replace_h=4.0)
+# The former catalog's pessimistic optics (5-year MTTF per link): makes links matter.
+OPTICS_5Y = scaled_rates(RATES, optics=1_280_000 / 43_800)
 
 
 def design(gpus: int, rail: bool = True, gbps_per_node: float = 0.05,
@@ -120,18 +138,66 @@ def test_param_count_moe_counts_all_experts():
     assert param_count(moe) - param_count(dense) == pytest.approx(2 * (7 * ffn + 1024 * 8))
 
 
-# ---- blast radius and rates -----------------------------------------------------------
+# ---- taxonomy, blast radius and rates --------------------------------------------------
+def test_poisson_interval_of_counted_events():
+    # Garwood 95% interval for 46 events (tables: 33.68 .. 61.36), exposure 46 x 1000 h.
+    r = Rate.from_events(1000.0, 46)
+    assert r.per_h == pytest.approx(1e-3)
+    assert r.low_per_h * 46_000 == pytest.approx(33.68, abs=0.01)
+    assert r.high_per_h * 46_000 == pytest.approx(61.36, abs=0.01)
+    with pytest.raises(ValueError):
+        Rate(1.0, 2.0, 3.0)
+
+
+def test_each_class_counted_once_by_hand():
+    """Rail-optimized 1,024 GPUs (128 nodes, 8 links each) on a 64-port fat tree."""
+    d = design(1024, rail=True)
+    by = {c.name: c for c in failure_classes(d, RATES)}
+    assert by["gpu"].rate_per_h == pytest.approx(1024 / 90_000)
+    assert by["host"].rate_per_h == pytest.approx(128 / 60_000)
+    assert by["nic"].rate_per_h == pytest.approx(1024 / 3_000_000)
+    assert by["node_link_multimode"].rate_per_h == pytest.approx(1024 / 1_280_000)
+    assert by["software"].rate_per_h == pytest.approx(128 / 42_000)
+    assert by["sdc"].rate_per_h == pytest.approx(1024 / 3_500_000)
+    leaves = -(-128 * 8 // 32)
+    assert by["leaf_switch"].rate_per_h == pytest.approx(leaves / 1_430_000)
+    assert by["fabric_switch"].rate_per_h == pytest.approx(
+        0.1 * (d.switches - leaves) / 1_430_000)
+    # every class once; the planned stops are not interruptions
+    assert sorted(by) == sorted(interruption_breakdown(d, RATES))
+    assert "planned" not in by
+    assert by["leaf_switch"].blast == "rail" and by["software"].nodes_lost == 0
+
+
+def test_interruption_band_adds_ranges_in_quadrature():
+    d = design(2048, rail=False)
+    classes = failure_classes(d, RATES)
+    total = sum(c.rate_per_h for c in classes)
+    # band(): low = rate/2, high = 2 x rate for every class
+    down = sum((c.rate_per_h / 2) ** 2 for c in classes) ** 0.5
+    up = sum(c.rate_per_h ** 2 for c in classes) ** 0.5
+    assert interruption_band_per_h(d, RATES) == pytest.approx((total - down, total + up))
+    r = goodput(d, RATES)
+    low, high = r.interruptions_per_day_band
+    assert low < r.interruptions_per_day < high
+    assert r.goodput_band[0] < r.goodput < r.goodput_band[1]
+
+
 def test_interruptions_grow_with_gpus():
     rates = [goodput(design(g), RATES).interruptions_per_day for g in (512, 4096, 32768, 131072)]
     assert rates == sorted(rates) and rates[0] < rates[-1]
 
 
 def test_copper_node_links_lower_the_interruption_rate():
-    optical = goodput(design(16384, rail=True), RATES)
-    copper = goodput(design(16384, rail=False), RATES)
+    optical = goodput(design(16384, rail=True), OPTICS_5Y)
+    copper = goodput(design(16384, rail=False), OPTICS_5Y)
     assert copper.interruptions_per_day < optical.interruptions_per_day
-    assert copper.breakdown["node_optics"] == 0 and copper.breakdown["node_copper"] > 0
+    assert "node_link_multimode" not in copper.breakdown
+    assert copper.breakdown["node_link_dac"] > 0
     assert copper.goodput > optical.goodput
+    # At field rates the links are a small share: GPUs, hosts and software dominate.
+    field = goodput(design(16384, rail=True), RATES)
+    assert field.breakdown["node_link_multimode"] < 0.05 * field.interruptions_per_day
 
 
 def test_rail_optimized_leaf_blast_radius():
@@ -146,6 +212,7 @@ def test_rail_optimized_leaf_blast_radius():
 def test_breakdown_sums_to_total():
     r = goodput(design(8192), RATES)
     assert sum(r.breakdown.values()) == pytest.approx(r.interruptions_per_day)
+    assert sum(row["per_day"] for row in r.classes) == pytest.approx(r.interruptions_per_day)
     assert r.mtbf_hours == pytest.approx(24.0 / r.interruptions_per_day)
 
 
@@ -153,10 +220,34 @@ def test_nvl72_failure_takes_the_rack():
     rack = ReliabilityInputs(gpus=72 * 100, gpus_per_node=72, node_links_optical=72,
                              node_links_copper=0, switches=0, switch_links_optical=0,
                              rail_optimized=True, checkpoint_size_gb=100.0,
-                             checkpoint_gbps=50.0, recovery="storage")
+                             checkpoint_gbps=50.0, recovery="storage", hosts_per_node=18)
     r = goodput(rack, RATES)
     assert r.breakdown["gpu"] == pytest.approx(24 * 7200 / 90_000)
+    assert r.breakdown["host"] == pytest.approx(24 * 100 * 18 / 60_000)
+    assert r.breakdown["software"] == pytest.approx(24 * 100 * 18 / 42_000)
+    assert {row["blast"] for row in r.classes if row["nodes_lost"]} == {"NVL72 rack"}
     assert r.spare_nodes >= 1  # spares come in whole racks
+
+
+# ---- restart parts ----------------------------------------------------------------------
+def test_restart_breakdown_by_hand():
+    cold = restart_breakdown_s(design(10752), RATES)
+    assert list(cold) == ["detect", "isolate", "replace", "reinit", "reload", "warmup"]
+    assert cold["reinit"] == pytest.approx(170.0 * (10752 / 512) ** 0.27)
+    assert cold["reload"] == pytest.approx(5670.0 / (1344 * 0.05))
+    warm = restart_breakdown_s(design(10752, recovery="in-memory"), RATES)
+    assert warm["detect"] == 30.0 and warm["replace"] == 10.0
+    assert warm["reinit"] == pytest.approx(100.0 * (10752 / 4800) ** 0.1)
+    planned = restart_breakdown_s(design(10752), RATES, planned=True)
+    assert planned["detect"] == planned["isolate"] == planned["replace"] == 0.0
+    no_swap = restart_breakdown_s(design(10752), RATES, swap_spare=False)
+    assert no_swap["replace"] == 0.0 and no_swap["detect"] == 150.0
+
+
+def test_reinit_grows_with_scale():
+    small, big = (restart_breakdown_s(design(g, recovery="in-memory"), RATES)["reinit"]
+                  for g in (4800, 96000))
+    assert big == pytest.approx(small * 20 ** 0.1)
 
 
 # ---- checkpoints, recovery, goodput ---------------------------------------------------
@@ -174,6 +265,18 @@ def test_in_memory_recovery_beats_slow_storage():
     assert memory.goodput > storage.goodput
 
 
+def test_planned_maintenance_costs_a_restart_each():
+    d = design(4096, recovery="in-memory")
+    without = goodput(d, replace(RATES, planned=Rate.fixed(1e-12)))
+    with_planned = goodput(d, RATES)
+    # Taken at a checkpoint (seconds apart here): about R_p / 27.6 h of the time, R_p =
+    # reinit + warm-up + reload (no detection, no swap).
+    lost = 1 - with_planned.goodput / without.goodput
+    r_p = sum(restart_breakdown_s(d, RATES, planned=True).values())
+    assert r_p == pytest.approx(100.0 * (4096 / 4800) ** 0.1 + 10.0, abs=0.5)
+    assert lost == pytest.approx(r_p / (27.6 * 3600), rel=0.03)
+
+
 def test_invalid_inputs_rejected():
     with pytest.raises(ValueError, match="gpus"):
         replace(design(64), gpus=0)
@@ -181,6 +284,8 @@ def test_invalid_inputs_rejected():
         replace(design(64), checkpoint_gbps=0.0)
     with pytest.raises(ValueError, match="recovery"):
         replace(design(64), recovery="tape")
+    with pytest.raises(ValueError, match="medium kind"):
+        goodput(replace(design(64), switch_links={"carrier-pigeon": 3}), RATES)
 
 
 # ---- spares ---------------------------------------------------------------------------
@@ -207,6 +312,12 @@ def test_closed_form_within_simulation_ci(gpus, rail, days, runs):
     closed = goodput(inputs, RATES).goodput
     mean, low, high = simulate(inputs, RATES, days, runs, seed=7)
     assert low <= closed <= high, (closed, mean, low, high)
+
+
+def test_simulation_agrees_with_pessimistic_optics():
+    inputs = design(16384, rail=True)
+    mean, low, high = simulate(inputs, OPTICS_5Y, 30, 80, seed=5)
+    assert low <= goodput(inputs, OPTICS_5Y).goodput <= high
 
 
 def test_simulation_in_memory_and_copper_agree_with_closed_form():

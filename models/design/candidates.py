@@ -92,9 +92,18 @@ def network_racks(p: ConfigParts, switches: int) -> int:
     return math.ceil(switches * p.switch.rack_units / RACK_UNITS)
 
 
+def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
+    """Host memory in-memory recovery keeps per node [GB]: its own and a peer's checkpoint
+    shard, 2 S / nodes (0 for storage recovery)."""
+    if p.recovery != "in-memory":
+        return 0.0
+    return 2.0 * inputs.checkpoint_gb / nodes
+
+
 def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
                switches: int) -> list[BomLine]:
-    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage."""
+    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage and
+    the host memory of in-memory recovery."""
     g, fac = p.gpu, inputs.facility
     total = nodes + spares
     racks = math.ceil(total / g.max_nodes_per_rack) + network_racks(p, switches)
@@ -110,6 +119,9 @@ def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
         BomLine("checkpoint storage write bandwidth [GB/s]", "storage",
                 total * p.checkpoint_gbytes_per_s_per_node,
                 fac.checkpoint_storage_usd_per_gbyte_s, fac.checkpoint_storage_w_per_gbyte_s),
+        BomLine("in-memory checkpoint host memory [GB]", "recovery",
+                total * recovery_memory_gb(inputs, p, nodes),
+                inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value),
     ]
 
 
@@ -182,7 +194,8 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                 pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
                 node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
-                checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo)
+                checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo,
+                recovery=p.recovery)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
             if node_kind not in ladders:
                 ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind)

@@ -48,6 +48,8 @@ class Config:
     """Checkpoint storage write bandwidth bought per node [GB/s]."""
     media: tuple[MediaAssignment, ...]
     """Medium of each link class, tier order."""
+    recovery: str = "storage"
+    """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ Two families, chosen by the instance's [objective]:
   bounds could matter are then evaluated exactly (models.design.candidates.refine).
   performance = 'assumed_mfu': GPUs x dense peak x assumed_mfu / model FLOPs per token.
 - reliability_model = 'model' (default): failures, checkpoints, restarts and hot spares
-  (models.reliability) for the design's media, switches and checkpoint storage
-  bandwidth; the better allowed recovery mode (storage checkpoints or in-memory/peer,
-  choices.recovery) is chosen per design, since neither costs capex of its own. Spares:
-  the fewest meeting reliability.availability_target.
+  (models.reliability) for the design's media, switches, checkpoint storage bandwidth
+  and recovery mode (choices.recovery, a configuration dimension whose cost is in the
+  BOM, so the MILP chooses it), under reliability.profile. Spares: the fewest meeting
+  reliability.availability_target.
   reliability_model = 'overhead': goodput = 1 - overhead_fraction, spares =
   ceil(reliability.spare_fraction x nodes).
 """
@@ -29,12 +29,11 @@ from models.design.inputs import Inputs
 from models.fabric import Fabric, MediaLine
 from models.perf import NetworkSpec, search
 from models.perf.flops import arch_of
-from models.reliability import ReliabilityInputs, ReliabilityRates, goodput
+from models.reliability import ReliabilityInputs, ReliabilityRates, design_inputs, goodput
 from models.reliability.goodput import choose_spares
 
 BREAKPOINT_RATIO = 1.05
 """Spacing of exact performance evaluations in GPU count (5%)."""
-COPPER_KINDS = ("dac", "acc", "aec")
 
 
 @dataclass(frozen=True)
@@ -174,7 +173,9 @@ def grid_points(gpus_per_node: int, max_gpus: int = 10**8) -> list[int]:
 # --- the reliability model ---------------------------------------------------------------
 
 class ModelGoodput:
-    """Goodput and spares from models.reliability with the design's media and switches."""
+    """Goodput and spares from models.reliability with the design's media, switches,
+    recovery mode (a configuration dimension, chosen by the MILP with its cost) and the
+    instance's rate profile."""
 
     def __init__(self, inputs: Inputs):
         self.checkpoint_gb = inputs.checkpoint_gb
@@ -184,32 +185,16 @@ class ModelGoodput:
     def inputs(self, inputs: Inputs, parts, nodes: int, recovery: str,
                fabric: Fabric | None = None, media_lines: list[MediaLine] | None = None,
                spares: int | None = None, node_kind: str | None = None) -> ReliabilityInputs:
-        g = parts.gpu
-        node_kind = node_kind or ("dac" if not parts.rail_optimized else "multimode")
-        upper_optical, upper_kind = 0, "singlemode"
-        for line in media_lines or []:
-            if line.link_class == "node-leaf":
-                node_kind = line.kind
-            elif line.kind not in COPPER_KINDS:
-                upper_optical += line.links
-                upper_kind = line.kind
-        copper = node_kind in COPPER_KINDS
-        return ReliabilityInputs(
-            gpus=nodes * g.gpus_per_node, gpus_per_node=g.gpus_per_node,
-            node_links_optical=0 if copper else g.nics_per_node,
-            node_links_copper=g.nics_per_node if copper else 0,
-            switches=fabric.switches_total if fabric else 0,
-            switch_links_optical=upper_optical, rail_optimized=parts.rail_optimized,
-            checkpoint_size_gb=self.checkpoint_gb,
-            checkpoint_gbps=nodes * parts.checkpoint_gbytes_per_s_per_node, recovery=recovery,
-            node_optic_kind=node_kind if not copper else "multimode",
-            switch_optic_kind=upper_kind, node_copper_kind=node_kind if copper else "dac",
-            leaf_down_ports=max(1, parts.radix // 2),
-            peer_gbytes_per_s_per_node=g.nics_per_node * parts.nic.port_gbps / 8.0,
-            availability_target=inputs.reliability.availability_target, spare_nodes=spares)
+        node_kind = node_kind or ("multimode" if parts.rail_optimized else "dac")
+        return design_inputs(
+            parts.gpu, parts.nic, parts.radix, parts.rail_optimized, nodes, fabric,
+            media_lines or [], recovery, self.checkpoint_gb,
+            nodes * parts.checkpoint_gbytes_per_s_per_node,
+            inputs.reliability.availability_target, spares, node_kind)
 
     def rates(self, parts) -> ReliabilityRates:
-        """The failure rates of the configuration's GPU generation (solver.prepare)."""
+        """The failure rates of the configuration's GPU generation under the instance's
+        profile and multipliers (solver.prepare)."""
         return self._rates[parts.gpu.generation]
 
     def spare_nodes(self, inputs: Inputs, parts, nodes: int, node_kind: str | None = None
@@ -227,16 +212,16 @@ class ModelGoodput:
 
     def goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
                 media_lines: list[MediaLine]) -> GoodputEstimate:
-        results = {mode: goodput(self.inputs(inputs, parts, nodes, mode, fabric, media_lines,
-                                             spares), self.rates(parts))
-                   for mode in sorted(set(inputs.choices.recovery))}
-        mode = max(results, key=lambda m: results[m].goodput)
-        r = results[mode]
+        r = goodput(self.inputs(inputs, parts, nodes, parts.recovery, fabric, media_lines,
+                                spares), self.rates(parts))
         return GoodputEstimate(r.goodput, {
-            "model": "reliability", "recovery": mode,
-            "interruptions_per_day": r.interruptions_per_day, "mtbf_hours": r.mtbf_hours,
-            "checkpoint_interval_s": r.checkpoint_interval_s,
+            "model": "reliability", "recovery": r.recovery, "profile": r.profile,
+            "interruptions_per_day": r.interruptions_per_day,
+            "interruptions_per_day_band": list(r.interruptions_per_day_band),
+            "mtbf_hours": r.mtbf_hours, "checkpoint_interval_s": r.checkpoint_interval_s,
             "checkpoint_write_s": r.checkpoint_write_s, "restart_s": r.restart_s,
+            "restart_breakdown_s": r.restart_breakdown_s, "goodput_band": list(r.goodput_band),
+            "planned_per_day": r.planned_per_day,
             "spare_nodes": r.spare_nodes, "availability": r.availability,
             "interruptions_per_day_by_cause": r.breakdown})
 

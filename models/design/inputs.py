@@ -33,6 +33,8 @@ class ConfigParts:
     nic_attachment: str
     checkpoint_gbytes_per_s_per_node: float
     """Checkpoint storage write bandwidth bought per node [GB/s]."""
+    recovery: str
+    """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
 
     @property
     def radix(self) -> int:
@@ -78,8 +80,11 @@ class Inputs:
     config_notes: tuple[str, ...]
     """Combinations of the choices the hardware or the limits rule out."""
     rates: Mapping[str, ReliabilityRates]
-    """Failure rates [1/h] per GPU generation of `configs`, times the what-if multipliers
-    (empty when objective.reliability_model = 'overhead')."""
+    """Failure rates [1/h] per GPU generation of `configs` under reliability.profile, times
+    the what-if multipliers (empty when objective.reliability_model = 'overhead')."""
+    reliability_catalog: Any
+    """The instance's reliability catalog (solver.schema.reliability): rates by profile,
+    restart parts, recovery costs (host_memory_usd_per_gb)."""
     checkpoint_gb: float
     """Checkpoint size of the workload [GB]."""
     halls: tuple[tuple[str, Any], ...]

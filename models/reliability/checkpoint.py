@@ -80,18 +80,28 @@ def checkpoint_load_s(inputs: ReliabilityInputs, rates: ReliabilityRates) -> flo
                s / inputs.gpus / rates.host_copy_gbytes_per_s_per_gpu)
 
 
-def job_init_s(gpus: int, rates: ReliabilityRates) -> float:
-    """Job (re)initialisation before training resumes [s]:
-    init_ref_s * (G / init_ref_gpus) ** init_exponent (MLPerf init-to-run-start, a
-    lower bound: it grows with scale)."""
-    return rates.init_ref_s * (gpus / rates.init_ref_gpus) ** rates.init_exponent
+def restart_breakdown_s(inputs: ReliabilityInputs, rates: ReliabilityRates,
+                        swap_spare: bool = True, planned: bool = False) -> dict[str, float]:
+    """The restart's parts [s] for the inputs' recovery mode: detection, isolation of the
+    failed part, replacement (hot-spare or warm-standby swap, only when a node was lost),
+    process-group re-initialisation reinit(G) (grows with scale), checkpoint reload and
+    warm-up. A planned stop is neither detected nor isolated and swaps no node."""
+    parts = rates.restart[inputs.recovery]
+    unplanned = 0.0 if planned else 1.0
+    return {
+        "detect": unplanned * parts.detect_s,
+        "isolate": unplanned * parts.isolate_s,
+        "replace": parts.replace_s if swap_spare and not planned else 0.0,
+        "reinit": parts.reinit_s(inputs.gpus),
+        "reload": checkpoint_load_s(inputs, rates),
+        "warmup": parts.warmup_s,
+    }
 
 
-def restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates, swap_spare: bool = True) -> float:
-    """R: detection + hot-spare swap (if a node was lost) + init + checkpoint reload [s]."""
-    swap = rates.replace_s if swap_spare else 0.0
-    return (rates.detect_s + swap + job_init_s(inputs.gpus, rates)
-            + checkpoint_load_s(inputs, rates))
+def restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates, swap_spare: bool = True,
+              planned: bool = False) -> float:
+    """R: the sum of restart_breakdown_s [s]."""
+    return sum(restart_breakdown_s(inputs, rates, swap_spare, planned).values())
 
 
 def young_interval(delta_s: float, mtbf_s: float) -> float:

@@ -17,19 +17,44 @@ the renewal argument behind Daly's formula gives
 A node failure short of spares finds s + 1 nodes in repair and waits for the first
 to return (about r / (s + 2), residual repair times being uniform); a leaf failure
 waits for the switch replacement.
+
+Planned stops (maintenance, rate lambda_p) requested while the job runs are taken at
+the end of the checkpoint in progress (no lost work, no extra checkpoint) and restart
+without detection or swap (R_p), so
+
+    goodput = goodput_unplanned / (1 + f_up * (1 - e^{-lambda_p T}) / T * p_s * C_p),
+
+T = tau + delta: requests within one period make one stop, (1 - e^{-lambda_p T}) / T
+stops per hour up; f_up = 1 - (R + W) / M the share of wall time the job is up;
+p_s = (M/T)(1 - e^{-T/M}) the chance that no failure comes first in the rest of the
+period (the request uniform in it; a failure first absorbs the stop); and
+C_p = M (1 - e^{-R_p/M}) e^{R/M} the downtime of one stop: the planned restart until it
+ends or a failure strikes, then (probability 1 - e^{-R_p/M}) a failure restart, which
+itself takes M (e^{R/M} - 1) with failures restarting it (Daly); C_p ~ R_p when R << M.
+The band: every rate scaled so that Lambda sits at its band's ends
+(rates.interruption_band_per_h), spares held at the central choice.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import exp, expm1
+from typing import Any
 
-from models.reliability.checkpoint import checkpoint_write_s, daly_interval, restart_s
+from models.reliability.checkpoint import (
+    checkpoint_write_s,
+    daly_interval,
+    restart_breakdown_s,
+    restart_s,
+)
 from models.reliability.design import ReliabilityInputs, ReliabilityResult
 from models.reliability.rates import (
+    FailureClass,
     ReliabilityRates,
     failure_classes,
-    interruption_breakdown,
+    interruption_band_per_h,
     node_failure_rate,
+    scaled_rates,
 )
 from models.reliability.spares import spare_availability, spares_needed
 
@@ -83,21 +108,56 @@ def restart_terms(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
     return q, wait
 
 
-def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityResult:
-    """Interruption rate, checkpoint interval, restart, spares and goodput of a design."""
-    breakdown = interruption_breakdown(inputs, rates)
-    per_day = sum(breakdown.values())
-    mtbf_s = 86400.0 / per_day
+def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int
+                  ) -> tuple[float, float, float]:
+    """(goodput, delta, tau) of a design with `spares` hot spares."""
+    classes = failure_classes(inputs, rates)
+    mtbf_s = 3600.0 / sum(c.rate_per_h for c in classes)
     delta = checkpoint_write_s(inputs, rates)
-    r = restart_s(inputs, rates, swap_spare=True)
-    tau = daly_interval(delta, mtbf_s, r)
-    spares = choose_spares(inputs, rates)
+    tau = daly_interval(delta, mtbf_s, restart_s(inputs, rates))
     q, wait = restart_terms(inputs, rates, spares, mtbf_s)
-    value = tau * q / ((mtbf_s + wait) * (exp((tau + delta) / mtbf_s) - 1.0))
+    unplanned = tau * q / ((mtbf_s + wait) * (exp((tau + delta) / mtbf_s) - 1.0))
+    r = restart_s(inputs, rates)
+    up = max(0.0, 1.0 - (r + wait) / mtbf_s)
+    period = tau + delta
+    survives = mtbf_s / period * -expm1(-period / mtbf_s)
+    stops_per_s = -expm1(-rates.planned.per_h / 3600.0 * period) / period
+    r_p = restart_s(inputs, rates, planned=True)
+    downtime = mtbf_s * -expm1(-r_p / mtbf_s) * exp(r / mtbf_s)
+    planned = stops_per_s * up * survives * downtime
+    return unplanned / (1.0 + planned), delta, tau
+
+
+def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityResult:
+    """Interruption rate and its band, checkpoint interval, restart and its parts, spares,
+    goodput and its band, and the failure taxonomy of a design."""
+    classes = failure_classes(inputs, rates)
+    per_h = sum(c.rate_per_h for c in classes)
+    spares = choose_spares(inputs, rates)
+    value, delta, tau = goodput_value(inputs, rates, spares)
+    band_h = interruption_band_per_h(inputs, rates)
+    fixed = replace(inputs, spare_nodes=spares)
+    ends = [goodput_value(fixed, scaled_rates(rates, max(b / per_h, 1e-6)), spares)[0]
+            for b in band_h]
     availability = spare_availability(inputs.nodes, spares, node_failure_rate(inputs, rates),
                                       rates.node_repair_h)
+    parts = restart_breakdown_s(inputs, rates)
     return ReliabilityResult(
-        interruptions_per_day=per_day, mtbf_hours=mtbf_s / 3600.0, checkpoint_write_s=delta,
-        checkpoint_interval_s=tau, restart_s=r, goodput=value, spare_nodes=spares,
-        availability_target=inputs.availability_target, availability=availability,
-        breakdown=breakdown)
+        interruptions_per_day=24.0 * per_h, mtbf_hours=1.0 / per_h, checkpoint_write_s=delta,
+        checkpoint_interval_s=tau, restart_s=sum(parts.values()), goodput=value,
+        spare_nodes=spares, availability_target=inputs.availability_target,
+        availability=availability,
+        breakdown=dict(sorted((c.name, 24.0 * c.rate_per_h) for c in classes)),
+        interruptions_per_day_band=(24.0 * band_h[0], 24.0 * band_h[1]),
+        goodput_band=(min(ends), max(ends)), restart_breakdown_s=parts,
+        recovery=inputs.recovery, profile=rates.profile,
+        planned_per_day=24.0 * rates.planned.per_h,
+        classes=[_class_row(c) for c in classes])
+
+
+def _class_row(c: FailureClass) -> dict[str, Any]:
+    """One taxonomy row: interruptions per day and their band, blast radius, units."""
+    return {"class": c.name, "units": c.units, "unit": c.unit, "blast": c.blast,
+            "stops_share": c.stops_share, "per_day": 24.0 * c.rate_per_h,
+            "per_day_band": (24.0 * c.low_per_h, 24.0 * c.high_per_h),
+            "nodes_lost": c.nodes_lost, "needs_spare": c.needs_spare}

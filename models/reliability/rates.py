@@ -1,88 +1,170 @@
-"""Component failure rates and the job's blast radius.
+"""Failure taxonomy: rates per component class -> job interruptions, with blast radius.
 
-Every component fails as an independent Poisson process with a constant rate
-(exponential lifetimes; the field studies report rates, not shapes). The job is
-interrupted by any failure of a part it uses:
+Classes (after Llama 3's root-cause table, the largest public breakdown):
 
-* node class -- a GPU (incl. HBM), the rest of the node, a back-end NIC, or a
-  node-end link (optical or copper) stops its node; the node (for NVL72 systems the
-  whole 72-GPU rack) leaves the job for ``node_repair_h`` and a hot spare takes its
-  place. Rate per node::
+=============== ============ ======================== ==========================================
+class           unit         blast radius             stops the job
+=============== ============ ======================== ==========================================
+gpu             GPU          its node (NVL72: rack)   always (spare swap)
+host            node (host)  its node                 always (spare swap)
+nic             NIC port     its node                 always (spare swap)
+node_link_<m>   node link    its node                 always (spare swap); flaps that recover
+                                                      are not counted
+leaf_switch     leaf         a rail (rail-optimized)  always (spares for the leaf's nodes, or
+                             or the leaf's nodes      wait for the switch)
+fabric_switch   spine/core   a pod's path diversity   share phi (redundant paths absorb the rest)
+fabric_link_<m> switch link  a pod's path diversity   share phi; restart in place
+software        host         the job                  always; restart in place
+sdc             GPU          its node (drained)       always (spare swap, roll back)
+planned         job          the job                  planned: checkpoint first, no lost work
+=============== ============ ======================== ==========================================
 
-      lambda_node = g*(lambda_gpu + lambda_rest) + L*lambda_nic
-                    + L_opt*lambda_optic[kind] + L_cu*lambda_copper[kind]
-
-  with g GPUs per node, L = L_opt + L_cu back-end ports per node.
-* leaf class -- a leaf switch takes the node links it carries. Rail-optimized: one
-  rail of ``leaf_down_ports`` nodes; middle-of-rack: all links of
-  ``leaf_down_ports // L`` nodes. Those nodes are out until the switch is replaced
-  (``switch_replace_h``); the job restarts on spares if enough are healthy.
-* fabric class -- a spine/core switch or an inter-switch optical link: the fabric
-  routes around it (adaptive routing, subnet-manager reroute), but with probability
-  phi = fabric_interrupt_fraction the flows it carried break a collective and the job
-  restarts on the same nodes; no node is lost.
-
-Interruption rate Lambda = N*lambda_node + leaves*lambda_sw
-+ phi*((switches - leaves)*lambda_sw + ISL*lambda_optic[switch kind]) [1/h].
+Each rate carries a range (``Rate``): the source's 95% Poisson interval where it counted
+events, else a stated range. Unplanned classes sum to the interruption rate Lambda;
+planned maintenance is its own term (``rates.planned``, per job).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 
+from scipy.stats import chi2
+
 from models.reliability.design import ReliabilityInputs
+
+RANGE_Z = 0.95
+"""Confidence of the Poisson interval of counted events."""
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A failure rate [1/h] of one unit, with its range."""
+
+    per_h: float
+    low_per_h: float
+    high_per_h: float
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.low_per_h <= self.per_h <= self.high_per_h:
+            raise ValueError(f"need 0 <= low <= rate <= high (got {self.low_per_h}, "
+                             f"{self.per_h}, {self.high_per_h})")
+
+    @classmethod
+    def fixed(cls, per_h: float) -> Rate:
+        return cls(per_h, per_h, per_h)
+
+    @classmethod
+    def from_mttf(cls, mttf_h: float, mttf_range_h: tuple[float, float]) -> Rate:
+        """1/MTTF with the range [1/longest, 1/shortest], widened to contain 1/MTTF."""
+        low, high = min(mttf_range_h[0], mttf_h), max(mttf_range_h[1], mttf_h)
+        return cls(1.0 / mttf_h, 1.0 / high, 1.0 / low)
+
+    @classmethod
+    def from_events(cls, mttf_h: float, events: int) -> Rate:
+        """1/MTTF with the exact (Garwood) 95% Poisson interval of `events` counted over the
+        exposure T = events x MTTF: [chi2(a/2; 2k) / 2T, chi2(1 - a/2; 2k + 2) / 2T]."""
+        if events <= 0:
+            raise ValueError("events must be positive")
+        exposure = events * mttf_h
+        a = 1.0 - RANGE_Z
+        return cls(1.0 / mttf_h, chi2.ppf(a / 2, 2 * events) / 2 / exposure,
+                   chi2.ppf(1 - a / 2, 2 * events + 2) / 2 / exposure)
+
+    def at(self, end: str) -> float:
+        """The rate at 'low', 'central' or 'high'."""
+        return {"low": self.low_per_h, "central": self.per_h, "high": self.high_per_h}[end]
+
+    def scaled(self, factor: float) -> Rate:
+        return Rate(self.per_h * factor, self.low_per_h * factor, self.high_per_h * factor)
+
+
+@dataclass(frozen=True)
+class RestartParts:
+    """One recovery mode's restart parts [s]; re-initialisation grows with scale:
+    reinit(G) = reinit_ref_s * (G / reinit_ref_gpus) ** reinit_exponent."""
+
+    detect_s: float
+    isolate_s: float
+    replace_s: float
+    reinit_ref_s: float
+    reinit_ref_gpus: float
+    reinit_exponent: float
+    warmup_s: float
+
+    def reinit_s(self, gpus: int) -> float:
+        return self.reinit_ref_s * (gpus / self.reinit_ref_gpus) ** self.reinit_exponent
 
 
 @dataclass(frozen=True)
 class ReliabilityRates:
-    """Failure rates [1/h] and recovery figures for one GPU system.
+    """Failure rates of one GPU system under one profile, and recovery figures.
 
-    gpu_per_h: per GPU, including its HBM.
-    node_rest_per_gpu_h: rest of the node (CPU, memory, PSU, board, drivers), per GPU
-        slot, so that a node's share scales with its size (an NVL72 rack has 18 hosts).
-    nic_per_h: per back-end NIC port.
-    optic_link_per_h: per optical link, by medium kind (multimode, singlemode, aoc...).
-    copper_link_per_h: per copper link, by medium kind (dac, acc, aec).
-    switch_per_h: per switch.
-    fabric_interrupt_fraction: share of spine/core switch and inter-switch link
-        failures that interrupt the job (phi).
-    detect_s: time to detect a failure and stop the job [s].
-    replace_s: time to swap a hot spare into the job [s].
-    init_ref_s, init_ref_gpus, init_exponent: job (re)initialisation time
-        init(G) = init_ref_s * (G / init_ref_gpus) ** init_exponent [s].
-    host_copy_gbytes_per_s_per_gpu: GPU -> host memory copy rate for in-memory
-        checkpoints [GB/s].
-    node_repair_h: time a failed node is out before it returns to the spare pool [h].
-    switch_replace_h: time to replace a failed leaf switch [h].
+    gpu: per GPU (HBM, SRAM, GSP, thermal). host: per host server (CPU, memory, PSU,
+    SSD, board). nic: per back-end NIC port. link: per link by medium kind (both ends and
+    the cable). switch: per switch. software: per host (bugs, collective hangs). sdc: per
+    GPU. planned: per job (firmware/kernel upgrades).
+    fabric_interrupt_fraction: share phi of spine/core switch and switch-link failures
+        that stop the job.
+    restart: restart parts by recovery mode.
+    host_copy_gbytes_per_s_per_gpu: GPU -> host memory copy rate [GB/s].
+    node_repair_h / switch_replace_h: time a failed node / leaf is out [h].
     """
 
-    gpu_per_h: float
-    node_rest_per_gpu_h: float
-    nic_per_h: float
-    optic_link_per_h: Mapping[str, float]
-    copper_link_per_h: Mapping[str, float]
-    switch_per_h: float
+    gpu: Rate
+    host: Rate
+    nic: Rate
+    link: Mapping[str, Rate]
+    switch: Rate
+    software: Rate
+    sdc: Rate
+    planned: Rate
     fabric_interrupt_fraction: float
-    detect_s: float
-    replace_s: float
-    init_ref_s: float
-    init_ref_gpus: float
-    init_exponent: float
+    restart: Mapping[str, RestartParts]
     host_copy_gbytes_per_s_per_gpu: float
     node_repair_h: float
     switch_replace_h: float
+    profile: str = "default"
+
+    @property
+    def replace_s(self) -> float:
+        """Hot-spare swap of a cold (storage) restart [s]: the time a restart without a
+        swap saves (solver.placement prices switch-link failures with it)."""
+        return self.restart["storage"].replace_s
+
+
+COPPER_KINDS = frozenset({"dac", "acc", "aec"})
+FAILURE_RATE_FIELDS = ("gpu", "host", "nic", "switch", "software", "sdc", "planned")
+
+
+def scaled_rates(rates: ReliabilityRates, factor: float = 1.0, *, end: str = "central",
+                 **by_class: float) -> ReliabilityRates:
+    """Every rate at its range's `end` ('low', 'central', 'high'), times `factor`, and times
+    by_class[name] for the classes named (gpu, host, nic, switch, software, sdc, planned;
+    optics and copper for the link kinds)."""
+    def one(name: str, r: Rate) -> Rate:
+        base = r if end == "central" else Rate.fixed(r.at(end))
+        return base.scaled(factor * by_class.get(name, 1.0))
+
+    links = {k: one("copper" if k in COPPER_KINDS else "optics", r)
+             for k, r in rates.link.items()}
+    return replace(rates, link=links,
+                   **{n: one(n, getattr(rates, n)) for n in FAILURE_RATE_FIELDS})
 
 
 @dataclass(frozen=True)
 class FailureClass:
-    """A class of interrupting failures with one recovery behaviour.
+    """A class of job-stopping failures with one recovery behaviour.
 
-    rate_per_h: interruptions per hour from this class.
+    rate_per_h: interruptions per hour (units x per-unit rate x share that stops the job).
     nodes_lost: nodes each failure removes from the job (0: restart in place).
     out_h: how long the lost nodes stay out [h].
     needs_spare: whether the restart swaps in spare nodes.
+    blast: what one failure takes out (gpu node, NVL72 rack, rail, pod, job).
+    units, unit: how many failing units the design has, and what a unit is.
+    low_per_h / high_per_h: the interruption rate at the ends of the rate's range.
+    stops_share: share of the units' failures that stop the job.
     """
 
     name: str
@@ -90,40 +172,20 @@ class FailureClass:
     nodes_lost: int
     out_h: float
     needs_spare: bool
-
-
-def _kind_rate(table: Mapping[str, float], kind: str, what: str) -> float:
-    if kind not in table:
-        raise ValueError(f"no {what} failure rate for medium kind {kind!r} "
-                         f"(known: {', '.join(sorted(table))})")
-    return table[kind]
+    blast: str = "node"
+    units: float = 0.0
+    unit: str = ""
+    low_per_h: float = 0.0
+    high_per_h: float = 0.0
+    stops_share: float = 1.0
 
 
 def link_failure_rate(kind: str, rates: ReliabilityRates) -> float:
-    """Failure rate of one link of medium ``kind`` [1/h]: the copper table when it lists the
-    kind, else the optical one."""
-    if kind in rates.copper_link_per_h:
-        return rates.copper_link_per_h[kind]
-    return _kind_rate(rates.optic_link_per_h, kind, "optical link")
-
-
-def node_component_rates(inputs: ReliabilityInputs, rates: ReliabilityRates) -> dict[str, float]:
-    """Failure rate of one node by component [1/h] (keys sorted)."""
-    g = inputs.gpus_per_node
-    return {
-        "gpu": g * rates.gpu_per_h,
-        "nic": inputs.node_links * rates.nic_per_h,
-        "node_copper": inputs.node_links_copper
-        * _kind_rate(rates.copper_link_per_h, inputs.node_copper_kind, "copper link"),
-        "node_optics": inputs.node_links_optical
-        * _kind_rate(rates.optic_link_per_h, inputs.node_optic_kind, "optical link"),
-        "node_rest": g * rates.node_rest_per_gpu_h,
-    }
-
-
-def node_failure_rate(inputs: ReliabilityInputs, rates: ReliabilityRates) -> float:
-    """lambda_node: failures per node-hour that take the node out of the job."""
-    return sum(node_component_rates(inputs, rates).values())
+    """Failure rate of one link of medium ``kind`` [1/h]."""
+    if kind not in rates.link:
+        raise ValueError(f"no link failure rate for medium kind {kind!r} "
+                         f"(known: {', '.join(sorted(rates.link))})")
+    return rates.link[kind].per_h
 
 
 def leaf_switches(inputs: ReliabilityInputs) -> int:
@@ -140,34 +202,72 @@ def leaf_blast_nodes(inputs: ReliabilityInputs) -> int:
 
 
 def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[FailureClass]:
-    """The interrupting failure classes of a design (node, leaf, fabric)."""
-    leaves = leaf_switches(inputs)
-    fabric_rate = rates.fabric_interrupt_fraction * (
-        (inputs.switches - leaves) * rates.switch_per_h
-        + inputs.switch_links_optical
-        * _kind_rate(rates.optic_link_per_h, inputs.switch_optic_kind, "optical link"))
-    return [
-        FailureClass("node", inputs.nodes * node_failure_rate(inputs, rates), 1,
-                     rates.node_repair_h, True),
-        FailureClass("leaf", leaves * rates.switch_per_h, leaf_blast_nodes(inputs),
-                     rates.switch_replace_h, True),
-        FailureClass("fabric", fabric_rate, 0, 0.0, False),
+    """The unplanned job-stopping classes of a design, in taxonomy order; classes the design
+    does not have (no copper links, no upper tiers) are left out."""
+    n, g = inputs.nodes, inputs.gpus
+    node = "NVL72 rack" if inputs.gpus_per_node > 8 else "node"
+    repair, phi = rates.node_repair_h, rates.fabric_interrupt_fraction
+
+    def cls(name: str, units: float, unit: str, r: Rate, blast: str, lost: int, out_h: float,
+            spare: bool, share: float = 1.0) -> FailureClass:
+        k = units * share
+        return FailureClass(name, k * r.per_h, lost, out_h, spare, blast, units, unit,
+                            k * r.low_per_h, k * r.high_per_h, share)
+
+    out = [
+        cls("gpu", g, "GPU", rates.gpu, node, 1, repair, True),
+        cls("host", n * inputs.hosts_per_node, "host", rates.host, node, 1, repair, True),
+        cls("nic", n * inputs.node_links, "NIC port", rates.nic, node, 1, repair, True),
     ]
+    for kind, links in sorted(inputs.node_link_counts().items()):
+        out.append(cls(f"node_link_{kind}", n * links, "node link", _link(rates, kind), node,
+                       1, repair, True))
+    leaves = leaf_switches(inputs)
+    out.append(cls("leaf_switch", leaves, "leaf switch", rates.switch,
+                   "rail" if inputs.rail_optimized else "leaf's nodes",
+                   leaf_blast_nodes(inputs), rates.switch_replace_h, True))
+    out.append(cls("fabric_switch", inputs.switches - leaves, "spine/core switch", rates.switch,
+                   "pod paths", 0, 0.0, False, phi))
+    for kind, links in sorted(inputs.switch_link_counts().items()):
+        out.append(cls(f"fabric_link_{kind}", links, "switch link", _link(rates, kind),
+                       "pod paths", 0, 0.0, False, phi))
+    out += [
+        cls("software", n * inputs.hosts_per_node, "host", rates.software, "job", 0, 0.0,
+            False),
+        cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True),
+    ]
+    return [c for c in out if c.units > 0]
+
+
+def _link(rates: ReliabilityRates, kind: str) -> Rate:
+    link_failure_rate(kind, rates)  # names the unknown kind
+    return rates.link[kind]
+
+
+def node_failure_rate(inputs: ReliabilityInputs, rates: ReliabilityRates) -> float:
+    """lambda_node: failures per node-hour that take a node out of the job (its GPUs,
+    host, NICs, links; SDC drains it too)."""
+    return sum(c.rate_per_h for c in failure_classes(inputs, rates)
+               if c.nodes_lost == 1) / inputs.nodes
 
 
 def interruption_breakdown(inputs: ReliabilityInputs, rates: ReliabilityRates) -> dict[str, float]:
-    """Job interruptions per day by component class (sums to the total rate x 24)."""
-    n = inputs.nodes
-    out = {name: 24.0 * n * r for name, r in node_component_rates(inputs, rates).items()}
-    leaves = leaf_switches(inputs)
-    out["leaf_switch"] = 24.0 * leaves * rates.switch_per_h
-    phi = rates.fabric_interrupt_fraction
-    out["other_switch"] = 24.0 * phi * (inputs.switches - leaves) * rates.switch_per_h
-    out["switch_optics"] = 24.0 * phi * inputs.switch_links_optical * _kind_rate(
-        rates.optic_link_per_h, inputs.switch_optic_kind, "optical link")
-    return dict(sorted(out.items()))
+    """Unplanned job interruptions per day by class (sums to the total rate x 24)."""
+    return dict(sorted((c.name, 24.0 * c.rate_per_h)
+                       for c in failure_classes(inputs, rates)))
 
 
 def interruption_rate_per_h(inputs: ReliabilityInputs, rates: ReliabilityRates) -> float:
-    """Lambda: job interruptions per hour, all classes."""
+    """Lambda: unplanned job interruptions per hour, all classes."""
     return sum(c.rate_per_h for c in failure_classes(inputs, rates))
+
+
+def interruption_band_per_h(inputs: ReliabilityInputs, rates: ReliabilityRates
+                            ) -> tuple[float, float]:
+    """(low, high) of Lambda: the classes' ranges are independent sources, so their
+    deviations from the central rate add in quadrature on each side."""
+    classes = failure_classes(inputs, rates)
+    total = sum(c.rate_per_h for c in classes)
+    down = sum((c.rate_per_h - c.low_per_h) ** 2 for c in classes) ** 0.5
+    up = sum((c.high_per_h - c.rate_per_h) ** 2 for c in classes) ** 0.5
+    return max(total - down, 0.0), total + up

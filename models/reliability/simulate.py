@@ -4,7 +4,12 @@ Vectorised over runs (numpy), seeded. Events arrive as superposed Poisson proces
 
 * the interrupting classes of ``rates.failure_classes`` (node, leaf switch, fabric);
 * failures of idle hot spares, rate s * lambda_node thinned by the share of spares that
-  are healthy; they interrupt nothing but occupy a repair slot.
+  are healthy; they interrupt nothing but occupy a repair slot;
+* planned stops (maintenance): one arriving while the job computes is taken at the end
+  of the checkpoint in progress (operators drain at a checkpoint), then a planned
+  restart R_p follows; an interruption before that boundary loses the partial period
+  as usual and absorbs the stop; one arriving during a restart or wait is done in that
+  downtime.
 
 Each run keeps the return times of its nodes in repair. After an interruption the job
 restarts once at most s nodes are in repair (it waits for the earliest returns
@@ -85,17 +90,19 @@ def simulate(inputs: ReliabilityInputs, rates: ReliabilityRates, days: float, ru
     delta = checkpoint_write_s(inputs, rates)
     r_swap = restart_s(inputs, rates, swap_spare=True)
     r_fabric = restart_s(inputs, rates, swap_spare=False)
+    r_planned = restart_s(inputs, rates, planned=True)
     mtbf_s = 3600.0 / sum(c.rate_per_h for c in classes)
     tau = daly_interval(delta, mtbf_s, r_swap)
 
-    # Event types: the interrupting classes, then idle-spare failures (index -1).
-    ev_rate = np.array([c.rate_per_h for c in classes] + [spares * lam_node]) / 3600.0
+    # Event types: the interrupting classes, idle-spare failures, planned stops.
+    ev_rate = np.array([c.rate_per_h for c in classes]
+                       + [spares * lam_node, rates.planned.per_h]) / 3600.0
     total = ev_rate.sum()
     cum = np.cumsum(ev_rate) / total
     restart = np.array([r_swap if c.needs_spare else r_fabric for c in classes])
     lost = [c.nodes_lost for c in classes]
     out_s = [3600.0 * c.out_h for c in classes]
-    spare_type = len(classes)
+    spare_type, planned_type = len(classes), len(classes) + 1
 
     in_repair_mean = (inputs.nodes + spares) * lam_node * rates.node_repair_h
     buf = _RepairBuffer(runs, spares + int(4 * in_repair_mean) + 2 * max(lost) + 16)
@@ -110,10 +117,16 @@ def simulate(inputs: ReliabilityInputs, rates: ReliabilityRates, days: float, ru
         e = end - seg_start[rows] - seg_r[rows]
         return np.where(e > 0, np.floor(np.maximum(e, 0.0) / period) * tau, 0.0)
 
+    stop_at = np.full(runs, np.inf)  # checkpoint boundary of a pending planned stop
+
     while live.size:
         t_new = t[live] + rng.exponential(1.0 / total, live.size)
         kind = np.searchsorted(cum, rng.random(live.size), side="right")
-        kind = np.minimum(kind, spare_type)
+        kind = np.minimum(kind, planned_type)
+        # A pending planned stop whose boundary came first: its last period is committed.
+        reached = stop_at[live] <= np.minimum(t_new, horizon)
+        work[live[reached]] += tau
+        stop_at[live[reached]] = np.inf
         done = t_new >= horizon
         if done.any():
             rows = live[done]
@@ -128,11 +141,22 @@ def simulate(inputs: ReliabilityInputs, rates: ReliabilityRates, days: float, ru
             healthy = np.maximum(spares - buf.in_repair(rows, tt), 0)
             hit = rng.random(rows.size) < healthy / spares
             buf.add(rows[hit], tt[hit], 1, tt[hit] + 3600.0 * rates.node_repair_h)
-        interrupted = ~is_spare
+        is_planned = kind == planned_type
+        if is_planned.any():
+            rows, tt = live[is_planned], t_new[is_planned]
+            up = tt > seg_start[rows] + seg_r[rows]
+            rows, tt = rows[up], tt[up]
+            work[rows] += chunk_work(tt, rows)
+            e = tt - seg_start[rows] - seg_r[rows]
+            stop_at[rows] = seg_start[rows] + seg_r[rows] + (np.floor(e / period) + 1) * period
+            seg_start[rows] = stop_at[rows]
+            seg_r[rows] = r_planned
+        interrupted = ~is_spare & ~is_planned
         if not interrupted.any():
             continue
         rows, tt, kk = live[interrupted], t_new[interrupted], kind[interrupted]
         work[rows] += chunk_work(tt, rows)
+        stop_at[rows] = np.inf  # the partial period before a pending planned stop is lost
         for i in sorted(set(kk.tolist())):
             sel = kk == i
             if lost[i]:

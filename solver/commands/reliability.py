@@ -24,13 +24,18 @@ def register(app: typer.Typer) -> None:
         ] = None,
         rail_optimized: Annotated[bool, typer.Option(
             "--rail-optimized/--no-rail-optimized",
-            help="Rail-optimized (optical node links) or middle-of-rack (copper).")] = True,
+            help="Rail-optimized (node links leave the rack to the row's leaves) or "
+            "middle-of-rack (leaves in the rack group: copper).")] = True,
         checkpoint_gbps: Annotated[float | None, typer.Option(
             "--checkpoint-gbps",
             help="Aggregate checkpoint storage bandwidth [GB/s] (default: 1 GB/s per node).")
         ] = None,
         recovery: Annotated[str, typer.Option(
-            "--recovery", help="storage | in-memory")] = "storage",
+            "--recovery", help="storage (cold restart from a storage checkpoint) | in-memory "
+            "(warm standby, in-memory peer/CPU checkpoints)")] = "storage",
+        profile: Annotated[str, typer.Option(
+            "--profile", help="Failure-rate profile: default | semianalysis-optics | "
+            "research-cluster")] = "default",
         simulate: Annotated[bool, typer.Option(
             "--simulate", help="Also estimate goodput by Monte-Carlo simulation.")] = False,
         runs: Annotated[int, typer.Option("--runs", help="Simulated runs.")] = 100,
@@ -44,19 +49,25 @@ def register(app: typer.Typer) -> None:
         doc = run(lambda: reliability_api(
             gpu, gpus, workload=workload, switch=switch, rail_optimized=rail_optimized,
             checkpoint_gbps=checkpoint_gbps, recovery=recovery,
-            simulate_runs=runs if simulate else None, days=days, seed=seed))
+            simulate_runs=runs if simulate else None, days=days, seed=seed, profile=profile))
         if as_json:
             emit_json(doc)
             return
-        table = Table(title=f"reliability: {doc['gpus']} x {doc['gpu']} ({doc['workload']})")
+        table = Table(title=f"reliability: {doc['gpus']} x {doc['gpu']} ({doc['workload']}, "
+                            f"{doc['recovery']} recovery, profile {doc['profile']})")
         table.add_column("quantity")
         table.add_column("value", justify="right")
         for key in ("interruptions_per_day", "mtbf_hours", "checkpoint_size_gb",
                     "checkpoint_write_s", "checkpoint_interval_s", "restart_s", "goodput",
-                    "spare_nodes", "availability"):
+                    "spare_nodes", "availability", "planned_per_day"):
             table.add_row(key, f"{doc[key]:,.4g}")
-        for key, value in doc["breakdown"].items():
-            table.add_row(f"  interruptions/day: {key}", f"{value:,.3g}")
+        for key in ("interruptions_per_day_band", "goodput_band"):
+            table.add_row(key, "[{:,.4g}, {:,.4g}]".format(*doc[key]))
+        for key, value in doc["restart_breakdown_s"].items():
+            table.add_row(f"  restart: {key} [s]", f"{value:,.4g}")
+        for row in doc["classes"]:
+            table.add_row(f"  interruptions/day: {row['class']} ({row['blast']})",
+                          f"{row['per_day']:,.3g}")
         if "simulated" in doc:
             s = doc["simulated"]
             table.add_row("simulated goodput (95% CI)",

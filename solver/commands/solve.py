@@ -46,11 +46,13 @@ def render(result) -> None:
             for dim, g in mapping["groups"].items()))
     rel = t["reliability"]
     if "interruptions_per_day" in rel:
+        band = rel.get("interruptions_per_day_band", [rel["interruptions_per_day"]] * 2)
         head.add_row("Reliability", (
-            f"{rel['interruptions_per_day']:.1f} interruptions/day (MTBF "
-            f"{rel['mtbf_hours'] * 60:.0f} min), {rel['recovery']} checkpoints every "
-            f"{rel['checkpoint_interval_s']:,.0f} s, restart {rel['restart_s']:,.0f} s; "
-            f"{1 - t['goodput']:.1%} of throughput lost to failures and checkpoints"))
+            f"{rel['interruptions_per_day']:.1f} interruptions/day [{band[0]:.1f}-{band[1]:.1f}]"
+            f" (MTBF {rel['mtbf_hours'] * 60:.0f} min), {rel['recovery']} recovery, "
+            f"checkpoints every {rel['checkpoint_interval_s']:,.0f} s, restart "
+            f"{rel['restart_s']:,.0f} s; {1 - t['goodput']:.1%} of throughput lost to "
+            f"failures and checkpoints"))
     if t["time_to_train_days"] is not None:
         head.add_row("Time to train", f"{t['time_to_train_days']:.1f} days")
     stdout.print(head)

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", max_length=64)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-PositiveInt = Annotated[int, Field(gt=0)]
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+from solver.schema.base import (
+    Fraction,
+    Generation,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    Slug,
+    StrictModel,
+)
+from solver.schema.reliability import ReliabilityCatalog
 
 
 class Source(StrictModel):
@@ -59,9 +60,6 @@ class SourcedItem(StrictModel):
 
 
 Precision = Literal["bf16", "fp8", "fp4"]
-Generation = Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3"]
-
-
 class GpuSystem(SourcedItem):
     """A GPU system: an 8-GPU HGX/DGX node, or a rack-scale NVL72 (one 'node' = one rack)."""
 
@@ -185,6 +183,8 @@ class Catalog(StrictModel):
     nic: dict[Slug, Nic]
     medium: dict[Slug, Medium]
     facility: Facility
+    reliability: ReliabilityCatalog
+    """Failure rates, restart parts and what-if profiles (solver/schema/reliability.py)."""
 
     @model_validator(mode="after")
     def _cross_references(self) -> Catalog:

@@ -126,19 +126,24 @@ class Objective(StrictModel):
 
 
 class FailureRateMultipliers(StrictModel):
-    """Scale the catalog's failure rates (instances/catalog/reliability.toml) for what-if
+    """Scale the catalog's failure rates (catalog.reliability) for what-if
     studies, e.g. gpu = 2 for GPUs failing twice as often."""
 
     gpu: PositiveFloat = 1.0
     node: PositiveFloat = 1.0
-    """Rest of node (CPU, memory, PSU, board, drivers)."""
+    """Host hardware (CPU, memory, PSU, SSD, board)."""
     nic: PositiveFloat = 1.0
     optics: PositiveFloat = 1.0
     copper: PositiveFloat = 1.0
     switch: PositiveFloat = 1.0
+    software: PositiveFloat = 1.0
+    """Software bugs and collective hangs."""
 
 
 class Reliability(StrictModel):
+    profile: str = "default"
+    """Failure-rate profile of catalog.reliability: 'default' (component field data) or a
+    named what-if ('semianalysis-optics', 'research-cluster', or the instance's own)."""
     min_goodput: Fraction | None = None
     """Smallest acceptable goodput (useful fraction of wall-clock time)."""
     availability_target: Fraction = 0.999
@@ -187,6 +192,10 @@ class Instance(StrictModel):
                             "objective.required_tokens_per_s or limits.deadline_days")
         if self.limits.deadline_days and not self.workload.train_tokens:
             problems.append("limits.deadline_days: the workload has no train_tokens")
+        profiles = self.catalog.reliability.profiles()
+        if self.reliability.profile not in profiles:
+            problems.append(f"reliability.profile: unknown profile '{self.reliability.profile}'"
+                            f" (known: {', '.join(profiles)})")
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -12,25 +12,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from models.reliability import goodput, simulate  # noqa: E402
-from solver.loading import load_workload  # noqa: E402
-from solver.reliability_inputs import (  # noqa: E402
-    catalog_item,
-    design_inputs,
-    load_reliability_catalog,
-    reliability_rates,
-)
-from solver.schema import GpuSystem, Nic, Switch  # noqa: E402
+from solver.reliability_inputs import design  # noqa: E402
 
 
 def main(runs: int = 100, days: float = 90.0) -> None:
-    gpu = catalog_item("gpu", "h100-sxm", GpuSystem, "--gpu")
-    nic = catalog_item("nic", gpu.default_nic, Nic, "nic")
-    switch = catalog_item("switch", "spectrum4-sn5600", Switch, "--switch")
-    cat = load_reliability_catalog()
-    rates = reliability_rates(cat, gpu.generation)
     for rail, recovery in ((True, "storage"), (False, "in-memory")):
-        inputs = design_inputs(gpu, nic, switch, 100_000, load_workload("llama3-405b"), rail,
-                               None, recovery, 0.999)
+        inputs, rates, _ = design("h100-sxm", 100_000, "llama3-405b", "spectrum4-sn5600", rail,
+                                  None, recovery)
         closed = goodput(inputs, rates)
         start = time.perf_counter()
         mean, low, high = simulate(inputs, rates, days, runs, seed=1)
