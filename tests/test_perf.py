@@ -58,9 +58,11 @@ def test_moe_flops_count_only_active_experts():
 
 def test_memory_matches_hand_computation():
     """GPT-3 175B, tp8 pp8 dp16, mb1, vpp3, selective: Korthikanti's 34*s*b*h*L/t per
-    in-flight factor (1 + (p-1)/(p*v)), 18 B/param with a 12 B optimizer share / dp."""
+    in-flight factor (1 + (p-1)/(p*v)), 18 B/param with a 12 B optimizer share / dp
+    (the 2021 Megatron profile: fp32 main gradients, unfused attention)."""
     wl = gpt()
-    r = evaluate(wl, A100, IB, Parallelism(8, 8, 16, vpp=3, micro_batch=1))
+    r = evaluate(wl, A100, IB, Parallelism(8, 8, 16, vpp=3, micro_batch=1),
+                 profile="megatron-2021")
     h, v, n_l = 12288, 51200, 96
     p_stage = 12 * h * h * n_l / 64 + v * h / 8
     assert r.memory_breakdown_gib["weights"] == pytest.approx(2 * p_stage / GIB)
@@ -85,13 +87,22 @@ def test_breakdown_sums_to_step_and_metrics_are_consistent():
 
 
 def test_recompute_trades_memory_for_time():
+    """Unfused attention (2021) stores the s x s scores, so selective recompute saves
+    memory; fused attention (tuned-2025) never stores them, so it only costs time."""
     wl = gpt()
-    res = {rc: evaluate(wl, A100, IB, Parallelism(8, 8, 16, micro_batch=1, recompute=rc))
+    res = {(prof, rc): evaluate(wl, A100, IB, Parallelism(8, 8, 16, micro_batch=1,
+                                                          recompute=rc), profile=prof)
+           for prof in ("megatron-2021", "tuned-2025")
            for rc in ("none", "selective", "full")}
-    assert res["full"].memory_gib_per_gpu < res["selective"].memory_gib_per_gpu \
-        < res["none"].memory_gib_per_gpu
-    assert res["full"].step_time_s > res["selective"].step_time_s > res["none"].step_time_s
-    assert res["full"].hfu > res["full"].mfu
+    old = {rc: res["megatron-2021", rc] for rc in ("none", "selective", "full")}
+    new = {rc: res["tuned-2025", rc] for rc in ("none", "selective", "full")}
+    assert old["full"].memory_gib_per_gpu < old["selective"].memory_gib_per_gpu \
+        < old["none"].memory_gib_per_gpu
+    assert new["full"].memory_gib_per_gpu < new["selective"].memory_gib_per_gpu \
+        == new["none"].memory_gib_per_gpu
+    for r in (old, new):
+        assert r["full"].step_time_s > r["selective"].step_time_s > r["none"].step_time_s
+        assert r["full"].hfu > r["full"].mfu
 
 
 def test_oversubscription_and_sharp_move_dp_time():
@@ -206,8 +217,11 @@ def test_cli_search_json_contract(cli):
     for key in ("step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu",
                 "memory_gib_per_gpu", "fits", "parallelism", "breakdown"):
         assert key in doc
-    assert set(doc["parallelism"]) == {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch",
-                                       "recompute"}
+    assert set(doc["parallelism"]) == {"tp", "pp", "dp", "cp", "ep", "etp", "vpp",
+                                       "micro_batch", "recompute", "sharding"}
+    assert doc["profile"] == "tuned-2025"
+    low, high = doc["tokens_per_s_band"]
+    assert low < doc["tokens_per_s"] < high
     assert doc["fits"] is True and doc["mode"] == "search"
 
 

@@ -1,13 +1,18 @@
-"""Calibration of the performance model on public Megatron runs.
+"""Calibration of the performance model on published training runs.
 
-Reads /work/shared/reference/calibration_runs.csv (the shared reference copy) and the
-shipped GPU catalog, re-runs the fit and checks it reproduces models.perf.calibration
-.FITTED, and reports the error per run (run `pytest -s` to print the table).
+Reads calibration_runs.csv from shared/reference beside the clone (../shared/reference,
+as CI lays it out; /work/shared/reference as a fallback) and the shipped GPU catalog.
+Each row's notes give what the columns cannot (vocab, FFN, GQA, MoE, MLA, head_dim,
+sliding window) and the source's FLOP convention: rows with a measured tokens/s are
+compared on tokens/s (no convention involved); the others on MFU (Megatron's full-
+attention count, this model's) or, for NAR21 whose FLOP formula counts recomputation,
+on HFU. Run `pytest tests/test_perf_calibration.py -s` to print the tables.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,16 +21,51 @@ import numpy as np
 import pytest
 
 from models.perf import NetworkSpec
-from models.perf.calibration import FITTED, CalibrationRun, fit_generation, predict_runs
+from models.perf.calibration import (
+    BANDS,
+    FITTED,
+    CalibrationRun,
+    Predictor,
+    fit_all,
+    leave_one_source_out,
+    relative_errors,
+)
+from models.perf.flops import arch_of
+from models.perf.memory import GIB
+from models.perf.search import candidate_grid, evaluate_grid
 
-CSV = Path("/work/shared/reference/calibration_runs.csv")
-GPU_TOML = Path(__file__).resolve().parents[1] / "instances" / "catalog" / "gpu.toml"
+REPO = Path(__file__).resolve().parents[1]
+CSV_NAME = "calibration_runs.csv"
+CSV_CANDIDATES = (REPO.parent / "shared" / "reference" / CSV_NAME,
+                  Path("/work/shared/reference") / CSV_NAME)
+GPU_TOML = REPO / "instances" / "catalog" / "gpu.toml"
 
 VOCAB = {"NAR21": 51200, "KOR22": 51200, "MCORE24": 131072}
-SYSTEM = {"A100": "a100-sxm-80gb", "H100": "h100-sxm"}
-# Selene (DGX A100): 8x HDR 200 Gb/s per node, one per GPU; MCORE24 (H100): assumed
-# DGX H100 with 8x NDR 400 Gb/s. No in-network reduction assumed.
-NETWORK = {"A100": NetworkSpec(200.0, False), "H100": NetworkSpec(400.0, False)}
+"""Rows whose notes give no vocabulary: Megatron GPT (NAR21, KOR22), MCORE24's note."""
+SYSTEM = {"A100": "a100-sxm-80gb", "H100": "h100-sxm", "B200": "b200",
+          "GB200": "gb200-nvl72", "GB300": "gb300-nvl72"}
+NIC_GBPS = {"A100": 200.0, "H100": 400.0, "B200": 400.0, "GB200": 400.0, "GB300": 800.0}
+"""Back-end NIC per GPU from each row's network column (Selene HDR 200G; ConnectX-7
+400G; GB300 ConnectX-8 800G). No in-network reduction assumed (not stated)."""
+PROFILE = {"NAR21": "megatron-2021", "KOR22": "megatron-2021"}
+"""Everything else runs the tuned-2025 stack (Megatron-Core 2024 and later)."""
+FSDP_ROWS = {"MB2511-LLAMA3-8B-H100-8"}
+"""The source table lists FSDP (Megatron-FSDP) for this row; all other tuned rows use the
+distributed optimizer (Megatron-Core / Bridge / MLPerf default)."""
+NOT_EXPRESSIBLE = {
+    "MB2511-LLAMA3-8B-H100-8": "full recompute of 5 of 32 layers (the model recomputes "
+                               "all layers or none)",
+    "MB2511-GPTOSS-120B-GB200-64": "attention sinks",
+    "MB2511-GPTOSS-120B-H100-64": "attention sinks",
+}
+"""What a row used that the model lacks (the rest of the row is expressed)."""
+
+
+def csv_path() -> Path:
+    for path in CSV_CANDIDATES:
+        if path.exists():
+            return path
+    pytest.skip(f"{CSV_NAME} not found in {', '.join(map(str, CSV_CANDIDATES))}")
 
 
 def _num(text: str) -> float | None:
@@ -38,51 +78,109 @@ def _system(gpu_id: str) -> SimpleNamespace:
     fields = {k: v for k, v in table.items() if k != "sources"}
     fields.setdefault("fp8_tflops", None)
     fields.setdefault("fp4_tflops", None)
-    return SimpleNamespace(**fields)
+    return SimpleNamespace(id=gpu_id, **fields)
+
+
+def _gpu_kind(gpu: str) -> str:
+    for kind in ("GB300", "GB200", "B200", "H100", "A100"):
+        if gpu.startswith(kind):
+            return kind
+    raise ValueError(f"unknown GPU '{gpu}'")
+
+
+def _precision(text: str) -> str:
+    if "FP4" in text:
+        return "fp4"
+    return "fp8" if "FP8" in text else "bf16"
+
+
+def _note_int(notes: str, pattern: str) -> int | None:
+    match = re.search(pattern, notes)
+    return int(match.group(1)) if match else None
+
+
+def workload_of(row: dict) -> SimpleNamespace:
+    """The row's architecture: columns, then its notes."""
+    notes, family = row["notes"], row["run_id"].split("-")[0]
+    hidden = int(row["hidden"])
+    moe = None
+    m = re.search(r"MoE (\d+) experts top-(\d+) expert_ffn (\d+) shared (\d+)", notes)
+    if m:
+        experts, top_k, f_e, shared = map(int, m.groups())
+        moe = SimpleNamespace(experts=experts, top_k=top_k, expert_ffn_hidden=f_e,
+                              shared_experts=shared, moe_layer_freq=1,
+                              first_dense_layers=_note_int(notes, r"first (\d+) layers dense")
+                              or 0, routing_imbalance=1.0)   # force-balanced benchmarks
+    mla = re.search(r"MLA \(q_lora (\d+), kv_lora (\d+), qk (\d+)\+(\d+) rope, v (\d+)\)",
+                    notes)
+    window = _note_int(notes, r"alternating (\d+)-token sliding-window")
+    return SimpleNamespace(
+        name=row["run_id"], layers=int(row["layers"]), hidden=hidden,
+        heads=int(row["heads"]) if row["heads"] else hidden // 128,
+        kv_heads=_note_int(notes, r"kv_heads (\d+)"),
+        ffn_hidden=_note_int(notes, r"; ffn (\d+)"),
+        # MoE experts are SwiGLU in all three MoE families (their published active
+        # parameter counts need 3 matrices; checked in a test), whatever the note's
+        # activation says
+        gated_mlp="SwiGLU" in notes or moe is not None,
+        vocab=_note_int(notes, r"vocab (\d+)") or VOCAB[family],
+        seq_len=int(row["seq_len"]), global_batch=int(row["global_batch_seqs"]),
+        precision=_precision(row["precision"]), moe=moe,
+        head_dim=_note_int(notes, r"head_dim (\d+)"),
+        q_lora_rank=int(mla.group(1)) if mla else None,
+        kv_lora_rank=int(mla.group(2)) if mla else None,
+        qk_nope_head_dim=int(mla.group(3)) if mla else None,
+        qk_rope_head_dim=int(mla.group(4)) if mla else None,
+        v_head_dim=int(mla.group(5)) if mla else None,
+        sliding_window=window, local_layers_per_global=1 if window else None)
+
+
+def fixed_degrees(row: dict, arch) -> dict[str, int | str]:
+    """The degrees the row states. MCORE24 strong-scaling rows state none: TP8/PP6 of
+    the weak-scaling 177B row, as their note suggests; dp = GPUs / (tp*pp*cp)."""
+    family, gpus = row["run_id"].split("-")[0], int(row["n_gpus"])
+    tp = int(float(row["tp"])) if row["tp"] else 8
+    pp = int(float(row["pp"])) if row["pp"] else 6
+    cp = int(float(row["cp"])) if row["cp"] else 1
+    fixed: dict[str, int | str] = {"tp": tp, "pp": pp, "cp": cp, "dp": gpus // (tp * pp * cp)}
+    for key, col in (("ep", "ep"), ("vpp", "vpp"), ("micro_batch", "micro_batch")):
+        if row[col]:
+            fixed[key] = int(float(row[col]))
+    if family == "KOR22":
+        fixed.setdefault("vpp", 1)
+    if arch.is_moe:
+        fixed.setdefault("ep", 1)
+        fixed["etp"] = 1            # Megatron-Bridge MoE presets: expert TP 1
+    rc = row["recompute"]
+    if rc.startswith(("none", "selective", "full")) and row["run_id"] not in FSDP_ROWS:
+        fixed["recompute"] = rc.split()[0]
+    if family not in PROFILE:
+        fixed["sharding"] = "full" if row["run_id"] in FSDP_ROWS else "optimizer"
+    return fixed
 
 
 def load_runs() -> list[CalibrationRun]:
-    """Every row with a measured MFU (or HFU-like NAR21 figure) and known degrees.
-
-    Rows without TP/PP (the MCORE24 strong-scaling endpoints) take TP8/PP6 of the
-    weak-scaling 177B row, as the CSV note suggests; dp = GPUs / (tp*pp).
-    Unknown heads: hidden/128 (Megatron GPT head size)."""
     runs = []
-    with CSV.open() as f:
+    with csv_path().open() as f:
         for row in csv.DictReader(f):
             family = row["run_id"].split("-")[0]
-            gen = "A100" if row["gpu"].startswith("A100") else "H100"
-            hidden, gpus = int(row["hidden"]), int(row["n_gpus"])
-            heads = int(row["heads"]) if row["heads"] else hidden // 128
-            wl = SimpleNamespace(name=row["run_id"], layers=int(row["layers"]), hidden=hidden,
-                                 heads=heads, kv_heads=None, ffn_hidden=None, gated_mlp=False,
-                                 vocab=VOCAB[family], seq_len=int(row["seq_len"]),
-                                 global_batch=int(row["global_batch_seqs"]), precision="bf16",
-                                 moe=None)
-            tp = int(row["tp"]) if row["tp"] else 8
-            pp = int(row["pp"]) if row["pp"] else 6
-            fixed: dict[str, int | str] = {"tp": tp, "pp": pp, "dp": gpus // (tp * pp)}
-            if family == "NAR21":
-                fixed["recompute"] = "full"
-                metric, measured = "hfu", _num(row["hfu"])   # '% of peak' incl. recompute
+            kind = _gpu_kind(row["gpu"])
+            wl = workload_of(row)
+            arch = arch_of(wl)
+            if row["tokens_per_s"]:
+                metric, measured = "tokens_per_s", float(row["tokens_per_s"])
+            elif row["mfu"]:
+                metric, measured = "mfu", _num(row["mfu"]) / 100.0
             else:
-                metric, measured = "mfu", _num(row["mfu"])
-            if family == "KOR22":
-                fixed["recompute"] = "selective"
-                fixed["micro_batch"] = int(row["micro_batch"])
-                fixed["vpp"] = int(row["vpp"]) if row["vpp"] else 1
+                metric, measured = "hfu", _num(row["hfu"]) / 100.0
             runs.append(CalibrationRun(
-                run_id=row["run_id"], workload=wl, system=_system(SYSTEM[gen]),
-                network=NETWORK[gen], gpus=gpus, fixed=fixed, metric=metric,
-                measured=measured / 100.0))
+                run_id=row["run_id"], workload=wl, system=_system(SYSTEM[kind]),
+                network=NetworkSpec(NIC_GBPS[kind], False), gpus=int(row["n_gpus"]),
+                fixed=fixed_degrees(row, arch), metric=metric, measured=measured,
+                profile=PROFILE.get(family, "tuned-2025"), notes=row["notes"],
+                extra={"params_b": _num(row["params_b"]),
+                       "active_params_b": _num(row["active_params_b"])}))
     return runs
-
-
-def by_generation(runs):
-    out = {}
-    for r in runs:
-        out.setdefault(r.system.generation, []).append(r)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -90,24 +188,115 @@ def runs():
     return load_runs()
 
 
-def test_fit_reproduces_the_shipped_constants(runs):
-    for gen, rs in sorted(by_generation(runs).items()):
-        assert fit_generation(rs) == pytest.approx(FITTED[(gen, "bf16")]), gen
+@pytest.fixture(scope="module")
+def fitted(runs):
+    return fit_all(runs)
 
 
-def test_error_per_run_and_mape(runs):
-    rows, errors = [], []
-    for gen, rs in sorted(by_generation(runs).items()):
-        gm, hd = FITTED[(gen, "bf16")]
-        pred = predict_runs(rs, np.array([gm]), np.array([hd]))[0]
-        for r, p in zip(rs, pred, strict=True):
-            err = (p - r.measured) / r.measured
-            errors.append(abs(err))
-            rows.append(f"| {r.run_id} | {r.metric.upper()} | {r.measured:.1%} | {p:.1%} | "
-                        f"{err:+.1%} |")
-            assert abs(err) < 0.25, r.run_id
-    print("\n| run | metric | published | model | error |\n|---|---|---|---|---|")
+def test_every_row_is_expressed(runs):
+    """61 rows; the workload reproduces each row's published parameter counts (total,
+    and active for MoE) within 6%, so the architecture read from the notes is right."""
+    assert len(runs) == 61
+    for r in runs:
+        arch = arch_of(r.workload)
+        if r.extra["params_b"]:
+            assert arch.params_total / 1e9 == pytest.approx(r.extra["params_b"], rel=0.06), \
+                r.run_id
+        if r.extra["active_params_b"]:
+            assert arch.params_active / 1e9 == pytest.approx(r.extra["active_params_b"],
+                                                             rel=0.06), r.run_id
+
+
+def test_every_run_fits_at_its_published_configuration(runs):
+    """Memory at the published degrees (unstated ones searched) is within HBM."""
+    rows = []
+    for r in runs:
+        arch = arch_of(r.workload)
+        grid = candidate_grid(arch, r.system, r.gpus, r.fixed, profile=r.profile)
+        res = evaluate_grid(arch, r.system, r.network, grid, r.gpus, profile=r.profile)
+        least = float(res["memory_gib"].min())
+        rows.append(f"| {r.run_id} | {least:.1f} | {r.system.hbm_gib:.0f} |")
+        assert res["fits"].any(), f"{r.run_id}: {least:.1f} GiB > {r.system.hbm_gib} GiB"
+    print("\n| run | least memory at its configuration [GiB] | HBM [GiB] |\n|---|---|---|")
     print("\n".join(rows))
-    print(f"MAPE {np.mean(errors):.1%} over {len(errors)} runs")
-    assert len(errors) == 25
-    assert np.mean(errors) <= 0.10
+
+
+def test_fit_reproduces_the_shipped_constants(fitted):
+    for key, params in FITTED.items():
+        for name, value in params.items():
+            assert fitted[key][name] == pytest.approx(value, abs=2e-3), (key, name)
+
+
+def _table(runs, errors) -> str:
+    lines = ["| run | profile | metric | published | error |", "|---|---|---|---|---|"]
+    for r, e in zip(runs, errors, strict=True):
+        lines.append(f"| {r.run_id} | {r.profile} | {r.metric} | {r.measured:,.4g} | "
+                     f"{e:+.1%} |")
+    return "\n".join(lines)
+
+
+def test_in_sample_error_per_row(runs):
+    """With the shipped constants, every row within 25%, the mean within 10%."""
+    errors = relative_errors(runs, Predictor(runs)(FITTED))
+    print("\n" + _table(runs, errors))
+    print(f"in-sample MAPE {np.mean(np.abs(errors)):.1%} over {len(runs)} runs")
+    for r, e in zip(runs, errors, strict=True):
+        assert abs(e) < 0.25, (r.run_id, e)
+    assert np.mean(np.abs(errors)) <= 0.10
+
+
+def _groups(runs, key):
+    out: dict[str, list[int]] = {}
+    for i, r in enumerate(runs):
+        out.setdefault(key(r), []).append(i)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cv_errors(runs):
+    return leave_one_source_out(runs)
+
+
+def test_leave_one_source_out_error(runs, cv_errors):
+    """Each source predicted from a fit without it. Target: <= 10% MAPE for every GPU
+    generation with >= 5 rows; the bands are this distribution's p10/p50/p90."""
+    print("\n" + _table(runs, cv_errors))
+    lines = ["| group | rows | LOSO MAPE | worst |", "|---|---|---|---|"]
+    for name, key in (("source", lambda r: r.source),
+                      ("generation", lambda r: r.system.generation)):
+        for group, idx in sorted(_groups(runs, key).items()):
+            e = cv_errors[idx]
+            lines.append(f"| {name} {group} | {len(idx)} | {np.mean(np.abs(e)):.1%} | "
+                         f"{e[np.argmax(np.abs(e))]:+.1%} |")
+    print("\n".join(lines))
+    print(f"all rows: LOSO MAPE {np.mean(np.abs(cv_errors)):.1%}")
+    for gen, idx in _groups(runs, lambda r: r.system.generation).items():
+        if len(idx) >= 5:
+            assert np.mean(np.abs(cv_errors[idx])) <= 0.10, gen
+    for profile, idx in _groups(runs, lambda r: r.profile).items():
+        ratio = 1.0 / (1.0 + cv_errors[idx])          # measured / predicted
+        expected = np.percentile(ratio, (10, 50, 90))
+        assert np.allclose(BANDS[profile], expected, atol=0.01), (profile, expected)
+
+
+def test_memory_of_published_configurations_by_hand(runs):
+    """First-principles memory of three published configurations (tuned-2025 profile:
+    bf16 weights and gradients, FP8 weights where the run gathers them in FP8, fp32
+    Adam state sharded over dp*cp, fused attention)."""
+    by_id = {r.run_id: r for r in runs}
+    # MLPerf v5.0 Llama 3.1 405B, 512 H100: tp8 pp8 cp2 dp4 vpp8 mb1, no recompute, FP8
+    r = by_id["MLPERF50-L405B-H100-512"]
+    arch = arch_of(r.workload)
+    h, s, v, f = 16384, 8192, 128256, 53248
+    attn = 2 * h * h + 2 * h * 8 * 128                 # Q, O + K, V (8 KV heads of 128)
+    layer = attn + 3 * h * f
+    stage = 126 * layer / 64 + v * h / 8                # one stage, busiest (embedding)
+    assert arch.params_nonexpert == pytest.approx(126 * layer)
+    weights, grads, adam = 1.0 * stage, 2.0 * stage, 12.0 * stage / 8
+    per_layer = (s / 2) * h * (7 + 4 * 8 / 128 + 4 + 3 + 6 * f / h) / 8   # bytes, SP+CP
+    acts = per_layer * 16 * 8 * (1 + 7 / 64) + 4 * (s / 2) * v / 8
+    expected = (weights + grads + adam + acts) / GIB + 4.0
+    grid = candidate_grid(arch, r.system, r.gpus, r.fixed, profile=r.profile)
+    got = evaluate_grid(arch, r.system, r.network, grid, r.gpus, profile=r.profile)
+    assert float(got["memory_gib"][0]) == pytest.approx(expected, rel=1e-9)
+    assert expected < 80
