@@ -15,9 +15,20 @@ Parameters per (profile, generation), never per run:
   half_dim   sharded GEMM dimension (hidden/tp, or expert FFN/etp) at which efficiency
              halves: eff = gemm_max * n / (n + half_dim);
   fp8, fp4   GEMM efficiency at that precision relative to BF16's fraction of its peak
-             (the FP8 peak is 2x BF16, so fp8 = 0.7 means FP8 GEMMs run 1.4x BF16).
-Blackwell Ultra (GB300) fits only its own gemm_max; half_dim and the precision factors
-are Blackwell's (4 rows cannot carry more). Everything else (attention kernel rate,
+             (the FP8 peak is 2x BF16, so fp8 = 0.7 means FP8 GEMMs run 1.4x BF16);
+  moe_bytes  memory-bound work of the MoE layers per routed token copy, in HBM bytes per
+             unit of width (h + expert_ffn/etp), forward + backward: router, permutation
+             and un-permutation, padding, quantisation of the copies, the expert
+             activation. Fitted because no public breakdown gives it; it makes MoE time
+             scale with top_k and with 1/expert_ffn relative to the GEMMs, and with HBM
+             bandwidth across generations;
+  expert_half_tokens  tokens per local expert and micro-batch at which the grouped
+             expert GEMMs run at half their large-GEMM efficiency (per-expert problems
+             too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens).
+Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim and fp8 (its
+BF16 rows are two MoE runs: they cannot separate gemm_max from fp8); Blackwell Ultra
+(GB300) fits only its own gemm_max (4 rows cannot carry more); moe_bytes is one value
+per profile (FIT_PLAN). Everything else (attention kernel rate,
 bus efficiencies, overlap, HBM-bound kernels) is a documented fixed assumption in
 models.perf.timing, never tuned.
 """
@@ -28,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from models.perf.flops import arch_of
 from models.perf.types import GpuSystemLike, NetworkSpec, WorkloadLike
 
 
@@ -43,6 +55,8 @@ class Profile:
     """FP8/FP4 runs store and all-gather parameters in 1 byte (--fp8-param-gather)."""
     sharding_choices: tuple[str, ...]
     """Data-parallel sharding modes the search may choose."""
+    tp_exposed: float
+    """Share of tensor-parallel communication not hidden behind GEMMs."""
     fitted_on: str
 
     def weight_bytes(self, precision: str) -> float:
@@ -50,45 +64,83 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
+    # tp_exposed: 2021, Megatron overlapped little (clusterplan assumption); 2025,
+    # Transformer Engine's userbuffer overlap (--tp-comm-overlap) hides most of the
+    # all-gather / reduce-scatter behind the GEMMs they feed (clusterplan assumption)
     "megatron-2021": Profile("megatron-2021", fused_attention=False, grad_bytes=4.0,
                              low_precision_params=False, sharding_choices=("optimizer",),
+                             tp_exposed=0.75,
                              fitted_on="NAR21, KOR22"),
     "tuned-2025": Profile("tuned-2025", fused_attention=True, grad_bytes=2.0,
                           low_precision_params=True,
-                          sharding_choices=("optimizer", "full"),
+                          sharding_choices=("optimizer", "full"), tp_exposed=0.3,
                           fitted_on="MCORE24, NEMO2407, MB2511, MB2602, MLPERF41, MLPERF50"),
 }
 DEFAULT_PROFILE = "tuned-2025"
 
 FITTED: dict[tuple[str, str], dict[str, float]] = {
-    ("megatron-2021", "ampere"): {"gemm_max": 0.62, "half_dim": 210.0},
-    ("tuned-2025", "hopper"): {"gemm_max": 0.6, "half_dim": 100.0, "fp8": 0.75},
-    ("tuned-2025", "blackwell"): {"gemm_max": 0.6, "half_dim": 100.0, "fp8": 0.75,
-                                  "fp4": 0.6},
-    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.6, "half_dim": 100.0, "fp8": 0.75,
-                                        "fp4": 0.6},
+    ("megatron-2021", "ampere"): {"gemm_max": 0.624, "half_dim": 217.445},
+    ("tuned-2025", "hopper"): {"gemm_max": 0.5403, "half_dim": 128.0, "fp8": 0.96,
+                               "moe_bytes": 121.8067, "expert_half_tokens": 1131.6303},
+    ("tuned-2025", "blackwell"): {"gemm_max": 0.4775, "half_dim": 128.0, "fp8": 0.96,
+                                  "fp4": 0.5224, "moe_bytes": 121.8067,
+                                  "expert_half_tokens": 1131.6303},
+    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.5151, "half_dim": 128.0, "fp8": 0.96,
+                                        "fp4": 0.5224, "moe_bytes": 121.8067,
+                                        "expert_half_tokens": 1131.6303},
 }
 """Efficiency parameters per (profile, generation), from `fit_profile` on
 shared/reference/calibration_runs.csv (tests/test_perf_calibration.py re-runs the fit,
 checks these values and prints the per-row table)."""
 
-FIT_PLAN: dict[str, tuple[tuple[str, tuple[str, ...], str | None], ...]] = {
-    "megatron-2021": (("ampere", ("gemm_max", "half_dim"), None),),
-    "tuned-2025": (("hopper", ("gemm_max", "half_dim", "fp8"), None),
-                   ("blackwell", ("gemm_max", "half_dim", "fp8", "fp4"), None),
-                   ("blackwell-ultra", ("gemm_max",), "blackwell")),
+@dataclass(frozen=True)
+class FitStage:
+    """One step of a profile's fit: free parameters, the generations they belong to
+    (one, or all of the profile's with None), the rows that fit them (dense or MoE
+    models) and the generation the other parameters are copied from."""
+
+    generation: str | None
+    free: tuple[str, ...]
+    moe_rows: bool = False
+    copy_from: str | None = None
+
+
+FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
+    "megatron-2021": (FitStage("ampere", ("gemm_max", "half_dim")),),
+    "tuned-2025": (FitStage("hopper", ("gemm_max", "fp8")),
+                   FitStage("blackwell", ("gemm_max", "fp4"), copy_from="hopper"),
+                   FitStage("blackwell-ultra", ("gemm_max",), copy_from="blackwell"),
+                   FitStage(None, ("moe_bytes", "expert_half_tokens"), moe_rows=True)),
 }
-"""Per profile, in order: (generation, its free parameters, generation the rest is
-copied from)."""
-PRIOR = {"gemm_max": 0.6, "half_dim": 100.0, "fp8": 0.75, "fp4": 0.6}
-"""Start of every fit; a parameter no remaining row constrains (e.g. fp4 when a
-cross-validation fold holds out every FP4 row) stays here."""
+"""Per profile, in order. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no
+GEMM below 1,024 wide, so they cannot see the effect (the fit drifts to 0, which would
+make 128-wide expert shards free). GEMM and precision parameters come from the dense runs; then
+moe_bytes, one value for the profile (its MoE software), from the MoE runs of every
+generation, the HBM bandwidth carrying the difference between generations."""
+PRIOR = {"gemm_max": 0.6, "half_dim": 128.0, "fp8": 0.9, "fp4": 0.6, "moe_bytes": 16.0,
+         "expert_half_tokens": 256.0}
+"""Start of every fit and a weak prior (PRIOR_WEIGHT): where the rows cannot separate two
+parameters (e.g. gemm_max and fp8 when a fold holds out every BF16 Hopper run) the fit
+stays near these physically sourced values instead of anywhere on the ridge.
+gemm_max 0.6: large BF16 GEMMs reach 60-75% of the dense peak (cuBLAS on A100/H100);
+fp8 0.9: H100 FP8 GEMMs reach ~1,250-1,450 of 1,979 TFLOP/s against 620-720 of 989 at
+BF16 (https://semianalysis.com/2024/12/22/mi300x-vs-h100-vs-h200-benchmark-part-1-training/);
+fp4 0.6: NVIDIA's NVFP4 recipe keeps ~15% of the linear layers in BF16 and adds
+random Hadamard transforms and stochastic rounding to the FP4 GEMMs (arXiv 2509.25149),
+so FP4 runs further from their peak (clusterplan estimate); half_dim 128: a
+GEMM whose sharded dimension is one 128-wide tensor-core tile runs at about half the
+rate of a wide one (CUTLASS tile shapes 128-256; clusterplan estimate); moe_bytes 16 (a bf16 read + write of each routed copy in 4 passes): clusterplan
+estimates."""
+PRIOR_WEIGHT = 0.01
+"""Weight of sum(((p - prior) / bound width)^2) added to the fit's loss (a mean |log|
+error ~0.05-0.1): negligible wherever the data decide."""
 BOUNDS = {"gemm_max": (0.2, 1.0), "half_dim": (0.0, 2000.0), "fp8": (0.3, 1.2),
-          "fp4": (0.2, 1.2)}
+          "fp4": (0.2, 1.2), "moe_bytes": (0.0, 4000.0),
+          "expert_half_tokens": (0.0, 50000.0)}
 
 BANDS: dict[str, tuple[float, float, float]] = {
-    "megatron-2021": (0.9, 1.0, 1.1),
-    "tuned-2025": (0.9, 1.0, 1.1),
+    "megatron-2021": (0.837, 0.922, 1.108),
+    "tuned-2025": (0.738, 0.959, 1.143),
 }
 """(p10, p50, p90) of measured / predicted throughput in leave-one-source-out
 cross-validation, per profile (tests/test_perf_calibration.py recomputes them)."""
@@ -126,15 +178,17 @@ def parameters_for(generation: str, profile: str = DEFAULT_PROFILE,
 
 def efficiency_for(generation: str, precision: str, profile: str = DEFAULT_PROFILE,
                    table: Mapping[tuple[str, str], Mapping[str, float]] | None = None
-                   ) -> tuple[float, float, float]:
-    """(gemm_max, half_dim, low_precision_factor) for a generation, precision, profile.
-    A precision without its own factor uses the next wider one's (fp4 -> fp8 -> 1)."""
+                   ) -> tuple[float, float, float, float, float]:
+    """(gemm_max, half_dim, low_precision_factor, moe_bytes, expert_half_tokens) for a
+    generation, precision and profile. A precision without its own factor uses the next
+    wider one's (fp4 -> fp8 -> 1); a profile without a MoE fit uses PRIOR's MoE values."""
     p = parameters_for(generation, profile, table)
     order = ("fp4", "fp8")
     factor = 1.0
     if precision in order:
         factor = next((p[q] for q in order[order.index(precision):] if q in p), 1.0)
-    return p["gemm_max"], p["half_dim"], factor
+    return (p["gemm_max"], p["half_dim"], factor, p.get("moe_bytes", PRIOR["moe_bytes"]),
+            p.get("expert_half_tokens", PRIOR["expert_half_tokens"]))
 
 
 def band_factors(profile: str = DEFAULT_PROFILE) -> tuple[float, float]:
@@ -180,7 +234,6 @@ class Predictor:
     under the same parameters, as the published runs were tuned."""
 
     def __init__(self, runs: Sequence[CalibrationRun]):
-        from models.perf.flops import arch_of
         from models.perf.search import candidate_grid
 
         self.runs = list(runs)
@@ -212,35 +265,43 @@ def relative_errors(runs: Sequence[CalibrationRun], predicted: np.ndarray) -> np
 def fit_profile(runs: Sequence[CalibrationRun], profile: str,
                 start: Mapping[tuple[str, str], Mapping[str, float]] | None = None
                 ) -> dict[tuple[str, str], dict[str, float]]:
-    """Fit a profile's parameters (FIT_PLAN order) minimising the mean absolute
-    percentage error of its runs. Each stage is a Nelder-Mead search (deterministic)
-    over that generation's free parameters, clipped to BOUNDS, from PRIOR."""
+    """Fit a profile's parameters, FIT_PLAN's stages in order, each a Nelder-Mead search
+    (deterministic) over the stage's free parameters, clipped to BOUNDS, from PRIOR,
+    minimising the mean |log(predicted / measured)| of the stage's rows (symmetric,
+    robust to a few odd runs) plus the weak prior."""
     from scipy.optimize import minimize
 
     table = {k: dict(v) for k, v in (start or {}).items()}
-    for generation, free, copy_from in FIT_PLAN[profile]:
-        params = dict(table.get((profile, copy_from), PRIOR)) if copy_from else dict(PRIOR)
-        params = {k: v for k, v in params.items() if k in PRIOR}
-        table[(profile, generation)] = params
-        rows = [r for r in runs if r.profile == profile and r.system.generation == generation]
+    ours = [r for r in runs if r.profile == profile]
+    for stage in FIT_PLAN[profile]:
+        if stage.generation is not None:
+            base = table.get((profile, stage.copy_from), PRIOR) if stage.copy_from else PRIOR
+            table[(profile, stage.generation)] = {k: v for k, v in base.items() if k in PRIOR}
+        keys = sorted(k for k in table if k[0] == profile
+                      and stage.generation in (None, k[1]))
+        rows = [r for r in ours if arch_of(r.workload).is_moe == stage.moe_rows
+                and stage.generation in (None, r.system.generation)]
         if not rows:
             continue
         predictor = Predictor(rows)
         measured = np.array([r.measured for r in rows])
 
-        def mape(x, generation=generation, free=free, predictor=predictor,
-                 measured=measured):
-            for name, value in zip(free, x, strict=True):
+        def loss(x, stage=stage, keys=keys, predictor=predictor, measured=measured):
+            for name, value in zip(stage.free, x, strict=True):
                 lo, hi = BOUNDS[name]
-                table[(profile, generation)][name] = float(np.clip(value, lo, hi))
-            return float(np.mean(np.abs(predictor(table) / measured - 1.0)))
+                for key in keys:
+                    table[key][name] = float(np.clip(value, lo, hi))
+            prior = sum(((table[keys[0]][n] - PRIOR[n]) / (BOUNDS[n][1] - BOUNDS[n][0])) ** 2
+                        for n in stage.free)
+            return float(np.mean(np.abs(np.log(predictor(table) / measured)))
+                         + PRIOR_WEIGHT * prior)
 
-        x0 = np.array([params[n] for n in free])
-        best = minimize(mape, x0, method="Nelder-Mead",
+        x0 = np.array([PRIOR[n] for n in stage.free])
+        best = minimize(loss, x0, method="Nelder-Mead",
                         options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 600})
-        mape(best.x)
-        table[(profile, generation)] = {k: round(v, 4) for k, v in
-                                        table[(profile, generation)].items()}
+        loss(best.x)
+        for key in keys:
+            table[key] = {k: round(v, 4) for k, v in table[key].items()}
     return table
 
 
@@ -256,9 +317,13 @@ def leave_one_source_out(runs: Sequence[CalibrationRun]) -> np.ndarray:
     """Cross-validated predicted/measured - 1 per run: each source's rows predicted by
     parameters fitted without that source."""
     errors = np.empty(len(runs))
+    full = fit_all(runs)
     for source in sorted({r.source for r in runs}):
         held = [i for i, r in enumerate(runs) if r.source == source]
-        table = fit_all([r for r in runs if r.source != source])
+        profiles = {runs[i].profile for i in held}
+        table = full
+        for profile in sorted(profiles):     # other profiles' fits do not see the source
+            table = fit_profile([r for r in runs if r.source != source], profile, table)
         held_runs = [runs[i] for i in held]
         errors[held] = relative_errors(held_runs, Predictor(held_runs)(table))
     return errors

@@ -59,6 +59,9 @@ class Arch:
     layers of (w - w^2/(2s))/s', w = min(s, window), s' = the counted span."""
     routing_imbalance: float = 1.0
     """Tokens on the busiest expert-parallel rank / the mean (1 = balanced)."""
+    kv_latent_ratio: float | None = None
+    """MLA: width of the compressed K/V latent / 2h, what is kept when the per-head K/V
+    up-projection is recomputed (None = kv_ratio, no latent)."""
 
     @property
     def is_moe(self) -> bool:
@@ -98,8 +101,9 @@ def moe_layer_count(layers: int, freq: int, first_dense: int = 0) -> int:
     return (layers - first_dense) // freq
 
 
-def attention_shape(wl: WorkloadLike) -> tuple[float, float, float, float]:
-    """(projection parameters per layer, d_qk, d_v, K+V values per token the core reads)."""
+def attention_shape(wl: WorkloadLike) -> tuple[float, float, float, float, float]:
+    """(projection parameters per layer, d_qk, d_v, K+V values per token the core reads,
+    K+V values per token before up-projection: the MLA latent, else the same)."""
     h, a = wl.hidden, wl.heads
     kv_lora = getattr(wl, "kv_lora_rank", None)
     if kv_lora:
@@ -110,17 +114,18 @@ def attention_shape(wl: WorkloadLike) -> tuple[float, float, float, float]:
         q = (h * q_lora + q_lora * a * (d_nope + d_rope)) if q_lora else h * a * (d_nope + d_rope)
         params = q + h * (kv_lora + d_rope) + kv_lora * a * (d_nope + d_v) + a * d_v * h
         # training materialises per-head K and V from the latent (what the core reads)
-        return float(params), float(d_nope + d_rope), float(d_v), float(a * (d_nope + d_rope + d_v))
+        return (float(params), float(d_nope + d_rope), float(d_v),
+                float(a * (d_nope + d_rope + d_v)), float(kv_lora + d_rope))
     d = getattr(wl, "head_dim", None) or h // a
     kv = wl.kv_heads or a
     params = 2 * h * a * d + 2 * h * kv * d
-    return float(params), float(d), float(d), float(2 * kv * d)
+    return float(params), float(d), float(d), float(2 * kv * d), float(2 * kv * d)
 
 
 def arch_of(wl: WorkloadLike) -> Arch:
     """Derive shapes, parameter counts [parameters] and forward FLOPs [FLOP/token]."""
     h, n_layers, s, v = wl.hidden, wl.layers, wl.seq_len, wl.vocab
-    attn_params, d_qk, d_v, kv_floats = attention_shape(wl)
+    attn_params, d_qk, d_v, kv_floats, kv_latent = attention_shape(wl)
     ffn = wl.ffn_hidden or 4 * h
     mats = ffn_matrices(wl.gated_mlp)
     dense_ffn_params = mats * h * ffn
@@ -161,7 +166,8 @@ def arch_of(wl: WorkloadLike) -> Arch:
                 params_nonexpert=float(params_nonexpert),
                 params_expert=float(params_expert),
                 params_embedding=params_embedding, attn_width=wl.heads * d_v,
-                causal_attn_fraction=executed / counted, routing_imbalance=float(imbalance))
+                causal_attn_fraction=executed / counted, routing_imbalance=float(imbalance),
+                kv_latent_ratio=kv_latent / (2.0 * h))
 
 
 def recompute_fwd_flops_per_token(arch: Arch, recompute: str) -> float:

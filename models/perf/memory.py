@@ -17,7 +17,9 @@ Model (Megatron-LM / Megatron-Core with sequence parallelism):
   dividing everything by tp and context parallelism dividing the sequence by cp:
     attention   s*b*h*(7 + 4*r)          (r = K+V width / 2h; 11 for MHA)
                 + 5*a*s^2*b only without recomputation and without fused attention
-                  (FlashAttention never stores the s x s scores)
+                  (FlashAttention never stores the s x s scores; with it 'selective'
+                  recomputes the layer norms, the activation functions and MLA's K/V
+                  up-projection instead: norms 0, c - 2, r of the latent)
     layer norms 4*s*b*h
     FFN dense   s*b*(3h + c*f)           (c = 6 gated, 4 otherwise; 19*s*b*h for f=4h)
     FFN MoE     s*b*(3h + k*(2h + c*f_e) + n_shared*c*f_e)
@@ -64,24 +66,36 @@ def replica_groups(tp, dp, cp, ep, etp=None) -> tuple[np.ndarray, np.ndarray]:
     return dp * cp, np.maximum(tp * dp * cp / (etp * ep), 1.0)
 
 
-def activation_bytes_per_layer(arch: Arch, tp, cp, mb, rc,
-                               fused_attention: bool = False) -> np.ndarray:
-    """Stored activations of one layer for one micro-batch [bytes] (averaged over
-    dense and MoE layers)."""
-    h, s_l = arch.hidden, arch.seq_len / cp
-    c = 6.0 if arch.gated else 4.0
-    attn = 7.0 + 4.0 * arch.kv_ratio
-    norms = 4.0
+def _per_token_hidden(arch: Arch, norms: float, c: float, kv_ratio: float) -> float:
+    """Stored bytes per token per hidden unit of one layer (dense/MoE average)."""
+    h = arch.hidden
+    attn = 7.0 + 4.0 * kv_ratio
     ffn_dense = 3.0 + c * arch.ffn / h
     ffn_moe = 3.0 + arch.top_k * (2.0 + c * arch.expert_ffn / h) \
         + arch.shared_experts * c * arch.expert_ffn / h
     frac_moe = arch.moe_layers / arch.layers
-    per_token_h = attn + norms + (1 - frac_moe) * ffn_dense + frac_moe * ffn_moe
-    selective = s_l * mb * h * per_token_h / tp
-    scores = 0.0 if fused_attention else 5.0 * arch.heads * s_l * s_l * mb / tp
+    return attn + norms + (1 - frac_moe) * ffn_dense + frac_moe * ffn_moe
+
+
+def activation_bytes_per_layer(arch: Arch, tp, cp, mb, rc,
+                               fused_attention: bool = False) -> np.ndarray:
+    """Stored activations of one layer for one micro-batch [bytes] (averaged over
+    dense and MoE layers). With fused attention nothing s x s is stored, and
+    'selective' is Megatron-Core's module recompute (layer norms, the FFN/expert
+    activation function, MLA's K/V up-projection: norms 0, c - 2, K/V as the latent)."""
+    h, s_l = arch.hidden, arch.seq_len / cp
+    c = 6.0 if arch.gated else 4.0
+    tokens_h = s_l * mb * h / tp
+    stored = tokens_h * _per_token_hidden(arch, 4.0, c, arch.kv_ratio)
+    if fused_attention:
+        latent = arch.kv_ratio if arch.kv_latent_ratio is None else arch.kv_latent_ratio
+        none = stored
+        selective = tokens_h * _per_token_hidden(arch, 0.0, c - 2.0, latent)
+    else:
+        none = stored + 5.0 * arch.heads * s_l * s_l * mb / tp
+        selective = stored
     full_input = 2.0 * s_l * mb * h / tp
-    return np.where(rc == RC_NONE, selective + scores,
-                    np.where(rc == RC_SELECTIVE, selective, full_input))
+    return np.where(rc == RC_NONE, none, np.where(rc == RC_SELECTIVE, selective, full_input))
 
 
 def memory_bytes(arch: Arch, tp, pp, dp, cp, ep, vpp, mb, rc, m, etp=None, sh=SH_OPTIMIZER,

@@ -166,19 +166,20 @@ def data_parallel_degree(global_batch: int, gpus: int,
 
 def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                   grid: Mapping[str, np.ndarray], gpus: int,
-                  efficiency: tuple[float, float, float] | None = None,
+                  efficiency: tuple[float, ...] | None = None,
                   profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
     """Step time, throughput, MFU/HFU and memory of every configuration in `grid`
     (without 'etp'/'sh' keys: etp = tp, the distributed optimizer).
 
     MFU/HFU and model TFLOP/s per GPU are over all `gpus` (idle ones included)."""
     prof = profile_of(profile)
-    gemm_max, half_dim, low = efficiency or efficiency_for(system.generation, arch.precision,
-                                                           prof.name)
+    gemm_max, half_dim, low, moe_bytes, expert_half = efficiency or efficiency_for(
+        system.generation, arch.precision, prof.name)
     etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
     comp = step_components(arch, system, network, grid["tp"], grid["pp"], grid["dp"],
                            grid["cp"], grid["ep"], grid["vpp"], grid["mb"], grid["rc"],
-                           gemm_max, half_dim, low, etp=etp, sh=sh, profile=prof)
+                           gemm_max, half_dim, low, etp=etp, sh=sh, profile=prof,
+                           moe_bytes=moe_bytes, expert_half_tokens=expert_half)
     mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
                        grid["vpp"], grid["mb"], grid["rc"], comp["m"], etp=etp, sh=sh,
                        profile=prof)

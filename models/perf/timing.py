@@ -10,17 +10,17 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       n = hidden / tp (the sharded GEMM dimension: narrow shards run tensor cores less
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
       recomputation. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
-      t/(t + EXPERT_HALF_TOKENS) (t = tokens per local expert and micro-batch: small
-      grouped GEMMs) and wait for the busiest rank (x routing_imbalance);
+      t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
+      micro-batch = ep * b*s/cp * top_k/experts * tp/etp: small grouped GEMMs) and wait for the busiest rank (x routing_imbalance);
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
       (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
       that recomputes the scores (3.5x the forward instead of 3x), in BF16 at
       ATTENTION_EFFICIENCY of the BF16 peak. Unfused (2021): all counted FLOPs at the
       GEMM efficiency;
   t_hbm  = memory-bound kernels at HBM bandwidth: ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * h
-      per token and layer (sequence-parallel shard), plus MoE token permutation and the
-      expert activation, MOE_ELEMENTWISE_BYTES * top_k * (h + expert_ffn/etp) per token
-      and MoE layer;
+      per token and layer (sequence-parallel shard), plus the MoE layers' routing work,
+      moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
+      models.perf.calibration);
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;
@@ -28,6 +28,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       with the attention core; NVLink if tp*cp fits the NVLink domain, else the NIC;
   t_ep   = MoE all-to-all: dispatch+combine forward and backward of top_k copies of
       each token's hidden state, (ep-1)/ep leaving the GPU, EP_EXPOSED not overlapped;
+      when the group spans several NVLink domains only the copies bound for other
+      domains cross the NIC (all_to_all_off_domain);
   t_pp   = point-to-point activations s*b*h*2/tp forward and backward per virtual stage.
 Per step with m micro-batches: (m + (pp-1)/vpp) * t_mb, the second term being the
 pipeline bubble (interleaved schedule, Narayanan et al. 2021).
@@ -78,8 +80,9 @@ SPINE_EFFICIENCY = 0.85
 adaptive-routing paths that same-leaf traffic never meets). Clusterplan estimate; it
 only acts when the fabric says how many GPUs share a leaf (NetworkSpec.leaf_gpus)."""
 TP_EXPOSED = 0.75
-"""Share of TP communication not hidden behind compute (Megatron overlaps part of it;
-clusterplan assumption, not fitted)."""
+"""Share of TP communication not hidden behind compute in the 2021 stack (Megatron
+overlaps part of it; clusterplan assumption, not fitted). Profiles set their own
+(Profile.tp_exposed: Transformer Engine's userbuffer overlap hides most of it)."""
 EP_EXPOSED = 0.7
 """Share of MoE all-to-all time not hidden (Megatron-Core overlaps some of it;
 DeepSeek's DualPipe nearly all; clusterplan assumption)."""
@@ -90,19 +93,11 @@ OPTIMIZER_BYTES_PER_PARAM = 32.0
 """HBM traffic of one Adam update per locally owned parameter [bytes] (read fp32
 master, m, v, grad; write master, m, v, bf16 param)."""
 HBM_EFFICIENCY = 0.8
-EXPERT_HALF_TOKENS = 256.0
-"""Tokens per local expert and micro-batch at which grouped expert GEMMs run at half
-the efficiency of large GEMMs (the GEMM M dimension must fill 128-256-row tensor-core
-tiles; clusterplan assumption). Tokens per local expert = ep * b*s/cp * top_k/experts."""
 ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN = 120.0
 """HBM traffic of the memory-bound (non-GEMM) kernels per token, per layer, per hidden
 unit, forward + backward [bytes]: layer norms, activations, dropout, residuals, bias,
 softmax. ~3.5x the 34 bytes of stored activations of Korthikanti et al. 2022 (each
 written and read in forward and backward); clusterplan estimate, not fitted."""
-MOE_ELEMENTWISE_BYTES = 16.0
-"""HBM bytes per routed token copy and unit of width, forward + backward: permute and
-unpermute of the hidden state, the expert activation (each a bf16 read + write, 4
-passes); clusterplan estimate, not fitted."""
 ATTENTION_EFFICIENCY = {"ampere": 0.45, "hopper": 0.5, "blackwell": 0.5,
                         "blackwell-ultra": 0.6, "cdna3": 0.35}
 """Fraction of the BF16 dense peak fused attention kernels reach, forward + backward
@@ -113,6 +108,9 @@ TFLOP/s forward and ~450-550 backward on H100 (Shah et al. 2024, arXiv 2407.0860
 unit) bound at a similar fraction; Blackwell Ultra doubles the exponent throughput
 (10.7 vs 5 TeraExp/s, https://verda.com/blog/gb300-nvl72-architecture) -> 0.6; CDNA3
 (MI300X): ~0.35. Sourced estimates, not fitted."""
+SELECTIVE_ELEMENTWISE_FACTOR = 1.2
+"""Memory-bound work with Megatron-Core's module recompute (layer norms, activation
+functions re-run in the backward) relative to none (clusterplan estimate)."""
 FLASH_BACKWARD_FACTOR = 3.5
 """Forward + backward FLOPs of a FlashAttention core over its forward: the backward
 recomputes the scores (5 matmuls to the forward's 2)."""
@@ -141,6 +139,14 @@ def _link_time(nbytes, span, system: GpuSystemLike, network: NetworkSpec):
     return nbytes / bw
 
 
+def all_to_all_off_domain(span, system: GpuSystemLike):
+    """Share of an all-to-all's bytes that leave the NVLink domain: peers are spread
+    evenly, min(span, domain)/span of them share the sender's domain (1 inside it:
+    the whole exchange is on NVLink then, timed at NVLink rate)."""
+    domain = system.nvlink_domain_gpus
+    return np.where(span <= domain, 1.0, 1.0 - domain / np.maximum(span, 1))
+
+
 def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
     """(bytes per parameter per step, bytes per parameter per micro-batch) the data-
     parallel group moves, before the (n-1)/n ring factor."""
@@ -159,7 +165,8 @@ def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
 def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
-                    profile=None) -> dict[str, np.ndarray]:
+                    profile=None, moe_bytes=16.0,
+                    expert_half_tokens=256.0) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
     tp, pp, dp, cp, ep, vpp, mb, rc, sh = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
@@ -188,12 +195,13 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     f_routed_rank = f_routed * tp / etp       # expert GEMMs sharded etp-, not tp-way
     expert_tokens = ep * tokens_mb / cp * arch.top_k / arch.experts * tp / etp
     expert_eff = (efficiency(arch.expert_ffn / etp) * expert_tokens
-                  / (expert_tokens + EXPERT_HALF_TOKENS))
+                  / (expert_tokens + expert_half_tokens))
     t_gemm = ((f_gemm - f_routed) / (peak_gemm * eff * precision_factor)
               + f_routed_rank * arch.routing_imbalance
               / (peak_gemm * np.maximum(expert_eff, 1e-9) * precision_factor))
-    if profile is not None and profile.fused_attention:
-        passes = FLASH_BACKWARD_FACTOR + np.where(rc == RC_NONE, 0.0, 1.0)
+    fused = profile is not None and profile.fused_attention
+    if fused:   # 'selective' recomputes no attention core here (module recompute)
+        passes = FLASH_BACKWARD_FACTOR + np.where(full, 1.0, 0.0)
         f_core = per_gpu * arch.fwd_attn_core * arch.causal_attn_fraction * passes
         t_core = f_core / (peak_bf16 * ATTENTION_EFFICIENCY.get(system.generation, 0.5))
     else:
@@ -201,16 +209,19 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         t_core = f_core / (peak_bf16 * eff)
     hbm = system.hbm_tbps * 1e12 * HBM_EFFICIENCY
     moe_stage = layers_stage * arch.moe_layers / arch.layers
-    t_elementwise = (tokens_mb / (cp * tp) * np.where(full, 1.3, 1.0)
+    rerun = np.where(full, 1.3, np.where((rc == RC_NONE) | (not fused), 1.0,
+                                         SELECTIVE_ELEMENTWISE_FACTOR))
+    t_elementwise = (tokens_mb / (cp * tp) * rerun
                      * (h * ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * layers_stage
-                        + MOE_ELEMENTWISE_BYTES * arch.top_k * moe_stage
+                        + moe_bytes * arch.top_k * moe_stage
                         * (h + arch.expert_ffn / etp))) / hbm
     t_compute = t_gemm + t_core + t_elementwise
 
     act_bytes = tokens_mb / cp * h * 2.0      # the micro-batch's hidden states on this CP rank
     n_coll = np.where(full, 12.0, 8.0)
     tp_bytes = n_coll * (tp - 1) / tp * act_bytes * layers_stage
-    t_tp = TP_EXPOSED * _link_time(tp_bytes, tp, system, network)
+    tp_exposed = TP_EXPOSED if profile is None else profile.tp_exposed
+    t_tp = tp_exposed * _link_time(tp_bytes, tp, system, network)
 
     kv_bytes = 2.0 * arch.kv_ratio * act_bytes / tp
     cp_bytes = 3.0 * (cp - 1) * kv_bytes * layers_stage
@@ -218,7 +229,9 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
 
     ep_bytes = (4.0 * moe_stage * (tokens_mb / (cp * tp)) * arch.top_k * h * 2.0
                 * (ep - 1) / ep)
-    t_ep = EP_EXPOSED * _link_time(ep_bytes, etp * cp * ep, system, network)
+    span_ep = etp * cp * ep
+    t_ep = EP_EXPOSED * _link_time(ep_bytes * all_to_all_off_domain(span_ep, system), span_ep,
+                                   system, network)
 
     pp_bytes = np.where(pp > 1, 2.0 * vpp * act_bytes / tp, 0.0)
     t_pp = _link_time(pp_bytes, tp * cp * ep * pp, system, network)
