@@ -56,6 +56,53 @@ def test_moe_flops_count_only_active_experts():
     assert a.params_active < a.params_total
 
 
+@pytest.mark.parametrize(("workload", "seq", "published", "rel"), [
+    # arXiv 2505.09343 (DeepSeek, "Insights into DeepSeek-V3"), Table 2: training
+    # GFLOPs per token at sequence 4096, causal attention: DeepSeek-V3 250, Llama 3.1
+    # 405B 2448
+    ("deepseek-v3", 4096, 250e9, 0.01),
+    ("llama3-405b", 4096, 2448e9, 0.015),
+])
+def test_flops_per_token_match_published_figures(workload, seq, published, rel):
+    from solver.loading import load_workload
+
+    wl = load_workload(workload).model_copy(update={"seq_len": seq})
+    assert arch_of(wl).causal_flops_per_token == pytest.approx(published, rel=rel)
+
+
+def test_gpt3_flops_match_mlperf_convention():
+    """MLPerf's GPT-3 175B (seq 2048, vocab 51200, full attention count): NVIDIA's
+    1.0767 TFLOP per token (calibration_runs.csv notes)."""
+    assert arch_of(gpt()).model_flops_per_token == pytest.approx(1.0767e12, rel=5e-4)
+
+
+def test_mla_and_dense_layers_reproduce_deepseek_v3_parameters():
+    """671B total and 37B active (DeepSeek-V3 report); MLA projections ~187M per layer:
+    q 7168*1536 + 1536*128*192, kv down 7168*576, kv up 512*128*256, out 128*128*7168."""
+    from models.perf.flops import attention_shape
+    from solver.loading import load_workload
+
+    wl = load_workload("deepseek-v3")
+    mla = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
+    assert attention_shape(wl)[0] == mla
+    a = arch_of(wl)
+    assert a.moe_layers == 58 and a.dense_layers == 3
+    assert a.params_total == pytest.approx(671e9, rel=0.01)
+    assert a.params_active == pytest.approx(37e9, rel=0.02)
+
+
+def test_sliding_window_counts_only_the_window():
+    """Half the layers see 128 tokens: attention FLOPs of those layers scale with 128,
+    not s; a causal kernel runs (w - w^2/2s)/w of them, s/2 of a full layer's."""
+    base = gpt(layers=4, hidden=512, heads=8, seq=4096, vocab=1000)
+    windowed = SimpleNamespace(**{**vars(base), "sliding_window": 128,
+                                  "local_layers_per_global": 1})
+    a, w = arch_of(base), arch_of(windowed)
+    assert w.fwd_attn_core == pytest.approx(a.fwd_attn_core * (2 * 4096 + 2 * 128) / (4 * 4096))
+    executed = 2 * (4096 - 4096 / 2) + 2 * (128 - 128 * 128 / (2 * 4096))
+    assert w.causal_attn_fraction == pytest.approx(executed / (2 * 4096 + 2 * 128))
+
+
 def test_memory_matches_hand_computation():
     """GPT-3 175B, tp8 pp8 dp16, mb1, vpp3, selective: Korthikanti's 34*s*b*h*L/t per
     in-flight factor (1 + (p-1)/(p*v)), 18 B/param with a 12 B optimizer share / dp

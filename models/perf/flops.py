@@ -87,6 +87,13 @@ class Arch:
         return 3.0 * (self.fwd_gemm + self.fwd_attn_core)
 
     @property
+    def causal_flops_per_token(self) -> float:
+        """Forward + backward FLOPs per token counting only the attention blocks a
+        causal (or sliding-window) kernel computes: the convention of DeepSeek's and
+        Megatron-Bridge's published figures."""
+        return 3.0 * (self.fwd_gemm + self.fwd_attn_core * self.causal_attn_fraction)
+
+    @property
     def model_flops_per_step(self) -> float:
         return self.model_flops_per_token * self.seq_len * self.global_batch
 
