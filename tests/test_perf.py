@@ -161,6 +161,59 @@ def test_oversubscription_and_sharp_move_dp_time():
     assert split.breakdown["dp_comm"] > flat.breakdown["dp_comm"]
 
 
+def test_dp_bytes_by_precision_sharding_and_sharp():
+    """Per parameter and (n-1)/n (tuned-2025): distributed optimizer = reduce-scatter of
+    bf16 gradients (2 B) + all-gather of parameters (2 B, 1 B when an FP8 run gathers
+    FP8); SHARP halves the reduction only; DDP all-reduces (2 x 2 B, halved by SHARP);
+    FSDP moves 2 B + 2 x gather per micro-batch."""
+    from models.perf.calibration import PROFILES
+    from models.perf.memory import SH_FULL, SH_NONE, SH_OPTIMIZER
+    from models.perf.timing import dp_bytes_per_param
+
+    tuned = PROFILES["tuned-2025"]
+    cases = [("bf16", SH_OPTIMIZER, False, (4.0, 0.0)), ("fp8", SH_OPTIMIZER, False, (3.0, 0.0)),
+             ("fp8", SH_OPTIMIZER, True, (2.0, 0.0)), ("bf16", SH_NONE, False, (4.0, 0.0)),
+             ("bf16", SH_NONE, True, (2.0, 0.0)), ("bf16", SH_FULL, False, (0.0, 6.0)),
+             ("fp8", SH_FULL, True, (0.0, 3.0))]
+    for precision, sh, sharp, expected in cases:
+        got = dp_bytes_per_param(tuned, precision, np.array(sh), sharp)
+        assert tuple(float(x) for x in got) == expected, (precision, sh, sharp)
+
+
+def test_fsdp_shards_weights_and_gradients():
+    """Llama-3-8B-like on 8 H100, tp1 dp8: FSDP keeps 1/8 of weights, gradients and Adam
+    state per GPU plus two layers' bf16 weights being gathered."""
+    wl = gpt(layers=32, hidden=4096, heads=32, seq=8192, batch=128, vocab=128256,
+             kv_heads=8, ffn=14336, gated=True)
+    opt = evaluate(wl, H100, IB, Parallelism(1, 1, 8, micro_batch=1, recompute="none",
+                                             sharding="optimizer"))
+    fsdp = evaluate(wl, H100, IB, Parallelism(1, 1, 8, micro_batch=1, recompute="none",
+                                              sharding="full"))
+    p = arch_of(wl).params_total
+    assert fsdp.memory_breakdown_gib["gradients"] == pytest.approx(2 * p / 8 / GIB)
+    assert fsdp.memory_breakdown_gib["weights"] == pytest.approx(
+        (2 * p / 8 + 2 * 2 * p / 32) / GIB)
+    assert opt.memory_breakdown_gib["gradients"] == pytest.approx(2 * p / GIB)
+    assert fsdp.memory_gib_per_gpu < opt.memory_gib_per_gpu
+
+
+def test_middle_of_rack_slows_cross_leaf_traffic():
+    """DP traffic of a group larger than the leaf crosses the spine (SPINE_EFFICIENCY):
+    a rail group of 256 GPUs keeps 64-way DP on its leaf, a 32-GPU middle-of-rack leaf
+    does not."""
+    from models.perf.timing import SPINE_EFFICIENCY
+
+    wl = gpt(layers=24, hidden=2048, heads=16, seq=4096, batch=64, vocab=131072)
+    par = Parallelism(1, 1, 64, micro_batch=1, recompute="none")
+    rail = evaluate(wl, H100, NetworkSpec(400.0, leaf_gpus=256), par)
+    mor = evaluate(wl, H100, NetworkSpec(400.0, rail_optimized=False, leaf_gpus=32), par)
+    flat = evaluate(wl, H100, NetworkSpec(400.0), par)
+    assert rail.step_time_s == pytest.approx(flat.step_time_s)
+    assert mor.breakdown["dp_comm"] > rail.breakdown["dp_comm"] > 0
+    assert mor.traffic_bytes["dp"] == pytest.approx(rail.traffic_bytes["dp"])
+    assert SPINE_EFFICIENCY < 1
+
+
 def test_config_that_does_not_fit_still_returns_numbers():
     r = evaluate(gpt(), A100, IB, Parallelism(1, 1, 8, micro_batch=1))
     assert not r.fits and r.memory_gib_per_gpu > 80 and r.step_time_s > 0
@@ -268,6 +321,16 @@ def test_cli_search_json_contract(cli):
     low, high = doc["tokens_per_s_band"]
     assert low < doc["tokens_per_s"] < high
     assert doc["fits"] is True and doc["mode"] == "search"
+
+
+def test_cli_fsdp_flag(cli):
+    args = ["--workload", "llama3-405b", "--gpu", "h100-sxm", "--gpus", "1024", "--json"]
+    fsdp = json.loads(cli(*args, "--fsdp").stdout)
+    assert fsdp["parallelism"]["sharding"] == "full"
+    res = cli(*args, "--profile", "megatron-2021")
+    assert json.loads(res.stdout)["profile"] == "megatron-2021"
+    bad = cli(*args, "--profile", "2019")
+    assert bad.exit_code == 3 and "--profile" in bad.output
 
 
 def test_cli_evaluate_and_not_fitting(cli):

@@ -127,10 +127,11 @@ fp8 0.9: H100 FP8 GEMMs reach ~1,250-1,450 of 1,979 TFLOP/s against 620-720 of 9
 BF16 (https://semianalysis.com/2024/12/22/mi300x-vs-h100-vs-h200-benchmark-part-1-training/);
 fp4 0.6: NVIDIA's NVFP4 recipe keeps ~15% of the linear layers in BF16 and adds
 random Hadamard transforms and stochastic rounding to the FP4 GEMMs (arXiv 2509.25149),
-so FP4 runs further from their peak (clusterplan estimate); half_dim 128: a
-GEMM whose sharded dimension is one 128-wide tensor-core tile runs at about half the
-rate of a wide one (CUTLASS tile shapes 128-256; clusterplan estimate); moe_bytes 16 (a bf16 read + write of each routed copy in 4 passes): clusterplan
-estimates."""
+so FP4 runs further from their peak (clusterplan estimate); half_dim 128: a GEMM whose
+sharded dimension is one 128-wide tensor-core tile runs at about half the rate of a wide
+one (CUTLASS tile shapes 128-256; clusterplan estimate); moe_bytes 16 (a bf16 read +
+write of each routed copy in 4 passes) and expert_half_tokens 256 (two 128-row tiles):
+clusterplan estimates."""
 PRIOR_WEIGHT = 0.01
 """Weight of sum(((p - prior) / bound width)^2) added to the fit's loss (a mean |log|
 error ~0.05-0.1): negligible wherever the data decide."""

@@ -11,7 +11,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
       recomputation. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
       t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
-      micro-batch = ep * b*s/cp * top_k/experts * tp/etp: small grouped GEMMs) and wait for the busiest rank (x routing_imbalance);
+      micro-batch = ep * b*s/cp * top_k/experts * tp/etp: small grouped GEMMs) and
+      wait for the busiest rank (x routing_imbalance);
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
       (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
       that recomputes the scores (3.5x the forward instead of 3x), in BF16 at

@@ -56,11 +56,25 @@ def job_mapping(catalog, system, switch: str, gpus: int, doc: dict) -> dict | No
 
 def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
                   recompute: str | None, switch: str | None, oversubscription: float,
-                  pod_gpus: int | None) -> dict:
-    from models.perf import Parallelism, evaluate, invalid_degrees, search
+                  pod_gpus: int | None, sharding: str | None = None, etp: int | None = None,
+                  profile: str | None = None) -> dict:
+    from models.perf import (
+        PROFILES,
+        SHARDING_MODES,
+        Parallelism,
+        evaluate,
+        invalid_degrees,
+        search,
+    )
     from solver.loading import load_catalog, load_workload
 
     problems = []
+    if sharding is not None and sharding not in SHARDING_MODES:
+        problems.append(f"--sharding {sharding} is not one of {', '.join(SHARDING_MODES)}")
+    if profile is not None and profile not in PROFILES:
+        problems.append(f"--profile {profile} is not one of {', '.join(sorted(PROFILES))}")
+    if etp is not None and etp < 1:
+        problems.append("--etp must be >= 1")
     if gpus < 1:
         problems.append("--gpus must be >= 1")
     if oversubscription < 1:
@@ -82,12 +96,13 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
     given = {k: v for k, v in degrees.items() if v is not None}
     if recompute is not None:
         given["recompute"] = recompute
+    options = {k: v for k, v in (("sharding", sharding), ("etp", etp)) if v is not None}
     if len(given) == len(DEGREES) + 1:
-        par = Parallelism(**given)
+        par = Parallelism(**given, **options)
         problems = invalid_degrees(workload, system, par, gpus)
         if problems:
             raise InvalidInstance(problems, "perf")
-        result, mode = evaluate(workload, system, network, par), "evaluate"
+        result, mode = evaluate(workload, system, network, par, profile=profile), "evaluate"
     else:
         probe = Parallelism(tp=given.get("tp", 1), pp=given.get("pp", 1), dp=1,
                             cp=given.get("cp", 1), ep=given.get("ep", 1),
@@ -103,7 +118,8 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
         if problems:
             raise InvalidInstance(problems, "perf")
         try:
-            result = search(workload, system, network, gpus, given)
+            result = search(workload, system, network, gpus, {**given, **options},
+                            profile=profile)
         except ValueError as exc:
             raise InvalidInstance([f"--gpus {gpus}: {exc}"], "perf") from None
         mode = "search"
@@ -138,6 +154,14 @@ def register(app: typer.Typer) -> None:
         micro_batch: Annotated[int | None, opt("--micro-batch", "Sequences per micro-batch.")
                                ] = None,
         recompute: Annotated[str | None, opt("--recompute", "none | selective | full")] = None,
+        sharding: Annotated[str | None, opt("--sharding", "Data-parallel sharding: none | "
+                                            "optimizer | gradients | full (ZeRO 0-3).")
+                            ] = None,
+        fsdp: Annotated[bool, opt("--fsdp", "FSDP / ZeRO-3 (= --sharding full).")] = False,
+        etp: Annotated[int | None, opt("--etp", "Expert tensor-parallel degree (default "
+                                       "--tp).")] = None,
+        profile: Annotated[str | None, opt("--profile", "Software profile: tuned-2025 "
+                                           "(default) | megatron-2021.")] = None,
         switch: Annotated[str | None, opt("--switch", "Scale-out switch id (in-network "
                                           "reduction, pod size).")] = None,
         oversubscription: Annotated[float, opt("--oversubscription",
@@ -152,15 +176,19 @@ def register(app: typer.Typer) -> None:
         degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp,
                    "micro_batch": micro_batch}
         doc = run(lambda: perf_document(workload, gpu, gpus, degrees, recompute, switch,
-                                        oversubscription, pod_gpus))
+                                        oversubscription, pod_gpus,
+                                        "full" if fsdp else sharding, etp, profile))
         if as_json:
             emit_json(doc)
             return
         p = doc["parallelism"]
         stdout.print(f"{doc['workload']} on {gpus} x {gpu} ({doc['mode']}): "
                      f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} "
-                     f"vpp={p['vpp']} mb={p['micro_batch']} recompute={p['recompute']}")
-        stdout.print(f"  step {doc['step_time_s']:.3f} s, {doc['tokens_per_s']:,.0f} tokens/s, "
+                     f"vpp={p['vpp']} mb={p['micro_batch']} recompute={p['recompute']} "
+                     f"sharding={p['sharding']} etp={p['etp']} ({doc['profile']})")
+        low, high = doc["tokens_per_s_band"]
+        stdout.print(f"  step {doc['step_time_s']:.3f} s, {doc['tokens_per_s']:,.0f} tokens/s "
+                     f"(p10-p90 {low:,.0f}-{high:,.0f}), "
                      f"MFU {doc['mfu']:.1%}, HFU {doc['hfu']:.1%}, "
                      f"{doc['memory_gib_per_gpu']:.1f} GiB/GPU "
                      f"({'fits' if doc['fits'] else 'DOES NOT FIT'})")
