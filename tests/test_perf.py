@@ -369,3 +369,40 @@ def test_cli_maps_the_groups_onto_the_fabric(cli):
     for dim, g in groups.items():
         assert g["degree"] == doc["parallelism"][dim]
         assert math.prod(g["factors"].values()) == g["degree"]
+
+
+# --- prediction bands ----------------------------------------------------------------------
+
+def test_quantile_factor_interpolates_the_cv_quantiles():
+    from models.perf.calibration import BANDS, quantile_factor
+
+    p10, p50, p90 = BANDS["tuned-2025"]
+    assert quantile_factor(0.1) == pytest.approx(p10)
+    assert quantile_factor(0.5) == pytest.approx(p50)
+    assert quantile_factor(0.3) == pytest.approx((p10 + p50) / 2)
+    assert quantile_factor(0.0) == pytest.approx(p10)      # constant outside [0.1, 0.9]
+    assert quantile_factor(1.0) == pytest.approx(p90)
+    assert p10 < p50 < p90
+
+
+def test_design_throughput_at_a_quantile():
+    """objective.throughput_quantile scales the design's throughput by the quantile
+    factor and keeps the point prediction and band in the details."""
+    from models.perf.calibration import quantile_factor
+    from solver.evaluators import exact_throughput
+    from solver.loading import load_catalog, load_workload
+
+    cat = load_catalog()
+    parts = SimpleNamespace(gpu=cat.gpu["h100-sxm"], nic=cat.nic["connectx-7"],
+                            switch=cat.switch["quantum2-qm9700"], radix=64,
+                            rail_optimized=True)
+    fabric = SimpleNamespace(spec=SimpleNamespace(pods=1, oversubscription=1.0))
+    wl = load_workload("llama3-405b")
+    point = exact_throughput(SimpleNamespace(workload=wl, objective=SimpleNamespace(
+        throughput_quantile=None)), parts, fabric, 4096)
+    low = exact_throughput(SimpleNamespace(workload=wl, objective=SimpleNamespace(
+        throughput_quantile=0.1)), parts, fabric, 4096)
+    assert low.tokens_per_s == pytest.approx(point.tokens_per_s * quantile_factor(0.1))
+    assert low.details["predicted_tokens_per_s"] == pytest.approx(point.tokens_per_s)
+    lo, hi = point.details["tokens_per_s_band"]
+    assert lo < point.tokens_per_s < hi and point.details["profile"] == "tuned-2025"
