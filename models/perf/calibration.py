@@ -24,7 +24,10 @@ Parameters per (profile, generation), never per run:
              bandwidth across generations;
   expert_half_tokens  tokens per local expert and micro-batch at which the grouped
              expert GEMMs run at half their large-GEMM efficiency (per-expert problems
-             too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens).
+             too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens);
+  layer_overhead_us  fixed time per layer and micro-batch, forward + backward: kernel
+             launches, scaling-factor bookkeeping, synchronisation; what makes small
+             models (hidden 2,048-4,096) slower than their GEMM shapes alone say.
 Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim and fp8 (its
 BF16 rows are two MoE runs: they cannot separate gemm_max from fp8); Blackwell Ultra
 (GB300) fits only its own gemm_max (4 rows cannot carry more); moe_bytes is one value
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -79,15 +83,19 @@ PROFILES: dict[str, Profile] = {
 DEFAULT_PROFILE = "tuned-2025"
 
 FITTED: dict[tuple[str, str], dict[str, float]] = {
-    ("megatron-2021", "ampere"): {"gemm_max": 0.624, "half_dim": 217.445},
-    ("tuned-2025", "hopper"): {"gemm_max": 0.5403, "half_dim": 128.0, "fp8": 0.96,
-                               "moe_bytes": 121.8067, "expert_half_tokens": 1131.6303},
-    ("tuned-2025", "blackwell"): {"gemm_max": 0.4775, "half_dim": 128.0, "fp8": 0.96,
-                                  "fp4": 0.5224, "moe_bytes": 121.8067,
-                                  "expert_half_tokens": 1131.6303},
-    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.5151, "half_dim": 128.0, "fp8": 0.96,
-                                        "fp4": 0.5224, "moe_bytes": 121.8067,
-                                        "expert_half_tokens": 1131.6303},
+    ("megatron-2021", "ampere"): {"gemm_max": 0.6259, "half_dim": 204.0759,
+                                  "layer_overhead_us": 628.9196},
+    ("tuned-2025", "hopper"): {"gemm_max": 0.5786, "half_dim": 128.0, "fp8": 0.9836,
+                               "moe_bytes": 110.9243, "expert_half_tokens": 1356.5665,
+                               "layer_overhead_us": 929.3942},
+    ("tuned-2025", "blackwell"): {"gemm_max": 0.5207, "half_dim": 128.0, "fp8": 0.9836,
+                                  "fp4": 0.5355, "moe_bytes": 110.9243,
+                                  "expert_half_tokens": 1356.5665,
+                                  "layer_overhead_us": 929.3942},
+    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.5456, "half_dim": 128.0, "fp8": 0.9836,
+                                        "fp4": 0.5355, "moe_bytes": 110.9243,
+                                        "expert_half_tokens": 1356.5665,
+                                        "layer_overhead_us": 929.3942},
 }
 """Efficiency parameters per (profile, generation), from `fit_profile` on
 shared/reference/calibration_runs.csv (tests/test_perf_calibration.py re-runs the fit,
@@ -106,8 +114,8 @@ class FitStage:
 
 
 FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
-    "megatron-2021": (FitStage("ampere", ("gemm_max", "half_dim")),),
-    "tuned-2025": (FitStage("hopper", ("gemm_max", "fp8")),
+    "megatron-2021": (FitStage("ampere", ("gemm_max", "half_dim", "layer_overhead_us")),),
+    "tuned-2025": (FitStage("hopper", ("gemm_max", "fp8", "layer_overhead_us")),
                    FitStage("blackwell", ("gemm_max", "fp4"), copy_from="hopper"),
                    FitStage("blackwell-ultra", ("gemm_max",), copy_from="blackwell"),
                    FitStage(None, ("moe_bytes", "expert_half_tokens"), moe_rows=True)),
@@ -118,7 +126,7 @@ make 128-wide expert shards free). GEMM and precision parameters come from the d
 moe_bytes, one value for the profile (its MoE software), from the MoE runs of every
 generation, the HBM bandwidth carrying the difference between generations."""
 PRIOR = {"gemm_max": 0.6, "half_dim": 128.0, "fp8": 0.9, "fp4": 0.6, "moe_bytes": 16.0,
-         "expert_half_tokens": 256.0}
+         "expert_half_tokens": 256.0, "layer_overhead_us": 0.0}
 """Start of every fit and a weak prior (PRIOR_WEIGHT): where the rows cannot separate two
 parameters (e.g. gemm_max and fp8 when a fold holds out every BF16 Hopper run) the fit
 stays near these physically sourced values instead of anywhere on the ridge.
@@ -132,16 +140,18 @@ sharded dimension is one 128-wide tensor-core tile runs at about half the rate o
 one (CUTLASS tile shapes 128-256; clusterplan estimate); moe_bytes 16 (a bf16 read +
 write of each routed copy in 4 passes) and expert_half_tokens 256 (two 128-row tiles):
 clusterplan estimates."""
+SIMPLEX_STEP = 0.05
+"""Nelder-Mead's first simplex: each parameter moved by this share of its BOUNDS width."""
 PRIOR_WEIGHT = 0.01
 """Weight of sum(((p - prior) / bound width)^2) added to the fit's loss (a mean |log|
 error ~0.05-0.1): negligible wherever the data decide."""
 BOUNDS = {"gemm_max": (0.2, 1.0), "half_dim": (0.0, 2000.0), "fp8": (0.3, 1.2),
           "fp4": (0.2, 1.2), "moe_bytes": (0.0, 4000.0),
-          "expert_half_tokens": (0.0, 50000.0)}
+          "expert_half_tokens": (0.0, 50000.0), "layer_overhead_us": (0.0, 5000.0)}
 
 BANDS: dict[str, tuple[float, float, float]] = {
-    "megatron-2021": (0.837, 0.922, 1.108),
-    "tuned-2025": (0.738, 0.959, 1.143),
+    "megatron-2021": (0.837, 0.922, 1.116),
+    "tuned-2025": (0.746, 0.952, 1.159),
 }
 """(p10, p50, p90) of measured / predicted throughput in leave-one-source-out
 cross-validation, per profile (tests/test_perf_calibration.py recomputes them)."""
@@ -177,19 +187,31 @@ def parameters_for(generation: str, profile: str = DEFAULT_PROFILE,
     return params
 
 
+class Efficiency(NamedTuple):
+    """The fitted parameters one evaluation uses (see the module docstring)."""
+
+    gemm_max: float
+    half_dim: float
+    precision_factor: float
+    moe_bytes: float
+    expert_half_tokens: float
+    layer_overhead_s: float
+
+
 def efficiency_for(generation: str, precision: str, profile: str = DEFAULT_PROFILE,
                    table: Mapping[tuple[str, str], Mapping[str, float]] | None = None
-                   ) -> tuple[float, float, float, float, float]:
-    """(gemm_max, half_dim, low_precision_factor, moe_bytes, expert_half_tokens) for a
-    generation, precision and profile. A precision without its own factor uses the next
-    wider one's (fp4 -> fp8 -> 1); a profile without a MoE fit uses PRIOR's MoE values."""
+                   ) -> Efficiency:
+    """The parameters for a generation, precision and profile. A precision without its
+    own factor uses the next wider one's (fp4 -> fp8 -> 1); parameters a profile did not
+    fit take PRIOR's values."""
     p = parameters_for(generation, profile, table)
     order = ("fp4", "fp8")
     factor = 1.0
     if precision in order:
         factor = next((p[q] for q in order[order.index(precision):] if q in p), 1.0)
-    return (p["gemm_max"], p["half_dim"], factor, p.get("moe_bytes", PRIOR["moe_bytes"]),
-            p.get("expert_half_tokens", PRIOR["expert_half_tokens"]))
+    p = {**PRIOR, **p}
+    return Efficiency(p["gemm_max"], p["half_dim"], factor, p["moe_bytes"],
+                      p["expert_half_tokens"], p["layer_overhead_us"] * 1e-6)
 
 
 def band_factors(profile: str = DEFAULT_PROFILE) -> tuple[float, float]:
@@ -298,8 +320,10 @@ def fit_profile(runs: Sequence[CalibrationRun], profile: str,
                          + PRIOR_WEIGHT * prior)
 
         x0 = np.array([PRIOR[n] for n in stage.free])
+        steps = np.diag([SIMPLEX_STEP * (BOUNDS[n][1] - BOUNDS[n][0]) for n in stage.free])
         best = minimize(loss, x0, method="Nelder-Mead",
-                        options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 600})
+                        options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 600,
+                                 "initial_simplex": np.vstack([x0, x0 + steps])})
         loss(best.x)
         for key in keys:
             table[key] = {k: round(v, 4) for k, v in table[key].items()}

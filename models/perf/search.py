@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from models.perf.calibration import DEFAULT_PROFILE, efficiency_for, profile_of
+from models.perf.calibration import DEFAULT_PROFILE, Efficiency, efficiency_for, profile_of
 from models.perf.flops import Arch
 from models.perf.memory import GIB, RC_FULL, RC_NONE, memory_bytes
 from models.perf.timing import step_components
@@ -166,20 +166,21 @@ def data_parallel_degree(global_batch: int, gpus: int,
 
 def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                   grid: Mapping[str, np.ndarray], gpus: int,
-                  efficiency: tuple[float, ...] | None = None,
+                  efficiency: Efficiency | None = None,
                   profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
     """Step time, throughput, MFU/HFU and memory of every configuration in `grid`
     (without 'etp'/'sh' keys: etp = tp, the distributed optimizer).
 
     MFU/HFU and model TFLOP/s per GPU are over all `gpus` (idle ones included)."""
     prof = profile_of(profile)
-    gemm_max, half_dim, low, moe_bytes, expert_half = efficiency or efficiency_for(
-        system.generation, arch.precision, prof.name)
+    eff = efficiency or efficiency_for(system.generation, arch.precision, prof.name)
     etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
     comp = step_components(arch, system, network, grid["tp"], grid["pp"], grid["dp"],
                            grid["cp"], grid["ep"], grid["vpp"], grid["mb"], grid["rc"],
-                           gemm_max, half_dim, low, etp=etp, sh=sh, profile=prof,
-                           moe_bytes=moe_bytes, expert_half_tokens=expert_half)
+                           eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
+                           profile=prof, moe_bytes=eff.moe_bytes,
+                           expert_half_tokens=eff.expert_half_tokens,
+                           layer_overhead_s=eff.layer_overhead_s)
     mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
                        grid["vpp"], grid["mb"], grid["rc"], comp["m"], etp=etp, sh=sh,
                        profile=prof)

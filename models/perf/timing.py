@@ -22,6 +22,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       per token and layer (sequence-parallel shard), plus the MoE layers' routing work,
       moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
       models.perf.calibration);
+  t_fixed = layer_overhead_s per layer of the stage (fitted: launches, bookkeeping,
+      synchronisation); t_compute = t_gemm + t_attn + t_hbm + t_fixed;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;
@@ -166,8 +168,8 @@ def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
 def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
-                    profile=None, moe_bytes=16.0,
-                    expert_half_tokens=256.0) -> dict[str, np.ndarray]:
+                    profile=None, moe_bytes=16.0, expert_half_tokens=256.0,
+                    layer_overhead_s=0.0) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
     tp, pp, dp, cp, ep, vpp, mb, rc, sh = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
@@ -216,7 +218,7 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                      * (h * ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * layers_stage
                         + moe_bytes * arch.top_k * moe_stage
                         * (h + arch.expert_ffn / etp))) / hbm
-    t_compute = t_gemm + t_core + t_elementwise
+    t_compute = t_gemm + t_core + t_elementwise + layer_overhead_s * layers_stage
 
     act_bytes = tokens_mb / cp * h * 2.0      # the micro-batch's hidden states on this CP rank
     n_coll = np.where(full, 12.0, 8.0)
