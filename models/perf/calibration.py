@@ -28,12 +28,12 @@ Parameters per (profile, generation), never per run:
   layer_overhead_us  fixed time per layer and micro-batch, forward + backward: kernel
              launches, scaling-factor bookkeeping, synchronisation; what makes small
              models (hidden 2,048-4,096) slower than their GEMM shapes alone say.
-Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim and fp8 (its
-BF16 rows are two MoE runs: they cannot separate gemm_max from fp8); Blackwell Ultra
-(GB300) fits only its own gemm_max (4 rows cannot carry more); moe_bytes is one value
-per profile (FIT_PLAN). Everything else (attention kernel rate,
-bus efficiencies, overlap, HBM-bound kernels) is a documented fixed assumption in
-models.perf.timing, never tuned.
+Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim, fp8 and
+layer_overhead_us (its BF16 rows are two MoE runs: they cannot separate gemm_max from
+fp8); Blackwell Ultra (GB300) fits only its own gemm_max (4 rows cannot carry more);
+the MoE parameters are one value per profile (FIT_PLAN). 14 numbers in all. Everything
+else (attention kernel rate, bus efficiencies, overlap, HBM-bound kernels) is a
+documented fixed assumption in models.perf.timing, never tuned.
 """
 from __future__ import annotations
 
@@ -120,11 +120,13 @@ FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
                    FitStage("blackwell-ultra", ("gemm_max",), copy_from="blackwell"),
                    FitStage(None, ("moe_bytes", "expert_half_tokens"), moe_rows=True)),
 }
-"""Per profile, in order. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no
-GEMM below 1,024 wide, so they cannot see the effect (the fit drifts to 0, which would
-make 128-wide expert shards free). GEMM and precision parameters come from the dense runs; then
-moe_bytes, one value for the profile (its MoE software), from the MoE runs of every
-generation, the HBM bandwidth carrying the difference between generations."""
+"""Per profile, in order. GEMM, precision and per-layer parameters come from the dense
+runs (layer_overhead_us is the profile's: Blackwell copies Hopper's); then the two MoE
+parameters, one value each for the profile (its MoE software), from the MoE runs of
+every generation, HBM bandwidth and GEMM rates carrying the difference between
+generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM below
+1,024 wide, so they cannot see the effect (the fit drifts to 0, which would make
+128-wide expert shards free)."""
 PRIOR = {"gemm_max": 0.6, "half_dim": 128.0, "fp8": 0.9, "fp4": 0.6, "moe_bytes": 16.0,
          "expert_half_tokens": 256.0, "layer_overhead_us": 0.0}
 """Start of every fit and a weak prior (PRIOR_WEIGHT): where the rows cannot separate two
