@@ -31,7 +31,7 @@ Parameters per (profile, generation), never per run:
 Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim, fp8 and
 layer_overhead_us (its BF16 rows are two MoE runs: they cannot separate gemm_max from
 fp8); Blackwell Ultra (GB300) fits only its own gemm_max (4 rows cannot carry more);
-the MoE parameters are one value per profile (FIT_PLAN). 14 numbers in all. Everything
+the MoE parameters are one value per profile (FIT_PLAN): 11 fitted numbers. Everything
 else (attention kernel rate, bus efficiencies, overlap, HBM-bound kernels) is a
 documented fixed assumption in models.perf.timing, never tuned.
 """
