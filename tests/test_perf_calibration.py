@@ -239,15 +239,19 @@ def _table(runs, errors) -> str:
 
 OUTLIERS = {
     "NEMO2407-NEMOTRON-22B-64": "554 TFLOP/s/GPU against 754-759 for Llama 2 13B/70B in "
-                                "the same table and stack; squared-ReLU FFN (not a fused "
+                                "the same table and stack (same 1 layer per virtual "
+                                "stage); its FLOP count agrees with the tokens/s (130 "
+                                "GFLOP/token, 6 x 22B); squared-ReLU FFN (not a fused "
                                 "Transformer Engine activation in 24.07: suspected, not "
                                 "verified)",
     "MB2511-QWEN3-30B-A3B-H100-16": "121 TFLOP/s/GPU, 12% of the BF16 peak, 4.5x below "
-                                    "the same model on GB200 in the same table (pp2 x "
-                                    "vpp24: one layer per virtual stage); no shape term "
-                                    "of the model explains it",
+                                    "the same model on GB200 in the same table (the "
+                                    "table's TFLOP/s and tokens/s agree: 23 GFLOP/token "
+                                    "on both); pp2 x vpp24 (one layer per virtual "
+                                    "stage); no shape term of the model explains it",
 }
-"""Rows the model misses by more than 30% in-sample, and what is known about why."""
+"""Rows the model misses by more than 30% in-sample, and what is known about why.
+(MB2511-QWEN3-235B-A22B-B200-64 sits just inside, at +29.99%.)"""
 
 
 def test_in_sample_error_per_row(runs):
@@ -273,14 +277,21 @@ def cv_errors(runs):
     return leave_one_source_out(runs)
 
 
-LOSO_MAPE = {"ampere": 0.116, "hopper": 0.167, "blackwell": 0.170, "blackwell-ultra": 0.070}
+LOSO_MAPE = {"ampere": 0.116, "hopper": 0.123, "blackwell": 0.150, "blackwell-ultra": 0.093}
 """Leave-one-source-out MAPE per GPU generation as measured (the test fails if it gets
-worse). The target is <= 10% for every generation with >= 5 rows: not met (Blackwell
-Ultra, 4 rows, is within it). Ampere: NAR21 (HFU, full recompute) and KOR22 disagree by ~20%,
-each predicts the other at +-10%. Hopper and Blackwell: held-out MB2511 MoE runs
-(Qwen3, GPT-OSS) are predicted from the two DeepSeek-V3 rows' MoE overhead; held-out
-NEMO2407 (a 2024 stack) from faster 2025 stacks; MB2602's NVFP4 rows from the FP4
-prior alone."""
+worse). The target is <= 10% for every generation with >= 5 rows. Met by their dense
+rows (Hopper 8.8% on 27, Blackwell 8.5% on 8) and by Blackwell Ultra (4 rows); NOT met
+by three generations:
+- hopper 12.3%: its 3 MoE rows miss by 44% on average, one of them
+  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +120% held out;
+- blackwell 15.0%: its 5 MoE rows miss by 25% (Qwen3 and GPT-OSS held out with MB2511
+  are predicted from the two DeepSeek-V3 rows' MoE overhead alone; the same model on
+  B200 at ep8 and GB200 at ep32 moves 50% per GPU, more than the grouped-GEMM and
+  all-to-all terms give);
+- ampere 11.6%: NAR21 (HFU, full recompute, 2021 stack) and KOR22 disagree by ~20%, and
+  each predicts the other at 10-14% (the two 1.7B/3.6B NAR21 rows at +23-33%)."""
+MOE_LOSO_EXCESS = ("hopper", "blackwell")
+"""Generations above 10% only through their MoE rows: their dense rows must be within."""
 
 
 def test_leave_one_source_out_error(runs, cv_errors):
@@ -298,6 +309,9 @@ def test_leave_one_source_out_error(runs, cv_errors):
     print(f"all rows: LOSO MAPE {np.mean(np.abs(cv_errors)):.1%}")
     for gen, idx in _groups(runs, lambda r: r.system.generation).items():
         assert np.mean(np.abs(cv_errors[idx])) <= LOSO_MAPE[gen] + 0.002, gen
+        if gen in MOE_LOSO_EXCESS:
+            dense = [i for i in idx if not arch_of(runs[i].workload).is_moe]
+            assert np.mean(np.abs(cv_errors[dense])) <= 0.10, gen
     for profile, idx in _groups(runs, lambda r: r.profile).items():
         ratio = 1.0 / (1.0 + cv_errors[idx])          # measured / predicted
         expected = np.percentile(ratio, (10, 50, 90))

@@ -85,17 +85,17 @@ DEFAULT_PROFILE = "tuned-2025"
 FITTED: dict[tuple[str, str], dict[str, float]] = {
     ("megatron-2021", "ampere"): {"gemm_max": 0.6259, "half_dim": 204.0759,
                                   "layer_overhead_us": 628.9196},
-    ("tuned-2025", "hopper"): {"gemm_max": 0.5786, "half_dim": 128.0, "fp8": 0.9836,
-                               "moe_bytes": 110.9243, "expert_half_tokens": 1356.5665,
-                               "layer_overhead_us": 929.3942},
-    ("tuned-2025", "blackwell"): {"gemm_max": 0.5207, "half_dim": 128.0, "fp8": 0.9836,
-                                  "fp4": 0.5355, "moe_bytes": 110.9243,
-                                  "expert_half_tokens": 1356.5665,
-                                  "layer_overhead_us": 929.3942},
-    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.5456, "half_dim": 128.0, "fp8": 0.9836,
-                                        "fp4": 0.5355, "moe_bytes": 110.9243,
-                                        "expert_half_tokens": 1356.5665,
-                                        "layer_overhead_us": 929.3942},
+    ("tuned-2025", "hopper"): {"gemm_max": 0.5891, "half_dim": 128.0, "fp8": 1.0316,
+                               "moe_bytes": 102.7574, "expert_half_tokens": 1460.202,
+                               "elementwise_bytes": 401.1402},
+    ("tuned-2025", "blackwell"): {"gemm_max": 0.5125, "half_dim": 128.0, "fp8": 1.0316,
+                                  "fp4": 0.5843, "moe_bytes": 102.7574,
+                                  "expert_half_tokens": 1460.202,
+                                  "elementwise_bytes": 401.1402},
+    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.648, "half_dim": 128.0, "fp8": 1.0316,
+                                        "fp4": 0.5843, "moe_bytes": 102.7574,
+                                        "expert_half_tokens": 1460.202,
+                                        "elementwise_bytes": 401.1402},
 }
 """Efficiency parameters per (profile, generation), from `fit_profile` on
 shared/reference/calibration_runs.csv (tests/test_perf_calibration.py re-runs the fit,
@@ -115,7 +115,7 @@ class FitStage:
 
 FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
     "megatron-2021": (FitStage("ampere", ("gemm_max", "half_dim", "layer_overhead_us")),),
-    "tuned-2025": (FitStage("hopper", ("gemm_max", "fp8", "layer_overhead_us")),
+    "tuned-2025": (FitStage("hopper", ("gemm_max", "fp8", "elementwise_bytes")),
                    FitStage("blackwell", ("gemm_max", "fp4"), copy_from="hopper"),
                    FitStage("blackwell-ultra", ("gemm_max",), copy_from="blackwell"),
                    FitStage(None, ("moe_bytes", "expert_half_tokens"), moe_rows=True)),
@@ -128,7 +128,7 @@ generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM be
 1,024 wide, so they cannot see the effect (the fit drifts to 0, which would make
 128-wide expert shards free)."""
 PRIOR = {"gemm_max": 0.6, "half_dim": 128.0, "fp8": 0.9, "fp4": 0.6, "moe_bytes": 16.0,
-         "expert_half_tokens": 256.0, "layer_overhead_us": 0.0}
+         "expert_half_tokens": 256.0, "layer_overhead_us": 0.0, "elementwise_bytes": 120.0}
 """Start of every fit and a weak prior (PRIOR_WEIGHT): where the rows cannot separate two
 parameters (e.g. gemm_max and fp8 when a fold holds out every BF16 Hopper run) the fit
 stays near these physically sourced values instead of anywhere on the ridge.
@@ -149,11 +149,12 @@ PRIOR_WEIGHT = 0.01
 error ~0.05-0.1): negligible wherever the data decide."""
 BOUNDS = {"gemm_max": (0.2, 1.0), "half_dim": (0.0, 2000.0), "fp8": (0.3, 1.2),
           "fp4": (0.2, 1.2), "moe_bytes": (0.0, 4000.0),
-          "expert_half_tokens": (0.0, 50000.0), "layer_overhead_us": (0.0, 5000.0)}
+          "expert_half_tokens": (0.0, 50000.0), "layer_overhead_us": (0.0, 5000.0),
+          "elementwise_bytes": (0.0, 2000.0)}
 
 BANDS: dict[str, tuple[float, float, float]] = {
     "megatron-2021": (0.837, 0.922, 1.116),
-    "tuned-2025": (0.746, 0.952, 1.159),
+    "tuned-2025": (0.811, 0.948, 1.103),
 }
 """(p10, p50, p90) of measured / predicted throughput in leave-one-source-out
 cross-validation, per profile (tests/test_perf_calibration.py recomputes them)."""
@@ -198,6 +199,7 @@ class Efficiency(NamedTuple):
     moe_bytes: float
     expert_half_tokens: float
     layer_overhead_s: float
+    elementwise_bytes: float
 
 
 def efficiency_for(generation: str, precision: str, profile: str = DEFAULT_PROFILE,
@@ -213,7 +215,8 @@ def efficiency_for(generation: str, precision: str, profile: str = DEFAULT_PROFI
         factor = next((p[q] for q in order[order.index(precision):] if q in p), 1.0)
     p = {**PRIOR, **p}
     return Efficiency(p["gemm_max"], p["half_dim"], factor, p["moe_bytes"],
-                      p["expert_half_tokens"], p["layer_overhead_us"] * 1e-6)
+                      p["expert_half_tokens"], p["layer_overhead_us"] * 1e-6,
+                      p["elementwise_bytes"])
 
 
 def band_factors(profile: str = DEFAULT_PROFILE) -> tuple[float, float]:
@@ -259,7 +262,7 @@ class Predictor:
     under the same parameters, as the published runs were tuned."""
 
     def __init__(self, runs: Sequence[CalibrationRun]):
-        from models.perf.search import candidate_grid
+        from models.perf.search import candidate_grid, evaluate_grid
 
         self.runs = list(runs)
         self._cases = []
@@ -268,17 +271,23 @@ class Predictor:
             grid = candidate_grid(arch, run.system, run.gpus, run.fixed, profile=run.profile)
             if len(grid["tp"]) == 0:
                 raise ValueError(f"{run.run_id}: no configuration matches {dict(run.fixed)}")
-            self._cases.append((arch, grid))
+            # memory does not depend on the fitted parameters: keep the configurations
+            # that fit (in grid order), else the one needing the least (as best_index)
+            res = evaluate_grid(arch, run.system, run.network, grid, run.gpus,
+                                profile=run.profile)
+            keep = (np.flatnonzero(res["fits"]) if res["fits"].any()
+                    else [int(np.argmin(res["memory_gib"]))])
+            self._cases.append((arch, {k: v[keep] for k, v in grid.items()}))
 
     def __call__(self, table: Mapping[tuple[str, str], Mapping[str, float]]) -> np.ndarray:
-        from models.perf.search import best_index, evaluate_grid
+        from models.perf.search import time_grid
 
         out = np.empty(len(self.runs))
         for j, (run, (arch, grid)) in enumerate(zip(self.runs, self._cases, strict=True)):
             eff = efficiency_for(run.system.generation, arch.precision, run.profile, table)
-            res = evaluate_grid(arch, run.system, run.network, grid, run.gpus, eff,
-                                profile=run.profile)
-            out[j] = res[run.metric][best_index(res)]
+            res = time_grid(arch, run.system, run.network, grid, run.gpus, eff,
+                            profile=run.profile)
+            out[j] = res[run.metric][int(np.argmax(res["tokens_per_s"]))]
         return out
 
 

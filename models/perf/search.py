@@ -173,6 +173,22 @@ def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
 
     MFU/HFU and model TFLOP/s per GPU are over all `gpus` (idle ones included)."""
     prof = profile_of(profile)
+    res = time_grid(arch, system, network, grid, gpus, efficiency, prof.name)
+    etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
+    mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
+                       grid["vpp"], grid["mb"], grid["rc"], res["m"], etp=etp, sh=sh,
+                       profile=prof)
+    return {**res, "memory_gib": mem["total"] / GIB,
+            "fits": mem["total"] <= system.hbm_gib * GIB, "memory": mem}
+
+
+def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
+              grid: Mapping[str, np.ndarray], gpus: int,
+              efficiency: Efficiency | None = None,
+              profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+    """evaluate_grid without the memory model (the calibration fit, whose grids hold only
+    configurations that fit, calls this thousands of times)."""
+    prof = profile_of(profile)
     eff = efficiency or efficiency_for(system.generation, arch.precision, prof.name)
     etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
     comp = step_components(arch, system, network, grid["tp"], grid["pp"], grid["dp"],
@@ -180,10 +196,8 @@ def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                            eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
                            profile=prof, moe_bytes=eff.moe_bytes,
                            expert_half_tokens=eff.expert_half_tokens,
-                           layer_overhead_s=eff.layer_overhead_s)
-    mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
-                       grid["vpp"], grid["mb"], grid["rc"], comp["m"], etp=etp, sh=sh,
-                       profile=prof)
+                           layer_overhead_s=eff.layer_overhead_s,
+                           elementwise_bytes=eff.elementwise_bytes)
     step = comp["step"]
     tokens = arch.global_batch * arch.seq_len
     peak = peak_tflops(system, arch.precision) * 1e12
@@ -194,9 +208,7 @@ def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     hw_flops = model_flops + extra * tokens
     per_gpu = model_flops / step / gpus
     return {**comp, "tokens_per_s": tokens / step, "model_tflops_per_gpu": per_gpu / 1e12,
-            "mfu": per_gpu / peak, "hfu": hw_flops / step / gpus / peak,
-            "memory_gib": mem["total"] / GIB, "fits": mem["total"] <= system.hbm_gib * GIB,
-            "memory": mem}
+            "mfu": per_gpu / peak, "hfu": hw_flops / step / gpus / peak}
 
 
 def fitting(arch: Arch, system: GpuSystemLike, grid: Mapping[str, np.ndarray],

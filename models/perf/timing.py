@@ -169,7 +169,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
                     profile=None, moe_bytes=16.0, expert_half_tokens=256.0,
-                    layer_overhead_s=0.0) -> dict[str, np.ndarray]:
+                    layer_overhead_s=0.0,
+                    elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
     tp, pp, dp, cp, ep, vpp, mb, rc, sh = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
@@ -215,7 +216,7 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     rerun = np.where(full, 1.3, np.where((rc == RC_NONE) | (not fused), 1.0,
                                          SELECTIVE_ELEMENTWISE_FACTOR))
     t_elementwise = (tokens_mb / (cp * tp) * rerun
-                     * (h * ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * layers_stage
+                     * (h * elementwise_bytes * layers_stage
                         + moe_bytes * arch.top_k * moe_stage
                         * (h + arch.expert_ffn / etp))) / hbm
     t_compute = t_gemm + t_core + t_elementwise + layer_overhead_s * layers_stage
