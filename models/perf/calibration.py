@@ -25,15 +25,26 @@ Parameters per (profile, generation), never per run:
   expert_half_tokens  tokens per local expert and micro-batch at which the grouped
              expert GEMMs run at half their large-GEMM efficiency (per-expert problems
              too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens);
-  layer_overhead_us  fixed time per layer and micro-batch, forward + backward: kernel
-             launches, scaling-factor bookkeeping, synchronisation; what makes small
-             models (hidden 2,048-4,096) slower than their GEMM shapes alone say.
+  elementwise_bytes  HBM traffic of the memory-bound kernels per token, layer and
+             hidden unit, forward + backward (layer norms, residuals, RoPE, activation
+             functions, FP8 casts and transposes, stored activations written and read).
+             Their time grows as tokens*h against the GEMMs' tokens*h^2, so it is what
+             makes small models (hidden 2,048-4,096) slower than their GEMM shapes alone
+             say, and it follows HBM bandwidth across generations. tuned-2025 fits it
+             (401 B; a count of TE's FP8 layer gives ~300-400 B: ~90 forward, about twice
+             that backward, plus the stored activations); megatron-2021 keeps
+             timing.ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN (120 B);
+  layer_overhead_us  fixed time per layer and micro-batch, forward + backward (kernel
+             launches, synchronisation). megatron-2021 fits it (its 2021 runs are
+             explained better by it than by elementwise_bytes: LOSO 11.6% vs 12.5%);
+             tuned-2025 keeps 0 (with elementwise_bytes fitted it adds nothing: the
+             joint fit drives it to 0).
 Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim, fp8 and
-layer_overhead_us (its BF16 rows are two MoE runs: they cannot separate gemm_max from
+elementwise_bytes (its BF16 rows are two MoE runs: they cannot separate gemm_max from
 fp8); Blackwell Ultra (GB300) fits only its own gemm_max (4 rows cannot carry more);
 the MoE parameters are one value per profile (FIT_PLAN): 11 fitted numbers. Everything
-else (attention kernel rate, bus efficiencies, overlap, HBM-bound kernels) is a
-documented fixed assumption in models.perf.timing, never tuned.
+else (attention kernel rate, bus efficiencies, overlap) is a documented fixed
+assumption in models.perf.timing, never tuned.
 """
 from __future__ import annotations
 
@@ -120,8 +131,8 @@ FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
                    FitStage("blackwell-ultra", ("gemm_max",), copy_from="blackwell"),
                    FitStage(None, ("moe_bytes", "expert_half_tokens"), moe_rows=True)),
 }
-"""Per profile, in order. GEMM, precision and per-layer parameters come from the dense
-runs (layer_overhead_us is the profile's: Blackwell copies Hopper's); then the two MoE
+"""Per profile, in order. GEMM, precision and memory-bound / per-layer parameters come
+from the dense runs (elementwise_bytes is the profile's: Blackwell copies Hopper's); then the two MoE
 parameters, one value each for the profile (its MoE software), from the MoE runs of
 every generation, HBM bandwidth and GEMM rates carrying the difference between
 generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM below
@@ -141,7 +152,7 @@ so FP4 runs further from their peak (clusterplan estimate); half_dim 128: a GEMM
 sharded dimension is one 128-wide tensor-core tile runs at about half the rate of a wide
 one (CUTLASS tile shapes 128-256; clusterplan estimate); moe_bytes 16 (a bf16 read +
 write of each routed copy in 4 passes) and expert_half_tokens 256 (two 128-row tiles):
-clusterplan estimates."""
+clusterplan estimates; elementwise_bytes 120: timing.ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN."""
 SIMPLEX_STEP = 0.05
 """Nelder-Mead's first simplex: each parameter moved by this share of its BOUNDS width."""
 PRIOR_WEIGHT = 0.01

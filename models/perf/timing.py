@@ -18,11 +18,12 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       that recomputes the scores (3.5x the forward instead of 3x), in BF16 at
       ATTENTION_EFFICIENCY of the BF16 peak. Unfused (2021): all counted FLOPs at the
       GEMM efficiency;
-  t_hbm  = memory-bound kernels at HBM bandwidth: ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * h
-      per token and layer (sequence-parallel shard), plus the MoE layers' routing work,
+  t_hbm  = memory-bound kernels at HBM bandwidth: elementwise_bytes * h per token and
+      layer (sequence-parallel shard; fitted for tuned-2025, else
+      ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN), plus the MoE layers' routing work,
       moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
       models.perf.calibration);
-  t_fixed = layer_overhead_s per layer of the stage (fitted: launches, bookkeeping,
+  t_fixed = layer_overhead_s per layer of the stage (fitted for megatron-2021: launches,
       synchronisation); t_compute = t_gemm + t_attn + t_hbm + t_fixed;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
@@ -100,7 +101,8 @@ ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN = 120.0
 """HBM traffic of the memory-bound (non-GEMM) kernels per token, per layer, per hidden
 unit, forward + backward [bytes]: layer norms, activations, dropout, residuals, bias,
 softmax. ~3.5x the 34 bytes of stored activations of Korthikanti et al. 2022 (each
-written and read in forward and backward); clusterplan estimate, not fitted."""
+written and read in forward and backward); clusterplan estimate, the megatron-2021
+profile's value and the prior of the tuned-2025 fit (models.perf.calibration)."""
 ATTENTION_EFFICIENCY = {"ampere": 0.45, "hopper": 0.5, "blackwell": 0.5,
                         "blackwell-ultra": 0.6, "cdna3": 0.35}
 """Fraction of the BF16 dense peak fused attention kernels reach, forward + backward
