@@ -132,9 +132,9 @@ FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
                    FitStage(None, ("moe_bytes", "expert_half_tokens"), moe_rows=True)),
 }
 """Per profile, in order. GEMM, precision and memory-bound / per-layer parameters come
-from the dense runs (elementwise_bytes is the profile's: Blackwell copies Hopper's); then the two MoE
-parameters, one value each for the profile (its MoE software), from the MoE runs of
-every generation, HBM bandwidth and GEMM rates carrying the difference between
+from the dense runs (elementwise_bytes is the profile's: Blackwell copies Hopper's);
+then the two MoE parameters, one value each for the profile (its MoE software), from
+the MoE runs of every generation, HBM bandwidth and GEMM rates carrying the difference between
 generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM below
 1,024 wide, so they cannot see the effect (the fit drifts to 0, which would make
 128-wide expert shards free)."""
