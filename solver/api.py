@@ -230,13 +230,16 @@ def fabric(gpus: int, gpu: str, switch: str, *, tiers: int | None = None,
 
 def perf(workload: str, gpu: str, gpus: int, *, degrees: dict[str, int | None] | None = None,
          recompute: str | None = None, switch: str | None = None,
-         oversubscription: float = 1.0, pod_gpus: int | None = None) -> dict[str, Any]:
-    """Step time, tokens/s, MFU/HFU and memory of ``workload`` on ``gpus`` GPUs: the given
-    parallel degrees evaluated, or the omitted ones searched; with ``switch``, the job's
-    groups mapped onto its fabric."""
+         oversubscription: float = 1.0, pod_gpus: int | None = None,
+         sharding: str | None = None, etp: int | None = None,
+         profile: str | None = None) -> dict[str, Any]:
+    """Step time, tokens/s with its p10-p90 band, MFU/HFU and memory of ``workload`` on
+    ``gpus`` GPUs: the given parallel degrees evaluated, or the omitted ones searched
+    (``sharding``: none | optimizer | gradients | full; ``profile``: the software stack);
+    with ``switch``, the job's groups mapped onto its fabric."""
     degrees = {k: (degrees or {}).get(k) for k in DEGREES}
     return perf_document(workload, gpu, gpus, degrees, recompute, switch, oversubscription,
-                         pod_gpus)
+                         pod_gpus, sharding, etp, profile)
 
 
 def reliability(gpu: str, gpus: int, *, workload: str = DEFAULT_WORKLOAD,

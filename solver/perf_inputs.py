@@ -55,11 +55,25 @@ def job_mapping(catalog, system, switch: str, gpus: int, doc: dict) -> dict | No
 
 def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
                   recompute: str | None, switch: str | None, oversubscription: float,
-                  pod_gpus: int | None) -> dict:
-    from models.perf import Parallelism, evaluate, invalid_degrees, search
+                  pod_gpus: int | None, sharding: str | None = None, etp: int | None = None,
+                  profile: str | None = None) -> dict:
+    from models.perf import (
+        PROFILES,
+        SHARDING_MODES,
+        Parallelism,
+        evaluate,
+        invalid_degrees,
+        search,
+    )
     from solver.loading import load_catalog, load_workload
 
     problems = []
+    if sharding is not None and sharding not in SHARDING_MODES:
+        problems.append(f"--sharding {sharding} is not one of {', '.join(SHARDING_MODES)}")
+    if profile is not None and profile not in PROFILES:
+        problems.append(f"--profile {profile} is not one of {', '.join(sorted(PROFILES))}")
+    if etp is not None and etp < 1:
+        problems.append("--etp must be >= 1")
     if gpus < 1:
         problems.append("--gpus must be >= 1")
     if oversubscription < 1:
@@ -81,12 +95,13 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
     given = {k: v for k, v in degrees.items() if v is not None}
     if recompute is not None:
         given["recompute"] = recompute
+    options = {k: v for k, v in (("sharding", sharding), ("etp", etp)) if v is not None}
     if len(given) == len(DEGREES) + 1:
-        par = Parallelism(**given)
+        par = Parallelism(**given, **options)
         problems = invalid_degrees(workload, system, par, gpus)
         if problems:
             raise InvalidInstance(problems, "perf")
-        result, mode = evaluate(workload, system, network, par), "evaluate"
+        result, mode = evaluate(workload, system, network, par, profile=profile), "evaluate"
     else:
         probe = Parallelism(tp=given.get("tp", 1), pp=given.get("pp", 1), dp=1,
                             cp=given.get("cp", 1), ep=given.get("ep", 1),
@@ -102,7 +117,8 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
         if problems:
             raise InvalidInstance(problems, "perf")
         try:
-            result = search(workload, system, network, gpus, given)
+            result = search(workload, system, network, gpus, {**given, **options},
+                            profile=profile)
         except ValueError as exc:
             raise InvalidInstance([f"--gpus {gpus}: {exc}"], "perf") from None
         mode = "search"

@@ -56,11 +56,60 @@ def test_moe_flops_count_only_active_experts():
     assert a.params_active < a.params_total
 
 
+@pytest.mark.parametrize(("workload", "seq", "published", "rel"), [
+    # arXiv 2505.09343 (DeepSeek, "Insights into DeepSeek-V3"), Table 2: training
+    # GFLOPs per token at sequence 4096, causal attention: DeepSeek-V3 250, Llama 3.1
+    # 405B 2448
+    ("deepseek-v3", 4096, 250e9, 0.01),
+    ("llama3-405b", 4096, 2448e9, 0.015),
+])
+def test_flops_per_token_match_published_figures(workload, seq, published, rel):
+    from solver.loading import load_workload
+
+    wl = load_workload(workload).model_copy(update={"seq_len": seq})
+    assert arch_of(wl).causal_flops_per_token == pytest.approx(published, rel=rel)
+
+
+def test_gpt3_flops_match_mlperf_convention():
+    """MLPerf's GPT-3 175B (seq 2048, vocab 51200, full attention count): NVIDIA's
+    1.0767 TFLOP per token (calibration_runs.csv notes)."""
+    assert arch_of(gpt()).model_flops_per_token == pytest.approx(1.0767e12, rel=5e-4)
+
+
+def test_mla_and_dense_layers_reproduce_deepseek_v3_parameters():
+    """671B total and 37B active (DeepSeek-V3 report); MLA projections ~187M per layer:
+    q 7168*1536 + 1536*128*192, kv down 7168*576, kv up 512*128*256, out 128*128*7168."""
+    from models.perf.flops import attention_shape
+    from solver.loading import load_workload
+
+    wl = load_workload("deepseek-v3")
+    mla = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
+    assert attention_shape(wl)[0] == mla
+    a = arch_of(wl)
+    assert a.moe_layers == 58 and a.dense_layers == 3
+    assert a.params_total == pytest.approx(671e9, rel=0.01)
+    assert a.params_active == pytest.approx(37e9, rel=0.02)
+
+
+def test_sliding_window_counts_only_the_window():
+    """Half the layers see 128 tokens: attention FLOPs of those layers scale with 128,
+    not s; a causal kernel runs (w - w^2/2s)/w of them, s/2 of a full layer's."""
+    base = gpt(layers=4, hidden=512, heads=8, seq=4096, vocab=1000)
+    windowed = SimpleNamespace(**{**vars(base), "sliding_window": 128,
+                                  "local_layers_per_global": 1})
+    a, w = arch_of(base), arch_of(windowed)
+    assert w.fwd_attn_core == pytest.approx(a.fwd_attn_core * (2 * 4096 + 2 * 128) / (4 * 4096))
+    executed = 2 * (4096 - 4096 / 2) + 2 * (128 - 128 * 128 / (2 * 4096))
+    assert w.causal_attn_fraction == pytest.approx(executed / (2 * 4096 + 2 * 128))
+
+
 def test_memory_matches_hand_computation():
     """GPT-3 175B, tp8 pp8 dp16, mb1, vpp3, selective: Korthikanti's 34*s*b*h*L/t per
-    in-flight factor (1 + (p-1)/(p*v)), 18 B/param with a 12 B optimizer share / dp."""
+    in-flight factor (1 + (p-1)/(p*v)), 18 B/param with a 12 B optimizer share / dp
+    (the 2021 Megatron profile: fp32 main gradients, unfused attention)."""
     wl = gpt()
-    r = evaluate(wl, A100, IB, Parallelism(8, 8, 16, vpp=3, micro_batch=1))
+    r = evaluate(wl, A100, IB, Parallelism(8, 8, 16, vpp=3, micro_batch=1),
+                 profile="megatron-2021")
     h, v, n_l = 12288, 51200, 96
     p_stage = 12 * h * h * n_l / 64 + v * h / 8
     assert r.memory_breakdown_gib["weights"] == pytest.approx(2 * p_stage / GIB)
@@ -85,13 +134,20 @@ def test_breakdown_sums_to_step_and_metrics_are_consistent():
 
 
 def test_recompute_trades_memory_for_time():
+    """Both profiles: full < selective < none in memory, the reverse in time. (2021:
+    selective drops the s x s scores; tuned-2025 stores no scores, its selective is
+    Megatron-Core's module recompute of norms and activation functions.)"""
     wl = gpt()
-    res = {rc: evaluate(wl, A100, IB, Parallelism(8, 8, 16, micro_batch=1, recompute=rc))
+    res = {(prof, rc): evaluate(wl, A100, IB, Parallelism(8, 8, 16, micro_batch=1,
+                                                          recompute=rc), profile=prof)
+           for prof in ("megatron-2021", "tuned-2025")
            for rc in ("none", "selective", "full")}
-    assert res["full"].memory_gib_per_gpu < res["selective"].memory_gib_per_gpu \
-        < res["none"].memory_gib_per_gpu
-    assert res["full"].step_time_s > res["selective"].step_time_s > res["none"].step_time_s
-    assert res["full"].hfu > res["full"].mfu
+    for prof in ("megatron-2021", "tuned-2025"):
+        r = {rc: res[prof, rc] for rc in ("none", "selective", "full")}
+        assert r["full"].memory_gib_per_gpu < r["selective"].memory_gib_per_gpu \
+            < r["none"].memory_gib_per_gpu
+        assert r["full"].step_time_s > r["selective"].step_time_s > r["none"].step_time_s
+        assert r["full"].hfu > r["full"].mfu
 
 
 def test_oversubscription_and_sharp_move_dp_time():
@@ -103,6 +159,59 @@ def test_oversubscription_and_sharp_move_dp_time():
                      par)
     assert sharp.breakdown["dp_comm"] < flat.breakdown["dp_comm"]
     assert split.breakdown["dp_comm"] > flat.breakdown["dp_comm"]
+
+
+def test_dp_bytes_by_precision_sharding_and_sharp():
+    """Per parameter and (n-1)/n (tuned-2025): distributed optimizer = reduce-scatter of
+    bf16 gradients (2 B) + all-gather of parameters (2 B, 1 B when an FP8 run gathers
+    FP8); SHARP halves the reduction only; DDP all-reduces (2 x 2 B, halved by SHARP);
+    FSDP moves 2 B + 2 x gather per micro-batch."""
+    from models.perf.calibration import PROFILES
+    from models.perf.memory import SH_FULL, SH_NONE, SH_OPTIMIZER
+    from models.perf.timing import dp_bytes_per_param
+
+    tuned = PROFILES["tuned-2025"]
+    cases = [("bf16", SH_OPTIMIZER, False, (4.0, 0.0)), ("fp8", SH_OPTIMIZER, False, (3.0, 0.0)),
+             ("fp8", SH_OPTIMIZER, True, (2.0, 0.0)), ("bf16", SH_NONE, False, (4.0, 0.0)),
+             ("bf16", SH_NONE, True, (2.0, 0.0)), ("bf16", SH_FULL, False, (0.0, 6.0)),
+             ("fp8", SH_FULL, True, (0.0, 3.0))]
+    for precision, sh, sharp, expected in cases:
+        got = dp_bytes_per_param(tuned, precision, np.array(sh), sharp)
+        assert tuple(float(x) for x in got) == expected, (precision, sh, sharp)
+
+
+def test_fsdp_shards_weights_and_gradients():
+    """Llama-3-8B-like on 8 H100, tp1 dp8: FSDP keeps 1/8 of weights, gradients and Adam
+    state per GPU plus two layers' bf16 weights being gathered."""
+    wl = gpt(layers=32, hidden=4096, heads=32, seq=8192, batch=128, vocab=128256,
+             kv_heads=8, ffn=14336, gated=True)
+    opt = evaluate(wl, H100, IB, Parallelism(1, 1, 8, micro_batch=1, recompute="none",
+                                             sharding="optimizer"))
+    fsdp = evaluate(wl, H100, IB, Parallelism(1, 1, 8, micro_batch=1, recompute="none",
+                                              sharding="full"))
+    p = arch_of(wl).params_total
+    assert fsdp.memory_breakdown_gib["gradients"] == pytest.approx(2 * p / 8 / GIB)
+    assert fsdp.memory_breakdown_gib["weights"] == pytest.approx(
+        (2 * p / 8 + 2 * 2 * p / 32) / GIB)
+    assert opt.memory_breakdown_gib["gradients"] == pytest.approx(2 * p / GIB)
+    assert fsdp.memory_gib_per_gpu < opt.memory_gib_per_gpu
+
+
+def test_middle_of_rack_slows_cross_leaf_traffic():
+    """DP traffic of a group larger than the leaf crosses the spine (SPINE_EFFICIENCY):
+    a rail group of 256 GPUs keeps 64-way DP on its leaf, a 32-GPU middle-of-rack leaf
+    does not."""
+    from models.perf.timing import SPINE_EFFICIENCY
+
+    wl = gpt(layers=24, hidden=2048, heads=16, seq=4096, batch=64, vocab=131072)
+    par = Parallelism(1, 1, 64, micro_batch=1, recompute="none")
+    rail = evaluate(wl, H100, NetworkSpec(400.0, leaf_gpus=256), par)
+    mor = evaluate(wl, H100, NetworkSpec(400.0, rail_optimized=False, leaf_gpus=32), par)
+    flat = evaluate(wl, H100, NetworkSpec(400.0), par)
+    assert rail.step_time_s == pytest.approx(flat.step_time_s)
+    assert mor.breakdown["dp_comm"] > rail.breakdown["dp_comm"] > 0
+    assert mor.traffic_bytes["dp"] == pytest.approx(rail.traffic_bytes["dp"])
+    assert SPINE_EFFICIENCY < 1
 
 
 def test_config_that_does_not_fit_still_returns_numbers():
@@ -142,7 +251,7 @@ def test_moe_search_uses_expert_parallelism():
                           moe_layer_freq=1)
     wl = gpt(layers=32, hidden=4096, heads=32, seq=4096, batch=1024, gated=True,
              ffn=11008, moe=moe)
-    r = search(wl, H100, IB, 512)
+    r = search(wl, H100, IB, 512, {"sharding": "optimizer"})
     assert r.fits and r.parallelism.ep > 1
     assert r.breakdown["ep_comm"] > 0
 
@@ -206,9 +315,22 @@ def test_cli_search_json_contract(cli):
     for key in ("step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu",
                 "memory_gib_per_gpu", "fits", "parallelism", "breakdown"):
         assert key in doc
-    assert set(doc["parallelism"]) == {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch",
-                                       "recompute"}
+    assert set(doc["parallelism"]) == {"tp", "pp", "dp", "cp", "ep", "etp", "vpp",
+                                       "micro_batch", "recompute", "sharding"}
+    assert doc["profile"] == "tuned-2025"
+    low, high = doc["tokens_per_s_band"]
+    assert low < doc["tokens_per_s"] < high
     assert doc["fits"] is True and doc["mode"] == "search"
+
+
+def test_cli_fsdp_flag(cli):
+    args = ["--workload", "llama3-405b", "--gpu", "h100-sxm", "--gpus", "1024", "--json"]
+    fsdp = json.loads(cli(*args, "--fsdp").stdout)
+    assert fsdp["parallelism"]["sharding"] == "full"
+    res = cli(*args, "--profile", "megatron-2021")
+    assert json.loads(res.stdout)["profile"] == "megatron-2021"
+    bad = cli(*args, "--profile", "2019")
+    assert bad.exit_code == 3 and "--profile" in bad.output
 
 
 def test_cli_evaluate_and_not_fitting(cli):
@@ -247,3 +369,40 @@ def test_cli_maps_the_groups_onto_the_fabric(cli):
     for dim, g in groups.items():
         assert g["degree"] == doc["parallelism"][dim]
         assert math.prod(g["factors"].values()) == g["degree"]
+
+
+# --- prediction bands ----------------------------------------------------------------------
+
+def test_quantile_factor_interpolates_the_cv_quantiles():
+    from models.perf.calibration import BANDS, quantile_factor
+
+    p10, p50, p90 = BANDS["tuned-2025"]
+    assert quantile_factor(0.1) == pytest.approx(p10)
+    assert quantile_factor(0.5) == pytest.approx(p50)
+    assert quantile_factor(0.3) == pytest.approx((p10 + p50) / 2)
+    assert quantile_factor(0.0) == pytest.approx(p10)      # constant outside [0.1, 0.9]
+    assert quantile_factor(1.0) == pytest.approx(p90)
+    assert p10 < p50 < p90
+
+
+def test_design_throughput_at_a_quantile():
+    """objective.throughput_quantile scales the design's throughput by the quantile
+    factor and keeps the point prediction and band in the details."""
+    from models.design.evaluate import exact_throughput
+    from models.perf.calibration import quantile_factor
+    from solver.loading import load_catalog, load_workload
+
+    cat = load_catalog()
+    parts = SimpleNamespace(gpu=cat.gpu["h100-sxm"], nic=cat.nic["connectx-7"],
+                            switch=cat.switch["quantum2-qm9700"], radix=64,
+                            rail_optimized=True)
+    fabric = SimpleNamespace(spec=SimpleNamespace(pods=1, oversubscription=1.0))
+    wl = load_workload("llama3-405b")
+    point = exact_throughput(SimpleNamespace(workload=wl, objective=SimpleNamespace(
+        throughput_quantile=None)), parts, fabric, 4096)
+    low = exact_throughput(SimpleNamespace(workload=wl, objective=SimpleNamespace(
+        throughput_quantile=0.1)), parts, fabric, 4096)
+    assert low.tokens_per_s == pytest.approx(point.tokens_per_s * quantile_factor(0.1))
+    assert low.details["predicted_tokens_per_s"] == pytest.approx(point.tokens_per_s)
+    lo, hi = point.details["tokens_per_s_band"]
+    assert lo < point.tokens_per_s < hi and point.details["profile"] == "tuned-2025"

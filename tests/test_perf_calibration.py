@@ -1,13 +1,18 @@
-"""Calibration of the performance model on public Megatron runs.
+"""Calibration of the performance model on published training runs.
 
-Reads /work/shared/reference/calibration_runs.csv (the shared reference copy) and the
-shipped GPU catalog, re-runs the fit and checks it reproduces models.perf.calibration
-.FITTED, and reports the error per run (run `pytest -s` to print the table).
+Reads calibration_runs.csv from shared/reference beside the clone (../shared/reference,
+as CI lays it out; /work/shared/reference as a fallback) and the shipped GPU catalog.
+Each row's notes give what the columns cannot (vocab, FFN, GQA, MoE, MLA, head_dim,
+sliding window) and the source's FLOP convention: rows with a measured tokens/s are
+compared on tokens/s (no convention involved); the others on MFU (Megatron's full-
+attention count, this model's) or, for NAR21 whose FLOP formula counts recomputation,
+on HFU. Run `pytest tests/test_perf_calibration.py -s` to print the tables.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,16 +21,51 @@ import numpy as np
 import pytest
 
 from models.perf import NetworkSpec
-from models.perf.calibration import FITTED, CalibrationRun, fit_generation, predict_runs
+from models.perf.calibration import (
+    BANDS,
+    FITTED,
+    CalibrationRun,
+    Predictor,
+    fit_all,
+    leave_one_source_out,
+    relative_errors,
+)
+from models.perf.flops import arch_of
+from models.perf.memory import GIB
+from models.perf.search import candidate_grid, evaluate_grid
 
-CSV = Path("/work/shared/reference/calibration_runs.csv")
-GPU_TOML = Path(__file__).resolve().parents[1] / "instances" / "catalog" / "gpu.toml"
+REPO = Path(__file__).resolve().parents[1]
+CSV_NAME = "calibration_runs.csv"
+CSV_CANDIDATES = (REPO.parent / "shared" / "reference" / CSV_NAME,
+                  Path("/work/shared/reference") / CSV_NAME)
+GPU_TOML = REPO / "instances" / "catalog" / "gpu.toml"
 
 VOCAB = {"NAR21": 51200, "KOR22": 51200, "MCORE24": 131072}
-SYSTEM = {"A100": "a100-sxm-80gb", "H100": "h100-sxm"}
-# Selene (DGX A100): 8x HDR 200 Gb/s per node, one per GPU; MCORE24 (H100): assumed
-# DGX H100 with 8x NDR 400 Gb/s. No in-network reduction assumed.
-NETWORK = {"A100": NetworkSpec(200.0, False), "H100": NetworkSpec(400.0, False)}
+"""Rows whose notes give no vocabulary: Megatron GPT (NAR21, KOR22), MCORE24's note."""
+SYSTEM = {"A100": "a100-sxm-80gb", "H100": "h100-sxm", "B200": "b200",
+          "GB200": "gb200-nvl72", "GB300": "gb300-nvl72"}
+NIC_GBPS = {"A100": 200.0, "H100": 400.0, "B200": 400.0, "GB200": 400.0, "GB300": 800.0}
+"""Back-end NIC per GPU from each row's network column (Selene HDR 200G; ConnectX-7
+400G; GB300 ConnectX-8 800G). No in-network reduction assumed (not stated)."""
+PROFILE = {"NAR21": "megatron-2021", "KOR22": "megatron-2021"}
+"""Everything else runs the tuned-2025 stack (Megatron-Core 2024 and later)."""
+FSDP_ROWS = {"MB2511-LLAMA3-8B-H100-8"}
+"""The source table lists FSDP (Megatron-FSDP) for this row; all other tuned rows use the
+distributed optimizer (Megatron-Core / Bridge / MLPerf default)."""
+NOT_EXPRESSIBLE = {
+    "MB2511-LLAMA3-8B-H100-8": "full recompute of 5 of 32 layers (the model recomputes "
+                               "all layers or none)",
+    "MB2511-GPTOSS-120B-GB200-64": "attention sinks",
+    "MB2511-GPTOSS-120B-H100-64": "attention sinks",
+}
+"""What a row used that the model lacks (the rest of the row is expressed)."""
+
+
+def csv_path() -> Path:
+    for path in CSV_CANDIDATES:
+        if path.exists():
+            return path
+    pytest.skip(f"{CSV_NAME} not found in {', '.join(map(str, CSV_CANDIDATES))}")
 
 
 def _num(text: str) -> float | None:
@@ -38,51 +78,109 @@ def _system(gpu_id: str) -> SimpleNamespace:
     fields = {k: v for k, v in table.items() if k != "sources"}
     fields.setdefault("fp8_tflops", None)
     fields.setdefault("fp4_tflops", None)
-    return SimpleNamespace(**fields)
+    return SimpleNamespace(id=gpu_id, **fields)
+
+
+def _gpu_kind(gpu: str) -> str:
+    for kind in ("GB300", "GB200", "B200", "H100", "A100"):
+        if gpu.startswith(kind):
+            return kind
+    raise ValueError(f"unknown GPU '{gpu}'")
+
+
+def _precision(text: str) -> str:
+    if "FP4" in text:
+        return "fp4"
+    return "fp8" if "FP8" in text else "bf16"
+
+
+def _note_int(notes: str, pattern: str) -> int | None:
+    match = re.search(pattern, notes)
+    return int(match.group(1)) if match else None
+
+
+def workload_of(row: dict) -> SimpleNamespace:
+    """The row's architecture: columns, then its notes."""
+    notes, family = row["notes"], row["run_id"].split("-")[0]
+    hidden = int(row["hidden"])
+    moe = None
+    m = re.search(r"MoE (\d+) experts top-(\d+) expert_ffn (\d+) shared (\d+)", notes)
+    if m:
+        experts, top_k, f_e, shared = map(int, m.groups())
+        moe = SimpleNamespace(experts=experts, top_k=top_k, expert_ffn_hidden=f_e,
+                              shared_experts=shared, moe_layer_freq=1,
+                              first_dense_layers=_note_int(notes, r"first (\d+) layers dense")
+                              or 0, routing_imbalance=1.0)   # force-balanced benchmarks
+    mla = re.search(r"MLA \(q_lora (\d+), kv_lora (\d+), qk (\d+)\+(\d+) rope, v (\d+)\)",
+                    notes)
+    window = _note_int(notes, r"alternating (\d+)-token sliding-window")
+    return SimpleNamespace(
+        name=row["run_id"], layers=int(row["layers"]), hidden=hidden,
+        heads=int(row["heads"]) if row["heads"] else hidden // 128,
+        kv_heads=_note_int(notes, r"kv_heads (\d+)"),
+        ffn_hidden=_note_int(notes, r"; ffn (\d+)"),
+        # MoE experts are SwiGLU in all three MoE families (their published active
+        # parameter counts need 3 matrices; checked in a test), whatever the note's
+        # activation says
+        gated_mlp="SwiGLU" in notes or moe is not None,
+        vocab=_note_int(notes, r"vocab (\d+)") or VOCAB[family],
+        seq_len=int(row["seq_len"]), global_batch=int(row["global_batch_seqs"]),
+        precision=_precision(row["precision"]), moe=moe,
+        head_dim=_note_int(notes, r"head_dim (\d+)"),
+        q_lora_rank=int(mla.group(1)) if mla else None,
+        kv_lora_rank=int(mla.group(2)) if mla else None,
+        qk_nope_head_dim=int(mla.group(3)) if mla else None,
+        qk_rope_head_dim=int(mla.group(4)) if mla else None,
+        v_head_dim=int(mla.group(5)) if mla else None,
+        sliding_window=window, local_layers_per_global=1 if window else None)
+
+
+def fixed_degrees(row: dict, arch) -> dict[str, int | str]:
+    """The degrees the row states. MCORE24 strong-scaling rows state none: TP8/PP6 of
+    the weak-scaling 177B row, as their note suggests; dp = GPUs / (tp*pp*cp)."""
+    family, gpus = row["run_id"].split("-")[0], int(row["n_gpus"])
+    tp = int(float(row["tp"])) if row["tp"] else 8
+    pp = int(float(row["pp"])) if row["pp"] else 6
+    cp = int(float(row["cp"])) if row["cp"] else 1
+    fixed: dict[str, int | str] = {"tp": tp, "pp": pp, "cp": cp, "dp": gpus // (tp * pp * cp)}
+    for key, col in (("ep", "ep"), ("vpp", "vpp"), ("micro_batch", "micro_batch")):
+        if row[col]:
+            fixed[key] = int(float(row[col]))
+    if family == "KOR22":
+        fixed.setdefault("vpp", 1)
+    if arch.is_moe:
+        fixed.setdefault("ep", 1)
+        fixed["etp"] = 1            # Megatron-Bridge MoE presets: expert TP 1
+    rc = row["recompute"]
+    if rc.startswith(("none", "selective", "full")) and row["run_id"] not in FSDP_ROWS:
+        fixed["recompute"] = rc.split()[0]
+    if family not in PROFILE:
+        fixed["sharding"] = "full" if row["run_id"] in FSDP_ROWS else "optimizer"
+    return fixed
 
 
 def load_runs() -> list[CalibrationRun]:
-    """Every row with a measured MFU (or HFU-like NAR21 figure) and known degrees.
-
-    Rows without TP/PP (the MCORE24 strong-scaling endpoints) take TP8/PP6 of the
-    weak-scaling 177B row, as the CSV note suggests; dp = GPUs / (tp*pp).
-    Unknown heads: hidden/128 (Megatron GPT head size)."""
     runs = []
-    with CSV.open() as f:
+    with csv_path().open() as f:
         for row in csv.DictReader(f):
             family = row["run_id"].split("-")[0]
-            gen = "A100" if row["gpu"].startswith("A100") else "H100"
-            hidden, gpus = int(row["hidden"]), int(row["n_gpus"])
-            heads = int(row["heads"]) if row["heads"] else hidden // 128
-            wl = SimpleNamespace(name=row["run_id"], layers=int(row["layers"]), hidden=hidden,
-                                 heads=heads, kv_heads=None, ffn_hidden=None, gated_mlp=False,
-                                 vocab=VOCAB[family], seq_len=int(row["seq_len"]),
-                                 global_batch=int(row["global_batch_seqs"]), precision="bf16",
-                                 moe=None)
-            tp = int(row["tp"]) if row["tp"] else 8
-            pp = int(row["pp"]) if row["pp"] else 6
-            fixed: dict[str, int | str] = {"tp": tp, "pp": pp, "dp": gpus // (tp * pp)}
-            if family == "NAR21":
-                fixed["recompute"] = "full"
-                metric, measured = "hfu", _num(row["hfu"])   # '% of peak' incl. recompute
+            kind = _gpu_kind(row["gpu"])
+            wl = workload_of(row)
+            arch = arch_of(wl)
+            if row["tokens_per_s"]:
+                metric, measured = "tokens_per_s", float(row["tokens_per_s"])
+            elif row["mfu"]:
+                metric, measured = "mfu", _num(row["mfu"]) / 100.0
             else:
-                metric, measured = "mfu", _num(row["mfu"])
-            if family == "KOR22":
-                fixed["recompute"] = "selective"
-                fixed["micro_batch"] = int(row["micro_batch"])
-                fixed["vpp"] = int(row["vpp"]) if row["vpp"] else 1
+                metric, measured = "hfu", _num(row["hfu"]) / 100.0
             runs.append(CalibrationRun(
-                run_id=row["run_id"], workload=wl, system=_system(SYSTEM[gen]),
-                network=NETWORK[gen], gpus=gpus, fixed=fixed, metric=metric,
-                measured=measured / 100.0))
+                run_id=row["run_id"], workload=wl, system=_system(SYSTEM[kind]),
+                network=NetworkSpec(NIC_GBPS[kind], False), gpus=int(row["n_gpus"]),
+                fixed=fixed_degrees(row, arch), metric=metric, measured=measured,
+                profile=PROFILE.get(family, "tuned-2025"), notes=row["notes"],
+                extra={"params_b": _num(row["params_b"]),
+                       "active_params_b": _num(row["active_params_b"])}))
     return runs
-
-
-def by_generation(runs):
-    out = {}
-    for r in runs:
-        out.setdefault(r.system.generation, []).append(r)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -90,24 +188,228 @@ def runs():
     return load_runs()
 
 
-def test_fit_reproduces_the_shipped_constants(runs):
-    for gen, rs in sorted(by_generation(runs).items()):
-        assert fit_generation(rs) == pytest.approx(FITTED[(gen, "bf16")]), gen
+TABLE_FLOPS_CONVENTION = {"NEMO2407": "full", "MB2511": "causal", "MB2602": "causal"}
+"""The FLOP count behind each source's 'Model TFLOP/sec/GPU' (the rows' notes)."""
+TABLE_FLOPS_EXCEPTIONS = {
+    "MB2511-GPTOSS-120B-GB200-64": "the table counts ~6 x active parameters (30.7 GFLOP "
+                                   "per token): no attention core; the model's causal "
+                                   "count with the 128-token windows is 34.5",
+    "MB2511-GPTOSS-120B-H100-64": "as on GB200: 27.2 GFLOP per token vs 32.7",
+}
 
 
-def test_error_per_run_and_mape(runs):
-    rows, errors = [], []
-    for gen, rs in sorted(by_generation(runs).items()):
-        gm, hd = FITTED[(gen, "bf16")]
-        pred = predict_runs(rs, np.array([gm]), np.array([hd]))[0]
-        for r, p in zip(rs, pred, strict=True):
-            err = (p - r.measured) / r.measured
-            errors.append(abs(err))
-            rows.append(f"| {r.run_id} | {r.metric.upper()} | {r.measured:.1%} | {p:.1%} | "
-                        f"{err:+.1%} |")
-            assert abs(err) < 0.25, r.run_id
-    print("\n| run | metric | published | model | error |\n|---|---|---|---|---|")
+def test_flops_per_token_match_the_tables(runs):
+    """Rows that publish both TFLOP/s per GPU and tokens/s fix the source's FLOPs per
+    token = TFLOP/s * GPUs / tokens/s; the workload read from the notes reproduces it
+    under the source's convention (so a miss on such a row is not a wrong architecture
+    or FLOP convention): within 1% (the tables give 3-4 figures), DeepSeek-V3's MLA
+    within 4% (Megatron-Bridge counts its attention core between the causal and the
+    full count)."""
+    with csv_path().open() as f:
+        table = {row["run_id"]: row for row in csv.DictReader(f)}
+    checked = 0
+    for r in runs:
+        row = table[r.run_id]
+        if not (row["tflops_per_gpu"] and row["tokens_per_s"]):
+            continue
+        published = (float(row["tflops_per_gpu"]) * 1e12 * r.gpus
+                     / float(row["tokens_per_s"]))
+        arch = arch_of(r.workload)
+        model = (arch.model_flops_per_token if TABLE_FLOPS_CONVENTION[r.source] == "full"
+                 else arch.causal_flops_per_token)
+        if r.run_id in TABLE_FLOPS_EXCEPTIONS:
+            assert published < 0.92 * model, r.run_id
+            continue
+        tolerance = 0.04 if r.workload.kv_lora_rank else 0.01
+        assert published == pytest.approx(model, rel=tolerance), r.run_id
+        checked += 1
+    assert checked == 23
+
+
+@pytest.fixture(scope="module")
+def fitted(runs):
+    return fit_all(runs)
+
+
+def test_every_row_is_expressed(runs):
+    """61 rows; the workload reproduces each row's published parameter counts (total
+    within 8%: "8B" is a rounded name; active within 12%: publishers differ on whether
+    the input embedding counts as active), so the architecture read from the notes is
+    right (a 2- instead of 3-matrix expert would miss active counts by ~25%)."""
+    assert len(runs) == 61
+    for r in runs:
+        arch = arch_of(r.workload)
+        if r.extra["params_b"]:
+            assert arch.params_total / 1e9 == pytest.approx(r.extra["params_b"], rel=0.08), \
+                r.run_id
+        if r.extra["active_params_b"]:
+            assert arch.params_active / 1e9 == pytest.approx(r.extra["active_params_b"],
+                                                             rel=0.12), r.run_id
+
+
+def test_every_run_fits_at_its_published_configuration(runs):
+    """Memory at the published degrees (unstated ones searched) is within HBM."""
+    rows = []
+    for r in runs:
+        arch = arch_of(r.workload)
+        grid = candidate_grid(arch, r.system, r.gpus, r.fixed, profile=r.profile)
+        res = evaluate_grid(arch, r.system, r.network, grid, r.gpus, profile=r.profile)
+        least = float(res["memory_gib"].min())
+        rows.append(f"| {r.run_id} | {least:.1f} | {r.system.hbm_gib:.0f} |")
+        assert res["fits"].any(), f"{r.run_id}: {least:.1f} GiB > {r.system.hbm_gib} GiB"
+    print("\n| run | least memory at its configuration [GiB] | HBM [GiB] |\n|---|---|---|")
     print("\n".join(rows))
-    print(f"MAPE {np.mean(errors):.1%} over {len(errors)} runs")
-    assert len(errors) == 25
-    assert np.mean(errors) <= 0.10
+
+
+def test_fit_reproduces_the_shipped_constants(fitted):
+    for key, params in FITTED.items():
+        for name, value in params.items():
+            assert fitted[key][name] == pytest.approx(value, abs=2e-3), (key, name)
+
+
+def _table(runs, errors) -> str:
+    lines = ["| run | profile | metric | published | error |", "|---|---|---|---|---|"]
+    for r, e in zip(runs, errors, strict=True):
+        lines.append(f"| {r.run_id} | {r.profile} | {r.metric} | {r.measured:,.4g} | "
+                     f"{e:+.1%} |")
+    return "\n".join(lines)
+
+
+OUTLIERS = {
+    "NEMO2407-NEMOTRON-22B-64": "554 TFLOP/s/GPU against 754-759 for Llama 2 13B/70B in "
+                                "the same table and stack (same 1 layer per virtual "
+                                "stage); its FLOP count agrees with the tokens/s (130 "
+                                "GFLOP/token, 6 x 22B); squared-ReLU FFN (not a fused "
+                                "Transformer Engine activation in 24.07: suspected, not "
+                                "verified)",
+    "MB2511-QWEN3-30B-A3B-H100-16": "121 TFLOP/s/GPU, 12% of the BF16 peak, 4.5x below "
+                                    "the same model on GB200 in the same table (the "
+                                    "table's TFLOP/s and tokens/s agree: 23 GFLOP/token "
+                                    "on both); pp2 x vpp24 (one layer per virtual "
+                                    "stage); no shape term of the model explains it",
+}
+"""Rows the model misses by more than 30% in-sample, and what is known about why.
+(MB2511-QWEN3-235B-A22B-B200-64 sits just inside, at +29.99%.)"""
+
+
+def test_in_sample_error_per_row(runs):
+    """With the shipped constants the mean error is within 10% and every row within 30%
+    except the named OUTLIERS (which must still be outliers: the list stays current)."""
+    errors = relative_errors(runs, Predictor(runs)(FITTED))
+    print("\n" + _table(runs, errors))
+    print(f"in-sample MAPE {np.mean(np.abs(errors)):.1%} over {len(runs)} runs")
+    for r, e in zip(runs, errors, strict=True):
+        assert (abs(e) > 0.30) == (r.run_id in OUTLIERS), (r.run_id, e)
+    assert np.mean(np.abs(errors)) <= 0.10
+
+
+def _groups(runs, key):
+    out: dict[str, list[int]] = {}
+    for i, r in enumerate(runs):
+        out.setdefault(key(r), []).append(i)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cv_errors(runs):
+    return leave_one_source_out(runs)
+
+
+LOSO_MAPE = {"ampere": 0.116, "hopper": 0.123, "blackwell": 0.150, "blackwell-ultra": 0.093}
+"""Leave-one-source-out MAPE per GPU generation as measured (the test fails if it gets
+worse). The target is <= 10% for every generation with >= 5 rows. Met by their dense
+rows (Hopper 8.8% on 27, Blackwell 8.5% on 8) and by Blackwell Ultra (4 rows); NOT met
+by three generations:
+- hopper 12.3%: its 3 MoE rows miss by 44% on average, one of them
+  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +120% held out;
+- blackwell 15.0%: its 5 MoE rows miss by 25% (Qwen3 and GPT-OSS held out with MB2511
+  are predicted from the two DeepSeek-V3 rows' MoE overhead alone; the same model on
+  B200 at ep8 and GB200 at ep32 moves 50% per GPU, more than the grouped-GEMM and
+  all-to-all terms give);
+- ampere 11.6%: NAR21 (HFU, full recompute, 2021 stack) and KOR22 disagree by ~20%, and
+  each predicts the other at 10-14% (the two 1.7B/3.6B NAR21 rows at +23-33%)."""
+MOE_LOSO_EXCESS = ("hopper", "blackwell")
+"""Generations above 10% only through their MoE rows: their dense rows must be within."""
+
+
+def test_leave_one_source_out_error(runs, cv_errors):
+    """Each source predicted from a fit without it, reported per source and per GPU
+    generation (LOSO_MAPE); the bands are this distribution's p10/p50/p90."""
+    print("\n" + _table(runs, cv_errors))
+    lines = ["| group | rows | LOSO MAPE | worst |", "|---|---|---|---|"]
+    for name, key in (("source", lambda r: r.source),
+                      ("generation", lambda r: r.system.generation)):
+        for group, idx in sorted(_groups(runs, key).items()):
+            e = cv_errors[idx]
+            lines.append(f"| {name} {group} | {len(idx)} | {np.mean(np.abs(e)):.1%} | "
+                         f"{e[np.argmax(np.abs(e))]:+.1%} |")
+    print("\n".join(lines))
+    print(f"all rows: LOSO MAPE {np.mean(np.abs(cv_errors)):.1%}")
+    for gen, idx in _groups(runs, lambda r: r.system.generation).items():
+        assert np.mean(np.abs(cv_errors[idx])) <= LOSO_MAPE[gen] + 0.002, gen
+        if gen in MOE_LOSO_EXCESS:
+            dense = [i for i in idx if not arch_of(runs[i].workload).is_moe]
+            assert np.mean(np.abs(cv_errors[dense])) <= 0.10, gen
+    for profile, idx in _groups(runs, lambda r: r.profile).items():
+        ratio = 1.0 / (1.0 + cv_errors[idx])          # measured / predicted
+        expected = np.percentile(ratio, (10, 50, 90))
+        assert np.allclose(BANDS[profile], expected, atol=0.01), (profile, expected)
+
+
+def _memory_gib(run, **extra) -> float:
+    """The model's memory at a run's published degrees (one configuration)."""
+    arch = arch_of(run.workload)
+    fixed = {**run.fixed, **extra}
+    grid = candidate_grid(arch, run.system, run.gpus, fixed, profile=run.profile)
+    assert len(grid["tp"]) == 1, run.run_id
+    res = evaluate_grid(arch, run.system, run.network, grid, run.gpus, profile=run.profile)
+    return float(res["memory_gib"][0])
+
+
+def _attention(h, heads, kv_heads, d):
+    return 2 * h * heads * d + 2 * h * kv_heads * d
+
+
+def test_memory_of_published_configurations_by_hand(runs):
+    """First-principles memory of three published configurations under tuned-2025:
+    FP8 runs keep 1-byte weights (FP8 parameter gather), bf16 gradients (2 B), fp32
+    Adam state (12 B) sharded over dp*cp (routed experts over tp*dp*cp/(etp*ep)),
+    fused attention (no s x s scores), Korthikanti's stored activations per layer
+    divided by tp (sequence parallel) and cp, pp micro-batches in flight on the first
+    stage times (1 + (pp-1)/(pp*vpp)), fp32 logits of one micro-batch, 4 GiB reserve."""
+    by_id = {r.run_id: r for r in runs}
+
+    # MLPerf v5.0 Llama 3.1 405B, 512 H100: tp8 pp8 cp2 dp4 vpp8 mb1, no recompute
+    h, s, v, f = 16384, 8192 / 2, 128256, 53248
+    layer = _attention(h, 128, 8, 128) + 3 * h * f
+    stage = 126 * layer / 64 + v * h / 8                # busiest stage holds the embedding
+    per_layer = s * h * (7 + 4 * 8 / 128 + 4 + 3 + 6 * f / h) / 8
+    acts = per_layer * 16 * 8 * (1 + 7 / 64) + 4 * s * v / 8
+    expected = (3 * stage + 12 * stage / 8 + acts) / GIB + 4.0
+    assert _memory_gib(by_id["MLPERF50-L405B-H100-512"]) == pytest.approx(expected, rel=1e-9)
+    assert 60 < expected < 80      # fits the 80 GB H100 it ran on
+
+    # MLPerf v4.1 GPT-3 175B, 256 H100: tp4 pp8 dp8 vpp6 mb2, no recompute
+    h, s, v = 12288, 2048 * 2, 51200
+    stage = 96 * 12 * h * h / 32 + v * h / 4
+    acts = s * h * 34 / 4 * 12 * 8 * (1 + 7 / 48) + 4 * s * v / 4
+    expected = (3 * stage + 12 * stage / 8 + acts) / GIB + 4.0
+    assert _memory_gib(by_id["MLPERF41-GPT3-256"]) == pytest.approx(expected, rel=1e-9)
+    assert 60 < expected < 80
+
+    # Megatron-Bridge DeepSeek-V3, 256 B200: tp1 pp16 ep8 (etp1) dp16 mb1, MXFP8; the
+    # table states neither recompute nor interleaving: counted without either
+    h, s, v = 7168, 4096, 129280
+    mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h
+    expert = 3 * h * 2048
+    nonexpert = 61 * mla + 3 * 3 * h * 18432 + 58 * (expert + h * 256)
+    dense = nonexpert / 16 + v * h
+    routed = 58 * 256 * expert / (8 * 16)
+    r_kv = 128 * (192 + 128) / (2 * h)
+    moe_ffn = 3 + 8 * (2 + 6 * 2048 / h) + 6 * 2048 / h
+    per_token = 7 + 4 * r_kv + 4 + (3 * (3 + 6 * 18432 / h) + 58 * moe_ffn) / 61
+    acts = s * h * per_token * 4 * 16 + 4 * s * v
+    expected = (3 * (dense + routed) + 12 * (dense / 16 + routed / 2) + acts) / GIB + 4.0
+    assert _memory_gib(by_id["MB2602-DSV3-B200-256-MXFP8"], recompute="none", vpp=1) == \
+        pytest.approx(expected, rel=1e-9)
+    assert expected < 180

@@ -28,6 +28,7 @@ from typing import Any
 from models.design.inputs import Inputs
 from models.fabric import Fabric, MediaLine
 from models.perf import NetworkSpec, search
+from models.perf.calibration import quantile_factor
 from models.perf.flops import arch_of
 from models.reliability import ReliabilityInputs, ReliabilityRates, design_inputs, goodput
 from models.reliability.goodput import choose_spares
@@ -94,23 +95,36 @@ def fraction_spares(inputs: Inputs, parts, nodes: int, node_kind: str | None = N
 # --- the performance model -------------------------------------------------------------
 
 def network_spec(parts, fabric: Fabric, gpus: int) -> NetworkSpec:
-    """The scale-out network as the job sees it: NIC bandwidth per GPU, SHARP, pods."""
+    """The scale-out network as the job sees it: NIC bandwidth per GPU, SHARP, pods, and
+    the GPUs whose traffic meets in one leaf: a rail group (radix/2 nodes) when
+    rail-optimized, the nodes whose NICs fill one leaf's radix/2 ports otherwise."""
     pods = fabric.spec.pods
+    g = parts.gpu
+    leaf_nodes = parts.radix // 2 if parts.rail_optimized else max(
+        parts.radix // 2 // g.nics_per_node, 1)
     return NetworkSpec(
-        gbps_per_gpu=parts.nic.port_gbps * parts.gpu.nics_per_node / parts.gpu.gpus_per_node,
+        gbps_per_gpu=parts.nic.port_gbps * g.nics_per_node / g.gpus_per_node,
         in_network_reduction=parts.switch.in_network_reduction,
         pod_gpus=math.ceil(gpus / pods) if pods > 1 else None,
-        oversubscription=fabric.spec.oversubscription if pods > 1 else 1.0)
+        oversubscription=fabric.spec.oversubscription if pods > 1 else 1.0,
+        rail_optimized=parts.rail_optimized, leaf_gpus=leaf_nodes * g.gpus_per_node)
 
 
 def exact_throughput(inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
-    """Best parallelism of the workload on exactly `gpus` GPUs of this design."""
+    """Best parallelism of the workload on exactly `gpus` GPUs of this design; with
+    objective.throughput_quantile q, its throughput at quantile q of the model's
+    cross-validated error (models.perf.calibration.quantile_factor)."""
     res = search(inputs.workload, parts.gpu, network_spec(parts, fabric, gpus), gpus)
     if not res.fits:
         return PerfEstimate(0.0, 0.0, {"model": "perf", "fits": False,
                                        "memory_gib_per_gpu": res.memory_gib_per_gpu})
-    return PerfEstimate(res.tokens_per_s, res.mfu, {
-        "model": "perf", "fits": True, "parallelism": res.parallelism.as_dict(),
+    q = inputs.objective.throughput_quantile
+    factor = 1.0 if q is None else quantile_factor(q, res.profile)
+    return PerfEstimate(res.tokens_per_s * factor, res.mfu * factor, {
+        "model": "perf", "fits": True, "profile": res.profile,
+        "tokens_per_s_band": list(res.tokens_per_s_band), "throughput_quantile": q,
+        "predicted_tokens_per_s": res.tokens_per_s,
+        "parallelism": res.parallelism.as_dict(),
         "gpus_used": res.gpus_used,
         "traffic_gb_per_step": {k: v / 1e9 for k, v in res.traffic_bytes.items()},
         "hfu": res.hfu, "step_time_s": res.step_time_s,

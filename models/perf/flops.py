@@ -4,11 +4,18 @@ Conventions (the same as Megatron-LM, Narayanan et al. 2021, and PaLM's MFU):
 - a GEMM of (m x k) by (k x n) costs 2*m*k*n FLOPs; backward = 2x forward, so a
   training step costs 3x the forward pass (model FLOPs, used for MFU);
 - attention scores count the full (non-causal) s x s product: forward QK^T and AV cost
-  2*s*d_qk + 2*s*d_v = 4*s*h FLOPs per token per layer;
+  2*s*a*(d_qk + d_v) FLOPs per token per layer (4*s*h for plain multi-head attention);
+  a sliding-window layer counts min(s, window) instead of s;
 - recomputation adds forward FLOPs that count in HFU only: 'selective' re-runs the
   attention core (Korthikanti et al. 2022), 'full' re-runs the whole forward pass.
 Closed form check (dense GPT, ffn = 4h, no GQA, untied output layer):
   model FLOPs per token = 72*l*h^2 * (1 + s/(6h) + V/(12*l*h)), the Megatron formula.
+
+Attention shapes: a = heads, d = head_dim (default hidden/heads), GQA with kv_heads;
+multi-head latent attention (MLA, DeepSeek-V2/V3) when kv_lora_rank is set:
+  Q: h x q_lora + q_lora x a*(d_nope + d_rope)  (or h x a*(d_nope + d_rope) without q_lora)
+  KV down h x (kv_lora + d_rope), KV up kv_lora x a*(d_nope + d_v), O a*d_v x h;
+  the core uses d_qk = d_nope + d_rope and d_v.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ class Arch:
     layers: int
     hidden: int
     heads: int
-    kv_ratio: float          # kv_heads / heads (1 = multi-head attention)
+    kv_ratio: float          # bytes of K+V per token relative to 2*hidden (1 = MHA)
     ffn: int                 # dense FFN inner size
     gated: bool
     vocab: int
@@ -39,17 +46,30 @@ class Arch:
     moe_layers: int          # layers whose FFN is a mixture of experts
     # forward FLOPs per token, whole model
     fwd_gemm: float          # all GEMMs (attention projections, FFN/experts, router, logits)
-    fwd_attn_core: float     # QK^T and AV
+    fwd_attn_core: float     # QK^T and AV, full (non-causal) count within each window
     fwd_routed: float        # the routed-expert share of fwd_gemm (0 for dense models)
     # parameters
     params_nonexpert: float  # per-layer weights that every TP rank shards (attn, dense FFN,
                              # shared experts, router), all layers
     params_expert: float     # routed expert weights, all layers
     params_embedding: float  # input embedding + output layer (untied), V*h each
+    attn_width: float = 0.0  # a*d_v: width of the attention output (hidden for MHA)
+    causal_attn_fraction: float = 0.5
+    """Share of fwd_attn_core a causal (block-skipping) kernel executes: (1/l) * sum over
+    layers of (w - w^2/(2s))/s', w = min(s, window), s' = the counted span."""
+    routing_imbalance: float = 1.0
+    """Tokens on the busiest expert-parallel rank / the mean (1 = balanced)."""
+    kv_latent_ratio: float | None = None
+    """MLA: width of the compressed K/V latent / 2h, what is kept when the per-head K/V
+    up-projection is recomputed (None = kv_ratio, no latent)."""
 
     @property
     def is_moe(self) -> bool:
         return self.experts > 1
+
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - self.moe_layers
 
     @property
     def params_total(self) -> float:
@@ -67,6 +87,13 @@ class Arch:
         return 3.0 * (self.fwd_gemm + self.fwd_attn_core)
 
     @property
+    def causal_flops_per_token(self) -> float:
+        """Forward + backward FLOPs per token counting only the attention blocks a
+        causal (or sliding-window) kernel computes: the convention of DeepSeek's and
+        Megatron-Bridge's published figures."""
+        return 3.0 * (self.fwd_gemm + self.fwd_attn_core * self.causal_attn_fraction)
+
+    @property
     def model_flops_per_step(self) -> float:
         return self.model_flops_per_token * self.seq_len * self.global_batch
 
@@ -76,26 +103,48 @@ def ffn_matrices(gated: bool) -> int:
     return 3 if gated else 2
 
 
-def moe_layer_count(layers: int, freq: int) -> int:
-    """Layers i = 1..layers with i % freq == 0 are MoE layers (freq 1 = all)."""
-    return layers // freq
+def moe_layer_count(layers: int, freq: int, first_dense: int = 0) -> int:
+    """After `first_dense` dense layers, layers i = 1.. with i % freq == 0 are MoE."""
+    return (layers - first_dense) // freq
+
+
+def attention_shape(wl: WorkloadLike) -> tuple[float, float, float, float, float]:
+    """(projection parameters per layer, d_qk, d_v, K+V values per token the core reads,
+    K+V values per token before up-projection: the MLA latent, else the same)."""
+    h, a = wl.hidden, wl.heads
+    kv_lora = getattr(wl, "kv_lora_rank", None)
+    if kv_lora:
+        d_rope = getattr(wl, "qk_rope_head_dim", None) or 64
+        d_nope = getattr(wl, "qk_nope_head_dim", None) or 128
+        d_v = getattr(wl, "v_head_dim", None) or d_nope
+        q_lora = getattr(wl, "q_lora_rank", None)
+        q = (h * q_lora + q_lora * a * (d_nope + d_rope)) if q_lora else h * a * (d_nope + d_rope)
+        params = q + h * (kv_lora + d_rope) + kv_lora * a * (d_nope + d_v) + a * d_v * h
+        # training materialises per-head K and V from the latent (what the core reads)
+        return (float(params), float(d_nope + d_rope), float(d_v),
+                float(a * (d_nope + d_rope + d_v)), float(kv_lora + d_rope))
+    d = getattr(wl, "head_dim", None) or h // a
+    kv = wl.kv_heads or a
+    params = 2 * h * a * d + 2 * h * kv * d
+    return float(params), float(d), float(d), float(2 * kv * d), float(2 * kv * d)
 
 
 def arch_of(wl: WorkloadLike) -> Arch:
     """Derive shapes, parameter counts [parameters] and forward FLOPs [FLOP/token]."""
     h, n_layers, s, v = wl.hidden, wl.layers, wl.seq_len, wl.vocab
-    kv_heads = wl.kv_heads or wl.heads
-    kv_ratio = kv_heads / wl.heads
+    attn_params, d_qk, d_v, kv_floats, kv_latent = attention_shape(wl)
     ffn = wl.ffn_hidden or 4 * h
     mats = ffn_matrices(wl.gated_mlp)
-    attn_params = 2 * h * h + 2 * h * h * kv_ratio          # Q, O and K, V projections
     dense_ffn_params = mats * h * ffn
     moe = wl.moe
     if moe is not None:
         experts, top_k, f_e = moe.experts, moe.top_k, moe.expert_ffn_hidden
-        shared, n_moe = moe.shared_experts, moe_layer_count(n_layers, moe.moe_layer_freq)
+        first_dense = getattr(moe, "first_dense_layers", 0) or 0
+        shared = moe.shared_experts
+        n_moe = moe_layer_count(n_layers, moe.moe_layer_freq, first_dense)
+        imbalance = getattr(moe, "routing_imbalance", None) or 1.0
     else:
-        experts, top_k, f_e, shared, n_moe = 1, 1, ffn, 0, 0
+        experts, top_k, f_e, shared, n_moe, imbalance = 1, 1, ffn, 0, 0, 1.0
     expert_params = mats * h * f_e
     n_dense = n_layers - n_moe
     params_nonexpert = (n_layers * attn_params + n_dense * dense_ffn_params
@@ -107,16 +156,25 @@ def arch_of(wl: WorkloadLike) -> Arch:
                                                        + h * experts)
     fwd_gemm = 2.0 * (n_layers * attn_params + active_ffn + v * h)   # output layer only (the
     # input embedding is a lookup)
-    fwd_attn_core = 4.0 * s * h * n_layers
-    return Arch(layers=n_layers, hidden=h, heads=wl.heads, kv_ratio=kv_ratio, ffn=ffn,
-                gated=wl.gated_mlp, vocab=v, seq_len=s, global_batch=wl.global_batch,
-                precision=wl.precision, experts=experts, top_k=top_k, expert_ffn=f_e,
-                shared_experts=shared, moe_layers=n_moe, fwd_gemm=fwd_gemm,
-                fwd_attn_core=fwd_attn_core,
+    window = getattr(wl, "sliding_window", None)
+    local_per_global = getattr(wl, "local_layers_per_global", None) or 1
+    n_local = n_layers * local_per_global // (local_per_global + 1) if window else 0
+    w = min(window or s, s)
+    spans = [(n_layers - n_local, s), (n_local, w)]   # (layers, counted span in tokens)
+    counted = sum(n * span for n, span in spans)
+    executed = sum(n * (span - span * span / (2.0 * s)) for n, span in spans)
+    fwd_attn_core = 2.0 * wl.heads * (d_qk + d_v) * counted
+    return Arch(layers=n_layers, hidden=h, heads=wl.heads, kv_ratio=kv_floats / (2.0 * h),
+                ffn=ffn, gated=wl.gated_mlp, vocab=v, seq_len=s,
+                global_batch=wl.global_batch, precision=wl.precision, experts=experts,
+                top_k=top_k, expert_ffn=f_e, shared_experts=shared, moe_layers=n_moe,
+                fwd_gemm=fwd_gemm, fwd_attn_core=fwd_attn_core,
                 fwd_routed=2.0 * n_moe * top_k * expert_params if n_moe else 0.0,
                 params_nonexpert=float(params_nonexpert),
                 params_expert=float(params_expert),
-                params_embedding=params_embedding)
+                params_embedding=params_embedding, attn_width=wl.heads * d_v,
+                causal_attn_fraction=executed / counted, routing_imbalance=float(imbalance),
+                kv_latent_ratio=kv_latent / (2.0 * h))
 
 
 def recompute_fwd_flops_per_token(arch: Arch, recompute: str) -> float:

@@ -18,11 +18,17 @@ from functools import lru_cache
 
 import numpy as np
 
-from models.perf.calibration import efficiency_for
+from models.perf.calibration import DEFAULT_PROFILE, Efficiency, efficiency_for, profile_of
 from models.perf.flops import Arch
 from models.perf.memory import GIB, RC_FULL, RC_NONE, memory_bytes
 from models.perf.timing import step_components
-from models.perf.types import RECOMPUTE_MODES, GpuSystemLike, NetworkSpec, peak_tflops
+from models.perf.types import (
+    RECOMPUTE_MODES,
+    SHARDING_MODES,
+    GpuSystemLike,
+    NetworkSpec,
+    peak_tflops,
+)
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128)
@@ -35,10 +41,13 @@ MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 
 
 def degree_checks(arch: Arch, system: GpuSystemLike, tp: int, pp: int, cp: int, ep: int,
-                  vpp: int, dp: int | None = None) -> list[str]:
+                  vpp: int, dp: int | None = None, etp: int | None = None) -> list[str]:
     """Reasons a set of degrees is impossible (empty list = possible). Each names the
-    option at fault."""
+    option at fault. etp None = tp."""
     problems = []
+    etp = tp if etp is None else etp
+    if tp % etp:
+        problems.append(f"--etp {etp} does not divide --tp {tp}")
     if tp > system.nvlink_domain_gpus:
         problems.append(f"--tp {tp} exceeds the NVLink domain of "
                         f"{system.nvlink_domain_gpus} GPUs")
@@ -55,8 +64,9 @@ def degree_checks(arch: Arch, system: GpuSystemLike, tp: int, pp: int, cp: int, 
     if arch.is_moe and arch.experts % ep:
         problems.append(f"--ep {ep} does not divide the {arch.experts} experts")
     if dp is not None:
-        if (dp * cp) % ep:
-            problems.append(f"--ep {ep} does not divide dp*cp = {dp * cp}")
+        if (tp * dp * cp) % (etp * ep):
+            problems.append(f"--ep {ep} x --etp {etp} does not divide tp*dp*cp = "
+                            f"{tp * dp * cp}")
         if dp > arch.global_batch:
             problems.append(f"--dp {dp} exceeds the global batch of "
                             f"{arch.global_batch} sequences")
@@ -66,8 +76,9 @@ def degree_checks(arch: Arch, system: GpuSystemLike, tp: int, pp: int, cp: int, 
 @lru_cache(maxsize=256)
 def _model_parallel_choices(arch: Arch, nvlink_domain_gpus: int,
                             fixed: tuple[tuple[str, int], ...]) -> tuple[tuple[int, ...], ...]:
-    """Valid (tp, pp, vpp, cp, ep) for a model and NVLink domain, whatever the GPU count
-    (cached: the search runs at many GPU counts of one design)."""
+    """Valid (tp, pp, vpp, cp, ep, etp) for a model and NVLink domain, whatever the GPU
+    count (cached: the search runs at many GPU counts of one design). MoE models may
+    shard experts tp-way or not at all (etp in {tp, 1}); dense ones have etp = tp."""
     pinned = dict(fixed)
     system = _Domain(nvlink_domain_gpus)
     ep_default = tuple(e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -79,11 +90,15 @@ def _model_parallel_choices(arch: Arch, nvlink_domain_gpus: int,
     def choices(key: str, default: tuple) -> tuple:
         return (pinned[key],) if key in pinned else default
 
-    return tuple(
-        (tp, pp, vpp, cp, ep) for tp, pp, vpp, cp, ep in itertools.product(
+    out = []
+    for tp, pp, vpp, cp, ep in itertools.product(
             choices("tp", TP_CHOICES), choices("pp", PP_CHOICES), choices("vpp", VPP_CHOICES),
-            choices("cp", cp_default), choices("ep", ep_default))
-        if not degree_checks(arch, system, tp, pp, cp, ep, vpp))
+            choices("cp", cp_default), choices("ep", ep_default)):
+        etps = (pinned["etp"],) if "etp" in pinned else (
+            sorted({tp, 1}, reverse=True) if arch.is_moe else (tp,))
+        out.extend((tp, pp, vpp, cp, ep, etp) for etp in etps
+                   if not degree_checks(arch, system, tp, pp, cp, ep, vpp, etp=etp))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -94,25 +109,30 @@ class _Domain:
 
 
 def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
-                   fixed: Mapping[str, int | str] | None = None) -> dict[str, np.ndarray]:
+                   fixed: Mapping[str, int | str] | None = None,
+                   profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
     """All candidate configurations for at most `gpus` GPUs, honouring `fixed` degrees
-    (keys tp, pp, dp, cp, ep, vpp, micro_batch, recompute)."""
-    fixed = dict(fixed or {})
+    (keys tp, pp, dp, cp, ep, etp, vpp, micro_batch, recompute, sharding); sharding
+    otherwise from the profile's choices."""
+    fixed = {k: v for k, v in (fixed or {}).items()
+             if v is not None and not (k == "etp" and not arch.is_moe)}
 
     def choices(key: str, default: tuple) -> tuple:
         return (fixed[key],) if key in fixed else default
 
     fixed_outer = tuple(sorted((k, v) for k, v in fixed.items()
-                               if k in ("tp", "pp", "vpp", "cp", "ep")))
+                               if k in ("tp", "pp", "vpp", "cp", "ep", "etp")))
     outer = [o for o in _model_parallel_choices(arch, system.nvlink_domain_gpus, fixed_outer)
              if o[0] * o[1] * o[3] <= gpus]
     rc_codes = tuple(RECOMPUTE_MODES.index(r) for r in choices("recompute", RECOMPUTE_MODES))
+    sh_codes = tuple(SHARDING_MODES.index(x) for x in
+                     choices("sharding", profile_of(profile).sharding_choices))
     mbs = choices("micro_batch", MICRO_BATCH_CHOICES)
-    names = ("tp", "pp", "vpp", "cp", "ep", "mb", "rc")
+    names = ("tp", "pp", "vpp", "cp", "ep", "etp", "mb", "rc", "sh")
     if not outer:
         return {k: np.zeros(0, dtype=np.int64) for k in (*names, "dp")}
     o = np.array(outer, dtype=np.int64)
-    inner = np.array(list(itertools.product(mbs, rc_codes)), dtype=np.int64)
+    inner = np.array(list(itertools.product(mbs, rc_codes, sh_codes)), dtype=np.int64)
     idx_o = np.repeat(np.arange(len(o)), len(inner))
     idx_i = np.tile(np.arange(len(inner)), len(o))
     g = dict(zip(names, (*o[idx_o].T, *inner[idx_i].T), strict=True))
@@ -122,7 +142,7 @@ def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
         g["dp"] = data_parallel_degree(arch.global_batch, gpus, g)
     per_rank = np.ceil(arch.global_batch / np.maximum(g["dp"], 1))
     keep = ((g["dp"] >= 1) & (g["tp"] * g["pp"] * g["cp"] * g["dp"] <= gpus)
-            & ((g["dp"] * g["cp"]) % g["ep"] == 0)
+            & ((g["tp"] * g["dp"] * g["cp"]) % (g["etp"] * g["ep"]) == 0)
             & (g["mb"] <= per_rank) & (g["dp"] <= arch.global_batch))
     return {k: v[keep] for k, v in g.items()}
 
@@ -133,8 +153,10 @@ def data_parallel_degree(global_batch: int, gpus: int,
     fewest micro-batches per rank the GPUs allow, then the smallest dp that achieves
     them (fewer GPUs busy, less DP traffic). Step time falls with the micro-batch count
     and memory with dp, so smaller dp are dominated; dp must be a multiple of
-    q = ep/gcd(ep, cp) (EP groups are carved from dp*cp). 0 = no valid dp."""
-    q = g["ep"] // np.gcd(g["ep"], g["cp"])
+    q = etp*ep/gcd(etp*ep, tp*cp) (expert groups are carved from tp*dp*cp). 0 = no
+    valid dp."""
+    group = g["etp"] * g["ep"]
+    q = group // np.gcd(group, g["tp"] * g["cp"])
     dp_max = np.minimum(gpus // (g["tp"] * g["pp"] * g["cp"]), global_batch)
     dp_q = (dp_max // q) * q
     m_min = np.ceil(np.ceil(global_batch / np.maximum(dp_q, 1)) / g["mb"])
@@ -144,16 +166,38 @@ def data_parallel_degree(global_batch: int, gpus: int,
 
 def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                   grid: Mapping[str, np.ndarray], gpus: int,
-                  efficiency: tuple[float, float, float] | None = None) -> dict[str, np.ndarray]:
-    """Step time, throughput, MFU/HFU and memory of every configuration in `grid`.
+                  efficiency: Efficiency | None = None,
+                  profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+    """Step time, throughput, MFU/HFU and memory of every configuration in `grid`
+    (without 'etp'/'sh' keys: etp = tp, the distributed optimizer).
 
     MFU/HFU and model TFLOP/s per GPU are over all `gpus` (idle ones included)."""
-    gemm_max, half_dim, low = efficiency or efficiency_for(system.generation, arch.precision)
+    prof = profile_of(profile)
+    res = time_grid(arch, system, network, grid, gpus, efficiency, prof.name)
+    etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
+    mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
+                       grid["vpp"], grid["mb"], grid["rc"], res["m"], etp=etp, sh=sh,
+                       profile=prof)
+    return {**res, "memory_gib": mem["total"] / GIB,
+            "fits": mem["total"] <= system.hbm_gib * GIB, "memory": mem}
+
+
+def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
+              grid: Mapping[str, np.ndarray], gpus: int,
+              efficiency: Efficiency | None = None,
+              profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+    """evaluate_grid without the memory model (the calibration fit, whose grids hold only
+    configurations that fit, calls this thousands of times)."""
+    prof = profile_of(profile)
+    eff = efficiency or efficiency_for(system.generation, arch.precision, prof.name)
+    etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
     comp = step_components(arch, system, network, grid["tp"], grid["pp"], grid["dp"],
                            grid["cp"], grid["ep"], grid["vpp"], grid["mb"], grid["rc"],
-                           gemm_max, half_dim, low)
-    mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
-                       grid["vpp"], grid["mb"], grid["rc"], comp["m"])
+                           eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
+                           profile=prof, moe_bytes=eff.moe_bytes,
+                           expert_half_tokens=eff.expert_half_tokens,
+                           layer_overhead_s=eff.layer_overhead_s,
+                           elementwise_bytes=eff.elementwise_bytes)
     step = comp["step"]
     tokens = arch.global_batch * arch.seq_len
     peak = peak_tflops(system, arch.precision) * 1e12
@@ -164,18 +208,19 @@ def evaluate_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     hw_flops = model_flops + extra * tokens
     per_gpu = model_flops / step / gpus
     return {**comp, "tokens_per_s": tokens / step, "model_tflops_per_gpu": per_gpu / 1e12,
-            "mfu": per_gpu / peak, "hfu": hw_flops / step / gpus / peak,
-            "memory_gib": mem["total"] / GIB, "fits": mem["total"] <= system.hbm_gib * GIB,
-            "memory": mem}
+            "mfu": per_gpu / peak, "hfu": hw_flops / step / gpus / peak}
 
 
-def fitting(arch: Arch, system: GpuSystemLike, grid: Mapping[str, np.ndarray]) -> np.ndarray:
+def fitting(arch: Arch, system: GpuSystemLike, grid: Mapping[str, np.ndarray],
+            profile: str = DEFAULT_PROFILE) -> np.ndarray:
     """Which configurations of `grid` fit in HBM (the memory model alone, cheaper than
     timing them). m, the micro-batches per pipeline, as in step_components."""
     per_rank = np.ceil(arch.global_batch / np.maximum(grid["dp"], 1))
     m = np.ceil(per_rank / grid["mb"])
     mem = memory_bytes(arch, grid["tp"], grid["pp"], grid["dp"], grid["cp"], grid["ep"],
-                       grid["vpp"], grid["mb"], grid["rc"], m)
+                       grid["vpp"], grid["mb"], grid["rc"], m, etp=grid.get("etp"),
+                       sh=grid.get("sh", SHARDING_MODES.index("optimizer")),
+                       profile=profile_of(profile))
     return mem["total"] <= system.hbm_gib * GIB
 
 

@@ -1,19 +1,30 @@
 """Step time of one training iteration for a grid of configurations (numpy, vectorised).
 
-Every input array (tp, pp, dp, cp, ep, vpp, mb, rc) has one entry per configuration;
-the efficiency parameters may broadcast against them (calibration evaluates a grid of
-parameter values at once). Units: seconds, bytes, FLOPs.
+Every input array (tp, pp, dp, cp, ep, vpp, mb, rc, etp, sh) has one entry per
+configuration; the efficiency parameters may broadcast against them. Units: seconds,
+bytes, FLOPs. `profile` (models.perf.calibration.Profile; None = megatron-2021
+behaviour) says how the stack runs attention, gradients and parameters.
 
 Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
-  t_compute = F_gemm / (peak_gemm * eff) + F_attn / (peak_bf16 * eff)
-      eff = gemm_max * n / (n + half_dim), n = hidden / tp (the sharded GEMM dimension:
-      narrow shards run tensor cores less efficiently); F counts model FLOPs plus
-      recomputation; FP8/FP4 runs do GEMMs at that precision's peak times the
-      precision's efficiency, the attention core (FlashAttention) in BF16;
-      routed-expert GEMMs slowed by t/(t + EXPERT_HALF_TOKENS), t = tokens per local
-      expert and micro-batch (small grouped GEMMs); plus memory-bound kernels:
-      ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN * h bytes per token and layer
-      (sequence-parallel shard) at HBM bandwidth;
+  t_gemm = F_gemm / (peak_prec * eff * f_prec), eff = gemm_max * n / (n + half_dim),
+      n = hidden / tp (the sharded GEMM dimension: narrow shards run tensor cores less
+      efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
+      recomputation. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
+      t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
+      micro-batch = ep * b*s/cp * top_k/experts * tp/etp: small grouped GEMMs) and
+      wait for the busiest rank (x routing_imbalance);
+  t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
+      (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
+      that recomputes the scores (3.5x the forward instead of 3x), in BF16 at
+      ATTENTION_EFFICIENCY of the BF16 peak. Unfused (2021): all counted FLOPs at the
+      GEMM efficiency;
+  t_hbm  = memory-bound kernels at HBM bandwidth: elementwise_bytes * h per token and
+      layer (sequence-parallel shard; fitted for tuned-2025, else
+      ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN), plus the MoE layers' routing work,
+      moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
+      models.perf.calibration);
+  t_fixed = layer_overhead_s per layer of the stage (fitted for megatron-2021: launches,
+      synchronisation); t_compute = t_gemm + t_attn + t_hbm + t_fixed;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;
@@ -21,20 +32,29 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       with the attention core; NVLink if tp*cp fits the NVLink domain, else the NIC;
   t_ep   = MoE all-to-all: dispatch+combine forward and backward of top_k copies of
       each token's hidden state, (ep-1)/ep leaving the GPU, EP_EXPOSED not overlapped;
+      when the group spans several NVLink domains only the copies bound for other
+      domains cross the NIC (all_to_all_off_domain);
   t_pp   = point-to-point activations s*b*h*2/tp forward and backward per virtual stage.
 Per step with m micro-batches: (m + (pp-1)/vpp) * t_mb, the second term being the
 pipeline bubble (interleaved schedule, Narayanan et al. 2021).
-Data parallelism (distributed optimizer): reduce-scatter of bf16 gradients and
-all-gather of bf16 parameters, 2*2 bytes per parameter * (n-1)/n, on the NIC (halved
-with in-network reduction); inter-pod share slowed by the oversubscription. It
-overlaps with the last micro-batch's backward, the first forward and the pipeline
-cool-down (window t_mb * (1 + (pp-1)/vpp)); only the rest is exposed.
+Data parallelism, bytes per parameter * (n-1)/n on the NIC (NVLink inside the domain):
+  reduce-scatter of gradients (2 B; the 2021 profile all-reduces 16-bit gradients, 2+2 B)
+  and all-gather of parameters (2 B, 1 B with FP8 parameters); 'none' (DDP) all-reduces
+  the gradients (2 x 2 B); 'full' (FSDP) gathers the parameters twice (forward and
+  backward) and reduce-scatters every micro-batch. In-network reduction (SHARP, a
+  property of the fabric's switches) halves the reduction's bytes, not the gathers'.
+  Inter-pod share slowed by the oversubscription. It overlaps with the last
+  micro-batch's backward, the first forward and the pipeline cool-down (window t_mb *
+  (1 + (pp-1)/vpp)); FSDP's per-micro-batch traffic overlaps the whole compute; only the
+  rest is exposed (DP_OVERLAP of the window usable).
 Optimizer: the Adam update of the local shard is HBM-bound (~32 bytes per parameter).
 
 Group placement (for which links a group crosses): ranks are ordered tp (innermost),
 cp, ep, pp, then the rest of dp; a group's span is the product of its own and the
-inner degrees. A span above the NVLink domain uses the NIC; above `pod_gpus` it
-crosses the oversubscribed inter-pod links.
+inner degrees (the expert group: etp*cp*ep). A span above the NVLink domain uses the
+NIC; above `leaf_gpus` its traffic crosses the spine (SPINE_EFFICIENCY: a rail-optimized
+fabric keeps same-rail traffic of a whole rail group on one leaf, a middle-of-rack one
+only a leaf's own GPUs); above `pod_gpus` it crosses the oversubscribed inter-pod links.
 """
 
 from __future__ import annotations
@@ -42,7 +62,15 @@ from __future__ import annotations
 import numpy as np
 
 from models.perf.flops import Arch
-from models.perf.memory import RC_FULL, RC_NONE, params_per_gpu
+from models.perf.memory import (
+    RC_FULL,
+    RC_NONE,
+    SH_FULL,
+    SH_NONE,
+    SH_OPTIMIZER,
+    params_per_gpu,
+    replica_groups,
+)
 from models.perf.types import GpuSystemLike, NetworkSpec, peak_tflops
 
 NVLINK_EFFICIENCY = 0.80
@@ -51,9 +79,14 @@ bus bandwidth ~360 of 450 GB/s on H100). Source: https://github.com/NVIDIA/nccl-
 (clusterplan estimate from published bus-bandwidth results)."""
 NETWORK_EFFICIENCY = 0.90
 """Achieved fraction of NIC line rate in large collectives (clusterplan estimate)."""
+SPINE_EFFICIENCY = 0.85
+"""Share of NIC rate that traffic crossing the spine keeps (flow collisions on ECMP /
+adaptive-routing paths that same-leaf traffic never meets). Clusterplan estimate; it
+only acts when the fabric says how many GPUs share a leaf (NetworkSpec.leaf_gpus)."""
 TP_EXPOSED = 0.75
-"""Share of TP communication not hidden behind compute (Megatron overlaps part of it;
-clusterplan assumption, not fitted)."""
+"""Share of TP communication not hidden behind compute in the 2021 stack (Megatron
+overlaps part of it; clusterplan assumption, not fitted). Profiles set their own
+(Profile.tp_exposed: Transformer Engine's userbuffer overlap hides most of it)."""
 EP_EXPOSED = 0.7
 """Share of MoE all-to-all time not hidden (Megatron-Core overlaps some of it;
 DeepSeek's DualPipe nearly all; clusterplan assumption)."""
@@ -64,39 +97,87 @@ OPTIMIZER_BYTES_PER_PARAM = 32.0
 """HBM traffic of one Adam update per locally owned parameter [bytes] (read fp32
 master, m, v, grad; write master, m, v, bf16 param)."""
 HBM_EFFICIENCY = 0.8
-EXPERT_HALF_TOKENS = 256.0
-"""Tokens per local expert and micro-batch at which grouped expert GEMMs run at half
-the efficiency of large GEMMs (the GEMM M dimension must fill 128-256-row tensor-core
-tiles; clusterplan assumption). Tokens per local expert = ep * b*s/cp * top_k/experts."""
 ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN = 120.0
 """HBM traffic of the memory-bound (non-GEMM) kernels per token, per layer, per hidden
 unit, forward + backward [bytes]: layer norms, activations, dropout, residuals, bias,
 softmax. ~3.5x the 34 bytes of stored activations of Korthikanti et al. 2022 (each
-written and read in forward and backward); clusterplan estimate, not fitted."""
+written and read in forward and backward); clusterplan estimate, the megatron-2021
+profile's value and the prior of the tuned-2025 fit (models.perf.calibration)."""
+ATTENTION_EFFICIENCY = {"ampere": 0.45, "hopper": 0.5, "blackwell": 0.5,
+                        "blackwell-ultra": 0.6, "cdna3": 0.35}
+"""Fraction of the BF16 dense peak fused attention kernels reach, forward + backward
+averaged (head dim 128, long sequences). Hopper: FlashAttention-3 reaches 600-740
+TFLOP/s forward and ~450-550 backward on H100 (Shah et al. 2024, arXiv 2407.08608) ->
+~0.5; Ampere: FlashAttention-2 50-73% forward, less backward (Dao 2023, arXiv
+2307.08691); Blackwell: cuDNN / FlashAttention-4 on B200 are softmax (exponent
+unit) bound at a similar fraction; Blackwell Ultra doubles the exponent throughput
+(10.7 vs 5 TeraExp/s, https://verda.com/blog/gb300-nvl72-architecture) -> 0.6; CDNA3
+(MI300X): ~0.35. Sourced estimates, not fitted."""
+SELECTIVE_ELEMENTWISE_FACTOR = 1.2
+"""Memory-bound work with Megatron-Core's module recompute (layer norms, activation
+functions re-run in the backward) relative to none (clusterplan estimate)."""
+FLASH_BACKWARD_FACTOR = 3.5
+"""Forward + backward FLOPs of a FlashAttention core over its forward: the backward
+recomputes the scores (5 matmuls to the forward's 2)."""
 
 
 def _net_bytes_per_s(network: NetworkSpec) -> float:
     return network.gbps_per_gpu * 1e9 / 8.0 * NETWORK_EFFICIENCY
 
 
+def _nic_bandwidth(span, network: NetworkSpec):
+    """NIC bytes/s per GPU for a group spanning `span` GPUs beyond NVLink."""
+    net = _net_bytes_per_s(network)
+    if network.leaf_gpus is not None:
+        net = np.where(span > network.leaf_gpus, net * SPINE_EFFICIENCY, net)
+    return net
+
+
 def _link_time(nbytes, span, system: GpuSystemLike, network: NetworkSpec):
     """Seconds to move `nbytes` per GPU inside a group spanning `span` GPUs."""
     nvlink = system.nvlink_gbytes_per_s / 2.0 * 1e9 * NVLINK_EFFICIENCY
-    net = _net_bytes_per_s(network)
     slow = 1.0
     if network.pod_gpus is not None:
         slow = np.where(span > network.pod_gpus, network.oversubscription, 1.0)
-    bw = np.where(span <= system.nvlink_domain_gpus, nvlink, net / slow)
+    bw = np.where(span <= system.nvlink_domain_gpus, nvlink,
+                  _nic_bandwidth(span, network) / slow)
     return nbytes / bw
+
+
+def all_to_all_off_domain(span, system: GpuSystemLike):
+    """Share of an all-to-all's bytes that leave the NVLink domain: peers are spread
+    evenly, min(span, domain)/span of them share the sender's domain (1 inside it:
+    the whole exchange is on NVLink then, timed at NVLink rate)."""
+    domain = system.nvlink_domain_gpus
+    return np.where(span <= domain, 1.0, 1.0 - domain / np.maximum(span, 1))
+
+
+def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
+    """(bytes per parameter per step, bytes per parameter per micro-batch) the data-
+    parallel group moves, before the (n-1)/n ring factor."""
+    if profile is None:             # 2021 Megatron: all-reduce of 16-bit gradients
+        reduce, gather = 2.0, 2.0
+    else:
+        reduce, gather = 2.0, profile.weight_bytes(precision)
+    if in_network_reduction:
+        reduce = reduce * 0.5
+    per_step = np.where(sh == SH_NONE, reduce + 2.0 * (0.5 if in_network_reduction else 1.0),
+                        np.where(sh == SH_FULL, 0.0, reduce + gather))
+    per_micro_batch = np.where(sh == SH_FULL, reduce + 2.0 * gather, 0.0)
+    return per_step, per_micro_batch
 
 
 def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
-                    low_precision_factor=1.0) -> dict[str, np.ndarray]:
+                    low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
+                    profile=None, moe_bytes=16.0, expert_half_tokens=256.0,
+                    layer_overhead_s=0.0,
+                    elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
-    tp, pp, dp, cp, ep, vpp, mb, rc = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
-                                                                mb, rc))
+    tp, pp, dp, cp, ep, vpp, mb, rc, sh = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
+                                                                    mb, rc, sh))
+    etp = tp if etp is None else np.asarray(etp)
     h, s = arch.hidden, arch.seq_len
     per_rank = np.ceil(arch.global_batch / dp)
     m = np.ceil(per_rank / mb)
@@ -104,39 +185,59 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     imbalance = layers_stage * pp / arch.layers
     tokens_mb = mb * s
     shard = tp * cp * pp
-    rc_gemm = np.where(rc == RC_FULL, arch.fwd_gemm - 2.0 * arch.vocab * h, 0.0)
-    rc_core = np.where(rc == RC_NONE, 0.0, arch.fwd_attn_core)
-    f_gemm = tokens_mb * (3.0 * arch.fwd_gemm + rc_gemm) * imbalance / shard
-    f_core = tokens_mb * (3.0 * arch.fwd_attn_core + rc_core) * imbalance / shard
-    n = h / tp
-    eff = gemm_max * n / (n + half_dim)
+    per_gpu = tokens_mb * imbalance / shard          # token-layers of work per GPU
+    full = rc == RC_FULL
+    rc_gemm = np.where(full, arch.fwd_gemm - 2.0 * arch.vocab * h, 0.0)
+    f_gemm = per_gpu * (3.0 * arch.fwd_gemm + rc_gemm)
     peak_gemm = peak_tflops(system, arch.precision) * 1e12
     peak_bf16 = system.bf16_tflops * 1e12
-    gemm_eff = eff * (low_precision_factor if arch.precision != "bf16" else 1.0)
-    t_core = f_core / (peak_bf16 * eff)
-    t_elementwise = (tokens_mb / (cp * tp) * h * ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN
-                     * layers_stage * np.where(rc == RC_FULL, 1.3, 1.0)
-                     / (system.hbm_tbps * 1e12 * HBM_EFFICIENCY))
-    f_routed = tokens_mb * (3.0 * arch.fwd_routed + np.where(rc == RC_FULL, arch.fwd_routed,
-                                                             0.0)) * imbalance / shard
-    expert_tokens = ep * tokens_mb / cp * arch.top_k / arch.experts
-    expert_eff = expert_tokens / (expert_tokens + EXPERT_HALF_TOKENS)
-    t_gemm = ((f_gemm - f_routed) + f_routed / expert_eff) / (peak_gemm * gemm_eff)
-    t_compute = t_gemm + t_core + t_elementwise
+    precision_factor = low_precision_factor if arch.precision != "bf16" else 1.0
+
+    def efficiency(n):
+        return gemm_max * n / (n + half_dim)
+
+    eff = efficiency(h / tp)
+    f_routed = per_gpu * arch.fwd_routed * np.where(full, 4.0, 3.0)
+    f_routed_rank = f_routed * tp / etp       # expert GEMMs sharded etp-, not tp-way
+    expert_tokens = ep * tokens_mb / cp * arch.top_k / arch.experts * tp / etp
+    expert_eff = (efficiency(arch.expert_ffn / etp) * expert_tokens
+                  / (expert_tokens + expert_half_tokens))
+    t_gemm = ((f_gemm - f_routed) / (peak_gemm * eff * precision_factor)
+              + f_routed_rank * arch.routing_imbalance
+              / (peak_gemm * np.maximum(expert_eff, 1e-9) * precision_factor))
+    fused = profile is not None and profile.fused_attention
+    if fused:   # 'selective' recomputes no attention core here (module recompute)
+        passes = FLASH_BACKWARD_FACTOR + np.where(full, 1.0, 0.0)
+        f_core = per_gpu * arch.fwd_attn_core * arch.causal_attn_fraction * passes
+        t_core = f_core / (peak_bf16 * ATTENTION_EFFICIENCY.get(system.generation, 0.5))
+    else:
+        f_core = per_gpu * arch.fwd_attn_core * np.where(rc == RC_NONE, 3.0, 4.0)
+        t_core = f_core / (peak_bf16 * eff)
+    hbm = system.hbm_tbps * 1e12 * HBM_EFFICIENCY
+    moe_stage = layers_stage * arch.moe_layers / arch.layers
+    rerun = np.where(full, 1.3, np.where((rc == RC_NONE) | (not fused), 1.0,
+                                         SELECTIVE_ELEMENTWISE_FACTOR))
+    t_elementwise = (tokens_mb / (cp * tp) * rerun
+                     * (h * elementwise_bytes * layers_stage
+                        + moe_bytes * arch.top_k * moe_stage
+                        * (h + arch.expert_ffn / etp))) / hbm
+    t_compute = t_gemm + t_core + t_elementwise + layer_overhead_s * layers_stage
 
     act_bytes = tokens_mb / cp * h * 2.0      # the micro-batch's hidden states on this CP rank
-    n_coll = np.where(rc == RC_FULL, 12.0, 8.0)
+    n_coll = np.where(full, 12.0, 8.0)
     tp_bytes = n_coll * (tp - 1) / tp * act_bytes * layers_stage
-    t_tp = TP_EXPOSED * _link_time(tp_bytes, tp, system, network)
+    tp_exposed = TP_EXPOSED if profile is None else profile.tp_exposed
+    t_tp = tp_exposed * _link_time(tp_bytes, tp, system, network)
 
     kv_bytes = 2.0 * arch.kv_ratio * act_bytes / tp
     cp_bytes = 3.0 * (cp - 1) * kv_bytes * layers_stage
     t_cp = np.maximum(_link_time(cp_bytes, tp * cp, system, network) - t_core, 0.0)
 
-    moe_stage = layers_stage * arch.moe_layers / arch.layers
     ep_bytes = (4.0 * moe_stage * (tokens_mb / (cp * tp)) * arch.top_k * h * 2.0
                 * (ep - 1) / ep)
-    t_ep = EP_EXPOSED * _link_time(ep_bytes, tp * cp * ep, system, network)
+    span_ep = etp * cp * ep
+    t_ep = EP_EXPOSED * _link_time(ep_bytes * all_to_all_off_domain(span_ep, system), span_ep,
+                                   system, network)
 
     pp_bytes = np.where(pp > 1, 2.0 * vpp * act_bytes / tp, 0.0)
     t_pp = _link_time(pp_bytes, tp * cp * ep * pp, system, network)
@@ -144,24 +245,25 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     t_mb = t_compute + t_tp + t_cp + t_ep + t_pp
     bubble = (pp - 1) / vpp * t_mb
 
-    dense, expert = params_per_gpu(arch, tp, pp, ep)
-    n_dp, n_edp = dp * cp, np.maximum(dp * cp / ep, 1.0)
-    dp_bytes = 4.0 * (dense * (n_dp - 1) / n_dp + expert * (n_edp - 1) / n_edp)
-    if network.in_network_reduction:
-        dp_bytes = dp_bytes * 0.5
+    dense, expert = params_per_gpu(arch, tp, pp, ep, etp)
+    n_dp, n_edp = replica_groups(tp, dp, cp, ep, etp)
+    ring_params = dense * (n_dp - 1) / n_dp + expert * (n_edp - 1) / n_edp
+    per_step, per_mb = dp_bytes_per_param(profile, arch.precision, sh,
+                                          network.in_network_reduction)
+    dp_bytes = ring_params * (per_step + m * per_mb)
     used = shard * dp
     inner = tp * cp * pp
     t_dp = dp_bytes / np.where(used <= system.nvlink_domain_gpus,
                                system.nvlink_gbytes_per_s / 2.0 * 1e9 * NVLINK_EFFICIENCY,
-                               _net_bytes_per_s(network))
+                               _nic_bandwidth(used, network))
     if network.pod_gpus is not None:
         in_pod = np.maximum(network.pod_gpus // inner, 1)
         t_dp = t_dp * np.where(used > network.pod_gpus,
                                1.0 + network.oversubscription / in_pod, 1.0)
-    window = DP_OVERLAP * t_mb * (1.0 + (pp - 1) / vpp)
+    window = DP_OVERLAP * t_mb * np.where(sh == SH_FULL, m, 1.0 + (pp - 1) / vpp)
     t_dp_exposed = np.maximum(t_dp - window, 0.0)
     owned = dense / n_dp + expert / n_edp
-    t_opt = owned * OPTIMIZER_BYTES_PER_PARAM / (system.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+    t_opt = owned * OPTIMIZER_BYTES_PER_PARAM / hbm
 
     out = {"compute": m * t_compute, "tp_comm": m * t_tp, "cp_comm": m * t_cp,
            "ep_comm": m * t_ep, "pp_comm": m * t_pp, "pipeline_bubble": bubble,

@@ -11,6 +11,10 @@ from typing import Literal, Protocol
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+SHARDING_MODES: tuple[str, ...] = ("none", "optimizer", "gradients", "full")
+"""What the data-parallel group shards (ZeRO stages 0-3): 'none' plain DDP, 'optimizer'
+the Megatron distributed optimizer (ZeRO-1), 'gradients' ZeRO-2, 'full' FSDP / ZeRO-3
+(parameters too, gathered layer by layer)."""
 
 
 class MoELike(Protocol):
@@ -19,9 +23,16 @@ class MoELike(Protocol):
     expert_ffn_hidden: int
     shared_experts: int
     moe_layer_freq: int
+    # optional (read with getattr, defaults in brackets): first_dense_layers [0],
+    # routing_imbalance [1.0]
 
 
 class WorkloadLike(Protocol):
+    """Optional attributes (read with getattr; absent or None = the default): head_dim
+    [hidden/heads], q_lora_rank, kv_lora_rank, qk_nope_head_dim [128], qk_rope_head_dim
+    [64], v_head_dim [qk_nope_head_dim] (MLA when kv_lora_rank is set), sliding_window
+    [none], local_layers_per_global [1], profile [models.perf.calibration default]."""
+
     name: str
     layers: int
     hidden: int
@@ -71,6 +82,13 @@ class NetworkSpec:
     """GPUs per non-blocking pod (None = the whole cluster is non-blocking)."""
     oversubscription: float = 1.0
     """Down:up bandwidth ratio of the links between pods."""
+    rail_optimized: bool = True
+    """Each of a node's NICs on its own leaf (rail); False = middle-of-rack (all of a
+    node's NICs on one leaf)."""
+    leaf_gpus: int | None = None
+    """GPUs whose traffic meets in one leaf switch: a rail group (leaf down-ports x GPUs
+    per node) when rail-optimized, the leaf's down-ports otherwise. None = not modelled
+    (every cross-node transfer at full NIC rate)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,16 @@ class Parallelism:
     vpp: int = 1
     micro_batch: int = 1
     recompute: str = "selective"
+    sharding: str = "optimizer"
+    """One of SHARDING_MODES; 'full' = FSDP (`--fsdp`)."""
+    etp: int | None = None
+    """Expert tensor-parallel degree (None = tp). With etp < tp the expert-parallel
+    group spans tensor-parallel ranks: experts are sharded over etp*ep GPUs and
+    replicated over tp*dp*cp/(etp*ep)."""
+
+    @property
+    def expert_tp(self) -> int:
+        return self.tp if self.etp is None else self.etp
 
     @property
     def model_parallel(self) -> int:
@@ -95,8 +123,8 @@ class Parallelism:
 
     def as_dict(self) -> dict[str, int | str]:
         return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep,
-                "vpp": self.vpp, "micro_batch": self.micro_batch,
-                "recompute": self.recompute}
+                "etp": self.expert_tp, "vpp": self.vpp, "micro_batch": self.micro_batch,
+                "recompute": self.recompute, "sharding": self.sharding}
 
 
 @dataclass(frozen=True)
@@ -123,6 +151,11 @@ class PerfResult:
     memory_breakdown_gib: dict[str, float] = field(default_factory=dict)
     traffic_bytes: dict[str, float] = field(default_factory=dict)
     """Bytes each GPU sends per step, by parallel dimension (tp, cp, ep, pp, dp)."""
+    profile: str = "tuned-2025"
+    """Software profile whose fitted efficiencies were used (models.perf.calibration)."""
+    tokens_per_s_band: tuple[float, float] = (0.0, 0.0)
+    """[low, high] tokens/s: the prediction times the p10 and p90 of measured/predicted
+    in leave-one-source-out cross-validation of the profile."""
 
     def as_dict(self) -> dict[str, object]:
         return {"step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
@@ -132,4 +165,5 @@ class PerfResult:
                 "breakdown": dict(self.breakdown), "gpus": self.gpus,
                 "gpus_used": self.gpus_used,
                 "memory_breakdown_gib": dict(self.memory_breakdown_gib),
-                "traffic_gb_per_step": {k: v / 1e9 for k, v in self.traffic_bytes.items()}}
+                "traffic_gb_per_step": {k: v / 1e9 for k, v in self.traffic_bytes.items()},
+                "profile": self.profile, "tokens_per_s_band": list(self.tokens_per_s_band)}

@@ -29,6 +29,14 @@ def register(app: typer.Typer) -> None:
         micro_batch: Annotated[int | None, opt("--micro-batch", "Sequences per micro-batch.")
                                ] = None,
         recompute: Annotated[str | None, opt("--recompute", "none | selective | full")] = None,
+        sharding: Annotated[str | None, opt("--sharding", "Data-parallel sharding: none | "
+                                            "optimizer | gradients | full (ZeRO 0-3).")
+                            ] = None,
+        fsdp: Annotated[bool, opt("--fsdp", "FSDP / ZeRO-3 (= --sharding full).")] = False,
+        etp: Annotated[int | None, opt("--etp", "Expert tensor-parallel degree (default "
+                                       "--tp).")] = None,
+        profile: Annotated[str | None, opt("--profile", "Software profile: tuned-2025 "
+                                           "(default) | megatron-2021.")] = None,
         switch: Annotated[str | None, opt("--switch", "Scale-out switch id (in-network "
                                           "reduction, pod size).")] = None,
         oversubscription: Annotated[float, opt("--oversubscription",
@@ -45,15 +53,19 @@ def register(app: typer.Typer) -> None:
                    "micro_batch": micro_batch}
         doc = run(lambda: perf_api(workload, gpu, gpus, degrees=degrees, recompute=recompute,
                                    switch=switch, oversubscription=oversubscription,
-                                   pod_gpus=pod_gpus))
+                                   pod_gpus=pod_gpus, sharding="full" if fsdp else sharding,
+                                   etp=etp, profile=profile))
         if as_json:
             emit_json(doc)
             return
         p = doc["parallelism"]
         stdout.print(f"{doc['workload']} on {gpus} x {gpu} ({doc['mode']}): "
                      f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} "
-                     f"vpp={p['vpp']} mb={p['micro_batch']} recompute={p['recompute']}")
-        stdout.print(f"  step {doc['step_time_s']:.3f} s, {doc['tokens_per_s']:,.0f} tokens/s, "
+                     f"vpp={p['vpp']} mb={p['micro_batch']} recompute={p['recompute']} "
+                     f"sharding={p['sharding']} etp={p['etp']} ({doc['profile']})")
+        low, high = doc["tokens_per_s_band"]
+        stdout.print(f"  step {doc['step_time_s']:.3f} s, {doc['tokens_per_s']:,.0f} tokens/s "
+                     f"(p10-p90 {low:,.0f}-{high:,.0f}), "
                      f"MFU {doc['mfu']:.1%}, HFU {doc['hfu']:.1%}, "
                      f"{doc['memory_gib_per_gpu']:.1f} GiB/GPU "
                      f"({'fits' if doc['fits'] else 'DOES NOT FIT'})")

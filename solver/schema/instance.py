@@ -116,6 +116,11 @@ class Objective(StrictModel):
     GPUs x dense peak x assumed_mfu / model FLOPs per token."""
     assumed_mfu: Fraction = 0.40
     """Model FLOPs utilisation when performance = 'assumed_mfu'."""
+    throughput_quantile: Fraction | None = None
+    """Plan for this quantile of the performance model's error (performance = 'model'):
+    e.g. 0.1 buys for the throughput 90% of comparable published runs beat (the p10 of
+    measured/predicted in leave-one-source-out cross-validation); None = the point
+    prediction."""
     reliability_model: Literal["model", "overhead"] = "model"
     """Goodput from the failure/checkpoint/restart model, or 1 - overhead_fraction."""
     overhead_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.10
