@@ -123,6 +123,9 @@ def fewest_tiers(endpoints: int, radix: int) -> int:
     tiers = 1
     while max_endpoints(radix, tiers) < endpoints:
         tiers += 1
+        if tiers > MAX_TIERS:
+            raise ValueError(f"{endpoints} endpoints need more than {MAX_TIERS} tiers of "
+                             f"radix-{radix} switches")
     return tiers
 
 
@@ -356,6 +359,9 @@ def _fewest_leaf_tiers(leaves: int, half: int) -> int:
     tiers = 2
     while _leaf_capacity(tiers, half) < leaves:
         tiers += 1
+        if tiers > MAX_TIERS:
+            raise ValueError(f"{leaves} leaves need more than {MAX_TIERS} tiers of "
+                             f"radix-{2 * half} switches")
     return tiers
 
 

@@ -251,6 +251,15 @@ def test_leaf_groups_partition_the_fabrics_leaves_and_spines(spec):
     assert sum(pod_nodes(spec)) == spec.nodes
 
 
+@pytest.mark.parametrize("radix", [2, 4])
+def test_a_tree_too_deep_is_refused_not_searched_forever(radix):
+    """Radix 2 never grows (2·1^L = 2 endpoints): the tier search must stop at MAX_TIERS."""
+    with pytest.raises(ValueError, match="tiers"):
+        fewest_tiers(10**9, radix)
+    with pytest.raises(ValueError, match="tiers"):
+        design_fabric(FabricSpec(nodes=10_000, ports_per_node=8, radix=radix))
+
+
 def test_leaf_groups_by_hand():
     """4 pods of 3-tier QM9700 at 7:1, 11,607 rail-optimized H100 nodes: each pod is
     built for 2,902 nodes = 91 scalable units of 32 nodes -> 728 leaves = 22 groups of 32
