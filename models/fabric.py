@@ -123,6 +123,9 @@ def fewest_tiers(endpoints: int, radix: int) -> int:
     tiers = 1
     while max_endpoints(radix, tiers) < endpoints:
         tiers += 1
+        if tiers > MAX_TIERS:
+            raise ValueError(f"{endpoints} endpoints need more than {MAX_TIERS} tiers of "
+                             f"radix-{radix} switches")
     return tiers
 
 
@@ -356,6 +359,9 @@ def _fewest_leaf_tiers(leaves: int, half: int) -> int:
     tiers = 2
     while _leaf_capacity(tiers, half) < leaves:
         tiers += 1
+        if tiers > MAX_TIERS:
+            raise ValueError(f"{leaves} leaves need more than {MAX_TIERS} tiers of "
+                             f"radix-{2 * half} switches")
     return tiers
 
 
@@ -463,6 +469,60 @@ def _assemble(spec: FabricSpec, endpoints: int, capacity: int, pods: int, pod_ti
                   switches_per_tier=tuple(switches), links_per_tier=tuple(links),
                   uplinks_per_tier=tuple(up), max_ports_used_per_tier=tuple(most),
                   link_classes=classes)
+
+
+@dataclass(frozen=True)
+class LeafGroup:
+    """The leaves one tier-2 switch group joins, and that group's tier-2 switches.
+
+    Tier 2 is the spine of a 3-or-more-tier tree, or the top of a 2-tier tree or pod.
+    Leaves are numbered in build order inside their pod: rail-optimized, scalable unit
+    ``u`` owns leaves ``u·rails … u·rails + rails − 1``; middle-of-rack, leaf ``i``
+    serves nodes ``i·⌊h/ports⌋ …``."""
+
+    pod: int
+    first_leaf: int
+    """Index of the group's first leaf inside its pod."""
+    leaves: int
+    spines: int
+
+
+def pod_nodes(spec: FabricSpec) -> tuple[int, ...]:
+    """Compute nodes in each pod: every pod is built for ``⌈nodes/pods⌉`` nodes and the
+    nodes fill the pods in order (the last pod may be partly populated)."""
+    size = math.ceil(spec.nodes / spec.pods)
+    return tuple(max(0, min(size, spec.nodes - p * size)) for p in range(spec.pods))
+
+
+def leaf_groups(fabric: Fabric) -> tuple[LeafGroup, ...]:
+    """The tier-2 groups of ``fabric``, pod by pod, exactly as :func:`design_fabric`
+    counts them (empty for a single switch).
+
+    Each pod has ``ℓ`` leaves for its ``⌈nodes/pods⌉`` nodes. In a tree of three or more
+    tiers the leaves are chunked into groups of ``h`` (the last may be smaller, ``r``);
+    a group of ``m`` leaves has the fewest divisor ``S ≥ m`` of ``h`` spines (balanced
+    wiring: ``h/S`` links from every leaf to each spine). In a 2-tier tree or pod all
+    leaves form one group under the top tier. So ``Σ leaves = switches_per_tier[0]``
+    and ``Σ spines = switches_per_tier[1]``."""
+    spec = fabric.spec
+    if fabric.pod_tiers == 1:
+        return ()
+    half = spec.radix // 2
+    leaves = _leaves(spec, math.ceil(spec.nodes / spec.pods), half)
+    if fabric.pod_tiers == 2:
+        sizes = [(leaves, fabric.switches_per_tier[1] // fabric.pods)]
+    else:
+        full, rest = divmod(leaves, half)
+        sizes = [(half, half)] * full
+        if rest:
+            sizes.append((rest, _fewest_divisor_at_least(half, rest)))
+    out = []
+    for pod in range(fabric.pods):
+        first = 0
+        for n, spines in sizes:
+            out.append(LeafGroup(pod, first, n, spines))
+            first += n
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------

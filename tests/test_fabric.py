@@ -16,6 +16,8 @@ from models.fabric import (
     choose_media,
     design_fabric,
     fewest_tiers,
+    leaf_groups,
+    pod_nodes,
     max_endpoints,
     media_line,
     scalable_unit_nodes,
@@ -226,6 +228,48 @@ def test_oversubscription_never_adds_switches(spec, more):
         pod_endpoints = math.ceil(spec.nodes / spec.pods) * spec.ports_per_node
         ratio = f.spec.oversubscription
         assert f.links_per_tier[-1] >= spec.pods * pod_endpoints / ratio - 1e-9
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.one_of(specs, pod_specs))
+def test_leaf_groups_partition_the_fabrics_leaves_and_spines(spec):
+    """Placement builds the fabric from these groups: they must be the counted fabric."""
+    fabric = _try(spec)
+    if fabric is None:
+        return
+    groups = leaf_groups(fabric)
+    if fabric.pod_tiers == 1:
+        assert groups == () and fabric.switches_per_tier == (1,)
+        return
+    assert sum(g.leaves for g in groups) == fabric.switches_per_tier[0]
+    assert sum(g.spines for g in groups) == fabric.switches_per_tier[1]
+    assert {g.pod for g in groups} == set(range(fabric.pods))
+    assert all(g.leaves >= 1 and g.spines >= 1 for g in groups)
+    if fabric.pod_tiers >= 3:  # balanced wiring: each spine takes h/S links of every leaf
+        half = spec.radix // 2
+        assert all(half % g.spines == 0 and g.leaves <= g.spines <= half for g in groups)
+    assert sum(pod_nodes(spec)) == spec.nodes
+
+
+@pytest.mark.parametrize("radix", [2, 4])
+def test_a_tree_too_deep_is_refused_not_searched_forever(radix):
+    """Radix 2 never grows (2·1^L = 2 endpoints): the tier search must stop at MAX_TIERS."""
+    with pytest.raises(ValueError, match="tiers"):
+        fewest_tiers(10**9, radix)
+    with pytest.raises(ValueError, match="tiers"):
+        design_fabric(FabricSpec(nodes=10_000, ports_per_node=8, radix=radix))
+
+
+def test_leaf_groups_by_hand():
+    """4 pods of 3-tier QM9700 at 7:1, 11,607 rail-optimized H100 nodes: each pod is
+    built for 2,902 nodes = 91 scalable units of 32 nodes -> 728 leaves = 22 groups of 32
+    leaves (32 spines each) + one of 24 leaves (32 spines: fewest divisor of 32 >= 24)."""
+    fabric = design_fabric(FabricSpec(11_607, 8, 64, tiers=3, pods=4, oversubscription=7.0))
+    groups = leaf_groups(fabric)
+    assert len(groups) == 4 * 23
+    assert [(g.first_leaf, g.leaves, g.spines) for g in groups[21:24]] == [
+        (672, 32, 32), (704, 24, 32), (0, 32, 32)]
+    assert pod_nodes(fabric.spec) == (2902, 2902, 2902, 2901)
 
 
 # --- media --------------------------------------------------------------------------------
