@@ -487,6 +487,13 @@ class LeafGroup:
     spines: int
 
 
+def pod_tiers(tiers: int, pods: int) -> int:
+    """Switch tiers inside one pod of a fabric with ``tiers`` tiers in all (the
+    ``FabricSpec.tiers`` that builds it): one fewer with pods, whose super tier joins
+    them."""
+    return tiers - 1 if pods > 1 else tiers
+
+
 def pod_nodes(spec: FabricSpec) -> tuple[int, ...]:
     """Compute nodes in each pod: every pod is built for ``⌈nodes/pods⌉`` nodes and the
     nodes fill the pods in order (the last pod may be partly populated)."""

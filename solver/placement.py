@@ -59,7 +59,8 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
     return DesignToPlace(c.gpu, c.switch, cand.nodes + cand.spare_nodes, cand.tiers, c.pods,
                          c.oversubscription, c.rail_optimized, c.nic_attachment,
                          lost_hours_per_interruption(cand.extra.get("reliability", {})),
-                         cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None)
+                         cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None,
+                         tuple(cand.switches_per_tier), tuple(cand.links_per_tier))
 
 
 def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
@@ -73,7 +74,9 @@ def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
                          lost_hours_per_interruption(
                              summary.get("throughput", {}).get("reliability", {})),
                          cost_usd_per_hour(cost["tco_usd"], cost["tco_years"])
-                         if "tco_usd" in cost and "tco_years" in cost else None)
+                         if "tco_usd" in cost and "tco_years" in cost else None,
+                         *(tuple(d[k]) if d.get(k) is not None else None
+                           for k in ("switches_per_tier", "links_per_tier")))
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,14 @@ def check_placement(inputs: Inputs, result) -> list[str]:
         if links_by_class[lc.name] != lc.links:
             problems.append(f"{lc.name}: {links_by_class[lc.name]} links cabled, the fabric has "
                             f"{lc.links}")
+    designed = inp.design.switches_per_tier, inp.design.links_per_tier
+    placed = fabric.switches_per_tier, fabric.links_per_tier
+    if designed[0] is not None and tuple(designed[0]) != tuple(placed[0]):
+        problems.append(f"placement built switches per tier {list(placed[0])}, the design has "
+                        f"{list(designed[0])}")
+    if designed[1] is not None and tuple(designed[1]) != tuple(placed[1]):
+        problems.append(f"placement built links per tier {list(placed[1])}, the design has "
+                        f"{list(designed[1])}")
     return problems
 
 

@@ -17,9 +17,9 @@ from models.fabric import (
     design_fabric,
     fewest_tiers,
     leaf_groups,
-    pod_nodes,
     max_endpoints,
     media_line,
+    pod_nodes,
     scalable_unit_nodes,
 )
 

@@ -481,3 +481,65 @@ def test_both_design_sources_carry_the_same_failure_figures():
     assert a.lost_hours_per_interruption * 3600 > rel["restart_s"]
     assert a.cost_usd_per_hour == pytest.approx(cost["tco_usd"] / (cost["tco_years"] * 8760))
     assert design_to_place(solved.design).cost_usd_per_hour is None
+
+
+# --- placement builds the designed fabric (issue 12 A) ------------------------------
+
+@pytest.mark.parametrize(("switch", "tiers", "pods", "rail"), [
+    ("quantum2-qm9700", 4, 4, True),    # 4 pods of 3 tiers at 7:1 (tiers counts the super tier)
+    ("tomahawk5", 4, 3, True),          # 3 pods: 11,607 nodes split 3,869 each
+    ("tomahawk5", 4, 3, False),
+    ("quantum2-qm9700", None, 1, True),  # 4-tier single tree
+    ("spectrum4-sn5600", None, 1, False),
+])
+def test_placement_builds_the_designed_fabric(switch, tiers, pods, rail):
+    """The design counts its fabric with models.fabric (tiers in all, pods built for
+    ceil(nodes/pods) nodes); placement must build that fabric: same switches and links
+    per tier, blocks grouped under their pod's spines. Before, placement read `tiers` as
+    tiers per pod (a 5-tier fabric for 4 pods of 3) and grouped blocks across pods (one
+    leaf block short with 3 pods)."""
+    from models.fabric import FabricSpec, design_fabric, pod_tiers
+    from models.placement.assemble import placement_inputs
+    from solver.fabric_inputs import resolve_fabric_parts
+
+    inputs = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
+    parts = resolve_fabric_parts(inputs, "h100-sxm", switch)
+    nodes = 11_607
+    spec = FabricSpec(nodes=nodes, ports_per_node=8, radix=parts.radix,
+                      tiers=tiers and pod_tiers(tiers, pods), pods=pods, oversubscription=7.0,
+                      rail_optimized=rail)
+    designed = design_fabric(spec)
+    place_me = DesignToPlace("h100-sxm", switch, nodes, designed.tiers if tiers else None,
+                             pods, 7.0, rail, "single",
+                             switches_per_tier=designed.switches_per_tier,
+                             links_per_tier=designed.links_per_tier)
+    inp = placement_inputs(inputs, place_me, parts)
+    assert inp.fabric.switches_per_tier == designed.switches_per_tier
+    assert inp.fabric.links_per_tier == designed.links_per_tier
+    assert sum(inp.blocks) == nodes
+    assert sum(inp.group_blocks) == len(inp.blocks)
+    assert len(inp.blocks) * inp.leaves_per_block == designed.switches_per_tier[0]
+    assert sum(inp.group_spines) == designed.switches_per_tier[1]
+
+
+def test_block_structure_of_middle_of_rack_pods():
+    """4 pods x 3 tiers of QM9700, middle-of-rack: a leaf serves 4 nodes (32 ports / 8),
+    each pod is built for 2,902 nodes = 726 leaves = 22 groups of 32 + one of 22 (spines:
+    fewest divisor of 32 >= 22 = 32); every leaf is its own block."""
+    from models.fabric import FabricSpec, design_fabric
+    from models.placement.assemble import block_structure
+
+    fabric = design_fabric(FabricSpec(11_607, 8, 64, tiers=3, pods=4, oversubscription=7.0,
+                                      rail_optimized=False))
+    blocks, group_blocks, spines = block_structure(fabric, 4, 1)
+    assert len(blocks) == 4 * 726 == fabric.switches_per_tier[0] and sum(blocks) == 11_607
+    assert group_blocks == [32] * 22 + [22] + [32] * 22 + [22] + [32] * 22 + [22] + [32] * 22 + [22]
+    assert sum(spines) == fabric.switches_per_tier[1] == 4 * 23 * 32
+
+
+def test_checker_fails_a_placement_of_another_fabric(mor):
+    """The checker compares the placed fabric with the design's, not with itself."""
+    inst, result = mor
+    other = dataclasses.replace(result.inputs.design, switches_per_tier=(1, 1))
+    moved = dataclasses.replace(result, inputs=dataclasses.replace(result.inputs, design=other))
+    assert any("switches per tier" in p for p in check_placement(inst, moved))

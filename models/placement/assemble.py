@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from models.design.candidates import RACK_UNITS, node_power_w
 from models.design.inputs import Inputs
-from models.fabric import Fabric, FabricSpec, design_fabric
+from models.fabric import Fabric, FabricSpec, design_fabric, leaf_groups, pod_nodes, pod_tiers
 from models.placement.economics import MediaPricing, Medium, link_cost_units, media_pricing
 from models.placement.halls import FabricParts, HallGeo, hall_geometry, max_length, routing
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
@@ -33,6 +33,8 @@ class DesignToPlace:
     nodes: int
     """Compute nodes to place, spares included."""
     tiers: int | None
+    """Switch tiers in all (the super tier of pods included), as the design counts them;
+    None = the fewest that fit."""
     pods: int
     oversubscription: float
     rail_optimized: bool
@@ -42,6 +44,10 @@ class DesignToPlace:
     None without the reliability model's figures."""
     cost_usd_per_hour: float | None = None
     """The cluster's cost of ownership per hour: TCO / (years · 8760) [USD/h]."""
+    switches_per_tier: tuple[int, ...] | None = None
+    """The designed fabric's switches per tier, leaf first (None: not known); the
+    placement checker fails a placement that builds another fabric."""
+    links_per_tier: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -73,7 +79,9 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
     """Fabric, halls, blocks and switch groups of ``design`` (built of ``parts``) on the
     instance's site."""
     spec = FabricSpec(nodes=design.nodes, ports_per_node=parts.gpu.nics_per_node,
-                      radix=parts.radix, tiers=design.tiers, pods=design.pods,
+                      radix=parts.radix,
+                      tiers=design.tiers and pod_tiers(design.tiers, design.pods),
+                      pods=design.pods,
                       oversubscription=design.oversubscription,
                       rail_optimized=design.rail_optimized)
     fabric = design_fabric(spec)
@@ -89,11 +97,7 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                    key=lambda m: m.id)
     max_end_w = max(m.power_w_per_end / m.links_per_module for m in media)
     leaf_w = parts.switch.power_w + parts.radix * max_end_w
-    blocks = [min(su_nodes, design.nodes - i) for i in range(0, design.nodes, su_nodes)]
-    per_group = max(1, half // leaves) if fabric.tiers >= 3 else len(blocks)
-    group_blocks = [min(per_group, len(blocks) - i) for i in range(0, len(blocks), per_group)]
-    spines_total = fabric.switches_per_tier[1] if fabric.tiers >= 2 else 0
-    group_spines = group_spine_counts(spines_total, [b * leaves for b in group_blocks], half)
+    blocks, group_blocks, group_spines = block_structure(fabric, su_nodes, leaves)
     switches_per_rack = max(1, min(RACK_UNITS // parts.switch.rack_units,
                                    math.floor(min_rack_kw(inputs) * 1e3 / leaf_w)))
     net_racks = (sum(-(-s // switches_per_rack) for s in group_spines)
@@ -131,14 +135,31 @@ def split_by_weight(total: int, weights: list[int]) -> list[int]:
     return base
 
 
-def group_spine_counts(total: int, group_leaves: list[int], half: int) -> list[int]:
-    """Spines of each tier-2 group: the fewest divisor of ``h`` at least the group's
-    leaves (models.fabric's balanced plane wiring, one plane per group of single leaves);
-    split in proportion to the leaves when that does not reproduce the fabric's count
-    (pods, multi-plane groups)."""
-    exact = [next(d for d in range(1, half + 1) if half % d == 0 and d >= n)
-             if n <= half else 0 for n in group_leaves]
-    return exact if sum(exact) == total else split_by_weight(total, group_leaves)
+def block_structure(fabric: Fabric, su_nodes: int, leaves_per_block: int
+                    ) -> tuple[list[int], list[int], list[int]]:
+    """Blocks (scalable units: ``su_nodes`` nodes and their leaves), the blocks of each
+    tier-2 group and each group's spines, exactly as ``models.fabric`` counts the fabric:
+    pod by pod (each pod built for ``⌈nodes/pods⌉`` nodes, so its blocks are those of a
+    full pod even when the last pod holds fewer nodes), groups from
+    ``models.fabric.leaf_groups``. A group's blocks are its leaves over the block's
+    leaves; where a block's leaves straddle two groups (leaves per block not dividing
+    the group), the pod's blocks are split over its groups in proportion to their leaves.
+    Returns (nodes of every block, blocks per group, spines per group)."""
+    if fabric.pod_tiers == 1:
+        return [fabric.spec.nodes], [1], [0]
+    size = -(-fabric.spec.nodes // fabric.pods)
+    per_pod = -(-size // su_nodes)
+    blocks = [max(0, min(su_nodes, n - i * su_nodes))
+              for n in pod_nodes(fabric.spec) for i in range(per_pod)]
+    groups = leaf_groups(fabric)
+    group_blocks: list[int] = []
+    for pod in range(fabric.pods):
+        leaves = [g.leaves for g in groups if g.pod == pod]
+        if all(n % leaves_per_block == 0 for n in leaves):
+            group_blocks += [n // leaves_per_block for n in leaves]
+        else:
+            group_blocks += split_by_weight(per_pod, leaves)
+    return blocks, group_blocks, [g.spines for g in groups]
 
 
 def block_power_w(inp: PlacementInputs) -> float:
