@@ -3,6 +3,8 @@ search the omitted ones (``solver.api.perf``, ``clusterplan perf``)."""
 
 from __future__ import annotations
 
+import math
+
 from solver.errors import InvalidInstance
 
 RECOMPUTE = ("none", "selective", "full")
@@ -37,8 +39,6 @@ def network_for(catalog, system, switch_id: str | None, oversubscription: float,
 def job_mapping(catalog, system, switch: str, gpus: int, doc: dict) -> dict | None:
     """Where the job's groups sit on a rail-optimized fat tree of `switch` (CP-SAT, see
     solver.job_mapping); None when that fabric cannot be built for these GPUs."""
-    import math
-
     from models.fabric import FabricSpec, design_fabric
     from solver.fabric_inputs import resolve_fabric_parts
     from solver.job_mapping import map_job
@@ -76,8 +76,11 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
         problems.append("--etp must be >= 1")
     if gpus < 1:
         problems.append("--gpus must be >= 1")
-    if oversubscription < 1:
-        problems.append("--oversubscription must be >= 1")
+    if not 1 <= oversubscription < math.inf:
+        problems.append(f"--oversubscription must be a finite number >= 1 (got "
+                        f"{oversubscription})")
+    if pod_gpus is not None and pod_gpus < 1:
+        problems.append(f"--pod-gpus must be >= 1 (got {pod_gpus})")
     if recompute is not None and recompute not in RECOMPUTE:
         problems.append(f"--recompute {recompute} is not one of {', '.join(RECOMPUTE)}")
     for name, value in degrees.items():

@@ -348,6 +348,10 @@ def test_cli_evaluate_and_not_fitting(cli):
     (["--tp", "8", "--pp", "2", "--dp", "5"], "--gpus"),
     (["--tp", "7"], "heads"),
     (["--recompute", "some"], "--recompute"),
+    (["--oversubscription", "nan"], "--oversubscription"),
+    (["--oversubscription", "inf"], "--oversubscription"),
+    (["--pod-gpus", "0"], "--pod-gpus"),
+    (["--pod-gpus", "-1"], "--pod-gpus"),
 ])
 def test_cli_impossible_degrees_exit_3(cli, args, needle):
     full = ["--workload", "gpt3-175b", "--gpu", "h100-sxm", "--gpus", "64", *args]

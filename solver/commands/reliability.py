@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
             "--simulate", help="Also estimate goodput by Monte-Carlo simulation.")] = False,
         runs: Annotated[int, typer.Option("--runs", help="Simulated runs.")] = 100,
         days: Annotated[float, typer.Option("--days", help="Simulated days per run.")] = 30.0,
-        seed: Annotated[int, typer.Option("--seed", help="Simulation seed.")] = 0,
+        seed: Annotated[int, typer.Option("--seed", min=0, help="Simulation seed.")] = 0,
         as_json: JsonFlag = False,
     ) -> None:
         """Job interruptions, checkpoint interval, restart, hot spares and goodput."""
