@@ -108,12 +108,38 @@ class _Domain:
     nvlink_domain_gpus: int
 
 
-def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
-                   fixed: Mapping[str, int | str] | None = None,
-                   profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class Candidates:
+    """A set of candidate configurations, factored: `rows` hold (tp, pp, vpp, cp, ep,
+    etp, mb, dp), everything the GPU count and the global batch constrain; `inner` the
+    (rc, sh) choices, free in every row. Configuration i = row i // len(inner) with inner
+    choice i % len(inner) (grid order: tp, pp, ..., mb, rc, sh); `kept` lists the
+    configurations in the set, ascending. Memory is computed on the factored form
+    (rows x inner by broadcasting), so only the configurations kept are ever laid out."""
+
+    rows: dict[str, np.ndarray]
+    inner: dict[str, np.ndarray]
+    kept: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def grid(self) -> dict[str, np.ndarray]:
+        """The configurations as flat columns (keys tp, pp, vpp, cp, ep, etp, mb, rc, sh,
+        dp), in grid order."""
+        row, col = np.divmod(self.kept, len(self.inner["rc"]))
+        out = {k: v[row] for k, v in self.rows.items() if k != "dp"}
+        out |= {k: v[col] for k, v in self.inner.items()}
+        return out | {"dp": self.rows["dp"][row]}
+
+
+def candidates(arch: Arch, system: GpuSystemLike, gpus: int,
+               fixed: Mapping[str, int | str] | None = None,
+               profile: str = DEFAULT_PROFILE) -> Candidates:
     """All candidate configurations for at most `gpus` GPUs, honouring `fixed` degrees
     (keys tp, pp, dp, cp, ep, etp, vpp, micro_batch, recompute, sharding); sharding
-    otherwise from the profile's choices."""
+    otherwise from the profile's choices. Every condition (dp, GPU count, expert
+    groups, micro-batch <= sequences per rank) is on the rows."""
     fixed = {k: v for k, v in (fixed or {}).items()
              if v is not None and not (k == "etp" and not arch.is_moe)}
 
@@ -128,14 +154,16 @@ def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
     sh_codes = tuple(SHARDING_MODES.index(x) for x in
                      choices("sharding", profile_of(profile).sharding_choices))
     mbs = choices("micro_batch", MICRO_BATCH_CHOICES)
-    names = ("tp", "pp", "vpp", "cp", "ep", "etp", "mb", "rc", "sh")
+    inner = dict(zip(("rc", "sh"), np.array(list(itertools.product(rc_codes, sh_codes)),
+                                            dtype=np.int64).T, strict=True))
+    names = ("tp", "pp", "vpp", "cp", "ep", "etp", "mb")
     if not outer:
-        return {k: np.zeros(0, dtype=np.int64) for k in (*names, "dp")}
+        empty = np.zeros(0, dtype=np.int64)
+        return Candidates({k: empty for k in (*names, "dp")}, inner, empty)
     o = np.array(outer, dtype=np.int64)
-    inner = np.array(list(itertools.product(mbs, rc_codes, sh_codes)), dtype=np.int64)
-    idx_o = np.repeat(np.arange(len(o)), len(inner))
-    idx_i = np.tile(np.arange(len(inner)), len(o))
-    g = dict(zip(names, (*o[idx_o].T, *inner[idx_i].T), strict=True))
+    idx_o = np.repeat(np.arange(len(o)), len(mbs))
+    g = dict(zip(names, (*o[idx_o].T, np.tile(np.array(mbs, dtype=np.int64), len(o))),
+                 strict=True))
     if "dp" in fixed:
         g["dp"] = np.full(len(idx_o), int(fixed["dp"]), dtype=np.int64)
     else:
@@ -144,7 +172,28 @@ def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
     keep = ((g["dp"] >= 1) & (g["tp"] * g["pp"] * g["cp"] * g["dp"] <= gpus)
             & ((g["tp"] * g["dp"] * g["cp"]) % (g["etp"] * g["ep"]) == 0)
             & (g["mb"] <= per_rank) & (g["dp"] <= arch.global_batch))
-    return {k: v[keep] for k, v in g.items()}
+    rows = {k: v[keep] for k, v in g.items()}
+    return Candidates(rows, inner, np.arange(len(rows["dp"]) * len(inner["rc"])))
+
+
+def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
+                   fixed: Mapping[str, int | str] | None = None,
+                   profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+    """`candidates` as flat columns."""
+    return candidates(arch, system, gpus, fixed, profile).grid()
+
+
+def feasible(arch: Arch, system: GpuSystemLike, gpus: int,
+             fixed: Mapping[str, int | str] | None = None,
+             profile: str = DEFAULT_PROFILE) -> Candidates:
+    """The candidates that fit in HBM (all of them if none fits, for the least-memory
+    answer). Independent of the network, so a caller timing one GPU system on many
+    networks computes it once per GPU count."""
+    cands = candidates(arch, system, gpus, fixed, profile)
+    column = {k: v[:, None] for k, v in cands.rows.items()}
+    row_of = {k: v[None, :] for k, v in cands.inner.items()}
+    fits = fitting(arch, system, column | row_of, profile).ravel()
+    return Candidates(cands.rows, cands.inner, np.flatnonzero(fits)) if fits.any() else cands
 
 
 def data_parallel_degree(global_batch: int, gpus: int,
