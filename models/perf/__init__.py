@@ -21,9 +21,11 @@ from models.perf.memory import GIB
 from models.perf.search import (
     Candidates,
     best_index,
+    contenders,
     degree_checks,
     evaluate_grid,
     feasible,
+    with_step_bound,
 )
 from models.perf.types import (
     RECOMPUTE_MODES,
@@ -134,6 +136,9 @@ def search(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec, 
         raise ValueError(f"no parallel configuration of {workload.name} fits in {gpus} GPUs"
                          + (f" with {dict(fixed)}" if fixed else ""))
     grid = candidates.grid()  # only configurations that fit memory (if any): time those alone
+    if candidates.step_bound is not None:  # and of those, only the ones that can be fastest
+        keep = contenders(arch, system, network, grid, candidates.step_bound, gpus, profile)
+        grid = {k: v[keep] for k, v in grid.items()}
     res = evaluate_grid(arch, system, network, grid, gpus, profile=profile)
     return _result(arch, res, grid, best_index(res), gpus, profile)
 
@@ -142,5 +147,9 @@ def feasible_candidates(workload: WorkloadLike, system: GpuSystemLike, gpus: int
                         fixed: Mapping[str, int | str] | None = None,
                         profile: str | None = None) -> Candidates:
     """The configurations `search` times on `gpus` GPUs: those that fit memory (all, if
-    none does). The network does not enter."""
-    return feasible(arch_of(workload), system, gpus, fixed, resolve_profile(workload, profile))
+    none does), with their step time on an ideal network when they fit, which lets
+    `search` time only those that can be fastest (models.perf.search.contenders). The
+    network does not enter."""
+    arch, profile = arch_of(workload), resolve_profile(workload, profile)
+    cands = feasible(arch, system, gpus, fixed, profile)
+    return with_step_bound(arch, system, cands, gpus, profile) if cands.fits else cands

@@ -7,11 +7,20 @@ smallest dp giving that m. GPUs beyond tp*pp*cp*dp are idle (uneven batches: ran
 ceil(global_batch/dp) sequences, padded to m*micro_batch; the step takes that time).
 More GPUs never increase m, and equal m gives the same dp, so the best throughput is
 monotone non-decreasing in the GPU count.
+
+Cost: dp depends on neither recompute nor sharding, so candidates are factored as rows x
+(rc, sh) and memory is computed on that product by broadcasting (`Candidates`); only
+the configurations that fit are laid out and timed. A caller timing one GPU count on
+many networks keeps them (`feasible`) with their step time on an ideal network, a lower
+bound on every network's, and times only the configurations whose bound does not
+exceed the best step found among a few (`contenders`): the answer is unchanged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -120,6 +129,11 @@ class Candidates:
     rows: dict[str, np.ndarray]
     inner: dict[str, np.ndarray]
     kept: np.ndarray
+    fits: bool = False
+    """Every kept configuration fits in HBM."""
+    step_bound: np.ndarray | None = None
+    """Each kept configuration's step time on IDEAL_NETWORK [s] (with_step_bound); set
+    only when every kept configuration fits memory."""
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -193,7 +207,45 @@ def feasible(arch: Arch, system: GpuSystemLike, gpus: int,
     column = {k: v[:, None] for k, v in cands.rows.items()}
     row_of = {k: v[None, :] for k, v in cands.inner.items()}
     fits = fitting(arch, system, column | row_of, profile).ravel()
-    return Candidates(cands.rows, cands.inner, np.flatnonzero(fits)) if fits.any() else cands
+    if not fits.any():
+        return cands
+    return Candidates(cands.rows, cands.inner, np.flatnonzero(fits), fits=True)
+
+
+IDEAL_NETWORK = NetworkSpec(gbps_per_gpu=math.inf, in_network_reduction=True)
+"""Infinite NIC bandwidth, in-network reduction, one non-blocking pod and leaf: every
+NIC transfer takes no time, NVLink ones their usual time."""
+SEED_CONFIGURATIONS = 32
+"""Configurations timed first in `contenders` (the smallest step-time bounds)."""
+BOUND_MARGIN = 1e-9
+"""Relative slack on the bound test (floating-point rounding of two sums of the same
+terms; step times differ by far more between configurations)."""
+
+
+def with_step_bound(arch: Arch, system: GpuSystemLike, cands: Candidates, gpus: int,
+                    profile: str = DEFAULT_PROFILE) -> Candidates:
+    """`cands` (all fitting memory) with their step time on IDEAL_NETWORK, a lower
+    bound on their step time on any network: every network time is >= its ideal value
+    (0 for NIC transfers), t_cp = max(t_link - t_core, 0) is non-decreasing in t_link,
+    and a slower micro-batch (t_mb + d) adds m*d + (pp-1)/vpp*d to the step while the
+    exposed DP time max(t_dp - 0.8*t_mb*w, 0) falls by at most 0.8*d*w, with
+    w = 1 + (pp-1)/vpp <= m + (pp-1)/vpp (w = m for FSDP)."""
+    step = time_grid(arch, system, IDEAL_NETWORK, cands.grid(), gpus, profile=profile)["step"]
+    return dataclasses.replace(cands, step_bound=step)
+
+
+def contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
+               grid: Mapping[str, np.ndarray], step_bound: np.ndarray, gpus: int,
+               profile: str = DEFAULT_PROFILE) -> np.ndarray:
+    """Which configurations of `grid` can be the fastest on `network`: time the
+    SEED_CONFIGURATIONS with the smallest bounds, best step t*; configuration i stays
+    iff step_bound_i <= t* (1 + BOUND_MARGIN). Step_i >= step_bound_i, so the fastest
+    configuration and every one tying with it stay (best_index picks the same)."""
+    seed = np.argpartition(step_bound, SEED_CONFIGURATIONS)[:SEED_CONFIGURATIONS] \
+        if len(step_bound) > SEED_CONFIGURATIONS else np.arange(len(step_bound))
+    best = time_grid(arch, system, network, {k: v[seed] for k, v in grid.items()}, gpus,
+                     profile=profile)["step"].min()
+    return step_bound <= best * (1.0 + BOUND_MARGIN)
 
 
 def data_parallel_degree(global_batch: int, gpus: int,
