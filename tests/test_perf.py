@@ -299,8 +299,7 @@ def test_search_on_shared_candidates_equals_the_full_search(wl, system, gpus):
     for net in NETWORKS:
         assert search(wl, system, net, gpus, candidates=cands) == search(wl, system, net, gpus)
     if cands.fits:  # on a fast network most configurations cannot compete
-        keep = contenders(arch_of(wl), system, NETWORKS[0], cands.grid(), cands.step_bound,
-                          gpus, DEFAULT_PROFILE)
+        keep = contenders(arch_of(wl), system, NETWORKS[0], cands, gpus, DEFAULT_PROFILE)
         assert 0 < keep.sum() < len(cands) / 2
 
 

@@ -135,10 +135,10 @@ def search(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec, 
     if len(candidates) == 0:
         raise ValueError(f"no parallel configuration of {workload.name} fits in {gpus} GPUs"
                          + (f" with {dict(fixed)}" if fixed else ""))
-    grid = candidates.grid()  # only configurations that fit memory (if any): time those alone
-    if candidates.step_bound is not None:  # and of those, only the ones that can be fastest
-        keep = contenders(arch, system, network, grid, candidates.step_bound, gpus, profile)
-        grid = {k: v[keep] for k, v in grid.items()}
+    # only configurations that fit memory (if any), and of those, if their step-time
+    # bounds are known, only the ones that can be fastest
+    grid = candidates.grid(None if candidates.step_bound is None else
+                           contenders(arch, system, network, candidates, gpus, profile))
     res = evaluate_grid(arch, system, network, grid, gpus, profile=profile)
     return _result(arch, res, grid, best_index(res), gpus, profile)
 

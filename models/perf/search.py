@@ -138,10 +138,12 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.kept)
 
-    def grid(self) -> dict[str, np.ndarray]:
-        """The configurations as flat columns (keys tp, pp, vpp, cp, ep, etp, mb, rc, sh,
-        dp), in grid order."""
-        row, col = np.divmod(self.kept, len(self.inner["rc"]))
+    def grid(self, subset: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The configurations (those of `subset`, a mask or indices into `kept`, if
+        given) as flat columns (keys tp, pp, vpp, cp, ep, etp, mb, rc, sh, dp), in grid
+        order."""
+        kept = self.kept if subset is None else self.kept[subset]
+        row, col = np.divmod(kept, len(self.inner["rc"]))
         out = {k: v[row] for k, v in self.rows.items() if k != "dp"}
         out |= {k: v[col] for k, v in self.inner.items()}
         return out | {"dp": self.rows["dp"][row]}
@@ -234,18 +236,18 @@ def with_step_bound(arch: Arch, system: GpuSystemLike, cands: Candidates, gpus: 
     return dataclasses.replace(cands, step_bound=step)
 
 
-def contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
-               grid: Mapping[str, np.ndarray], step_bound: np.ndarray, gpus: int,
-               profile: str = DEFAULT_PROFILE) -> np.ndarray:
-    """Which configurations of `grid` can be the fastest on `network`: time the
-    SEED_CONFIGURATIONS with the smallest bounds, best step t*; configuration i stays
-    iff step_bound_i <= t* (1 + BOUND_MARGIN). Step_i >= step_bound_i, so the fastest
-    configuration and every one tying with it stay (best_index picks the same)."""
-    seed = np.argpartition(step_bound, SEED_CONFIGURATIONS)[:SEED_CONFIGURATIONS] \
-        if len(step_bound) > SEED_CONFIGURATIONS else np.arange(len(step_bound))
-    best = time_grid(arch, system, network, {k: v[seed] for k, v in grid.items()}, gpus,
-                     profile=profile)["step"].min()
-    return step_bound <= best * (1.0 + BOUND_MARGIN)
+def contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec, cands: Candidates,
+               gpus: int, profile: str = DEFAULT_PROFILE) -> np.ndarray:
+    """Which configurations of `cands` (with step_bound) can be the fastest on
+    `network` (a mask over cands.kept): time the SEED_CONFIGURATIONS with the smallest
+    bounds, best step t*; configuration i stays iff step_bound_i <= t* (1 + BOUND_MARGIN).
+    Step_i >= step_bound_i, so the fastest configuration and every one tying with it
+    stay (best_index picks the same)."""
+    bound = cands.step_bound
+    seed = np.argpartition(bound, SEED_CONFIGURATIONS)[:SEED_CONFIGURATIONS] \
+        if len(bound) > SEED_CONFIGURATIONS else np.arange(len(bound))
+    best = time_grid(arch, system, network, cands.grid(seed), gpus, profile=profile)["step"]
+    return bound <= best.min() * (1.0 + BOUND_MARGIN)
 
 
 def data_parallel_degree(global_batch: int, gpus: int,
