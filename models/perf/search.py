@@ -208,10 +208,12 @@ def feasible(arch: Arch, system: GpuSystemLike, gpus: int,
     cands = candidates(arch, system, gpus, fixed, profile)
     column = {k: v[:, None] for k, v in cands.rows.items()}
     row_of = {k: v[None, :] for k, v in cands.inner.items()}
-    fits = fitting(arch, system, column | row_of, profile).ravel()
+    fits = fitting(arch, system, column | row_of, profile)  # rows x inner
     if not fits.any():
         return cands
-    return Candidates(cands.rows, cands.inner, np.flatnonzero(fits), fits=True)
+    some = fits.any(axis=1)  # rows with a choice that fits (the others are dropped)
+    return Candidates({k: v[some] for k, v in cands.rows.items()}, cands.inner,
+                      np.flatnonzero(fits[some]), fits=True)
 
 
 IDEAL_NETWORK = NetworkSpec(gbps_per_gpu=math.inf, in_network_reduction=True)
