@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from models.perf import NetworkSpec, Parallelism, arch_of, evaluate, search
+from models.perf import DEFAULT_PROFILE, NetworkSpec, Parallelism, arch_of, evaluate, search
 from models.perf.mapping import Level, map_groups, map_groups_exhaustive
 from models.perf.memory import GIB, RESERVED_BYTES
 
@@ -247,13 +247,60 @@ def test_search_honours_fixed_degrees_and_beats_them():
 
 
 def test_moe_search_uses_expert_parallelism():
-    moe = SimpleNamespace(experts=64, top_k=8, expert_ffn_hidden=1024, shared_experts=1,
-                          moe_layer_freq=1)
-    wl = gpt(layers=32, hidden=4096, heads=32, seq=4096, batch=1024, gated=True,
-             ffn=11008, moe=moe)
+    wl = _moe_workload()
     r = search(wl, H100, IB, 512, {"sharding": "optimizer"})
     assert r.fits and r.parallelism.ep > 1
     assert r.breakdown["ep_comm"] > 0
+
+
+NETWORKS = [NetworkSpec(400.0), NetworkSpec(50.0), NetworkSpec(200.0, True),
+            NetworkSpec(400.0, pod_gpus=512, oversubscription=7.0),
+            NetworkSpec(100.0, pod_gpus=96, oversubscription=3.0, leaf_gpus=32,
+                        rail_optimized=False)]
+
+
+def _moe_workload():
+    moe = SimpleNamespace(experts=64, top_k=8, expert_ffn_hidden=1024, shared_experts=1,
+                          moe_layer_freq=1)
+    return gpt(layers=32, hidden=4096, heads=32, seq=4096, batch=1024, gated=True,
+               ffn=11008, moe=moe)
+
+
+@pytest.mark.parametrize(("wl", "system", "gpus"), [
+    (gpt(), A100, 1024), (gpt(layers=80, hidden=8192, heads=64, seq=4096, batch=512),
+                          H100, 1000), (_moe_workload(), H100, 512)])
+def test_step_bound_is_below_the_step_on_every_network(wl, system, gpus):
+    """The ideal-network step time bounds each fitting configuration's step from below
+    on slow, oversubscribed, small-leaf and SHARP networks alike (brute force over the
+    whole feasible grid)."""
+    from models.perf import feasible_candidates
+    from models.perf.search import time_grid
+
+    cands = feasible_candidates(wl, system, gpus)
+    assert cands.fits and len(cands) > 1000
+    arch, grid = arch_of(wl), cands.grid()
+    for net in NETWORKS:
+        step = time_grid(arch, system, net, grid, gpus, profile=DEFAULT_PROFILE)["step"]
+        assert (cands.step_bound <= step * (1 + 1e-12)).all()
+        assert (cands.step_bound < step).any()
+
+
+@pytest.mark.parametrize(("wl", "system", "gpus"), [
+    (gpt(), A100, 1024), (gpt(layers=80, hidden=8192, heads=64, seq=4096, batch=512),
+                          H100, 1000), (_moe_workload(), H100, 512), (gpt(), A100, 8)])
+def test_search_on_shared_candidates_equals_the_full_search(wl, system, gpus):
+    """Reusing feasible_candidates across networks (and timing only the contenders the
+    bound leaves) gives exactly the full search's answer, numbers and all; the bound
+    does prune. 8 A100s: nothing fits, the least-memory answer."""
+    from models.perf import feasible_candidates
+    from models.perf.search import contenders
+
+    cands = feasible_candidates(wl, system, gpus)
+    for net in NETWORKS:
+        assert search(wl, system, net, gpus, candidates=cands) == search(wl, system, net, gpus)
+    if cands.fits:  # on a fast network most configurations cannot compete
+        keep = contenders(arch_of(wl), system, NETWORKS[0], cands, gpus, DEFAULT_PROFILE)
+        assert 0 < keep.sum() < len(cands) / 2
 
 
 def test_fp8_is_faster_than_bf16_on_hopper():

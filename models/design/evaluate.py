@@ -27,7 +27,7 @@ from typing import Any
 
 from models.design.inputs import Inputs
 from models.fabric import Fabric, MediaLine
-from models.perf import NetworkSpec, search
+from models.perf import Candidates, NetworkSpec, feasible_candidates, search
 from models.perf.calibration import quantile_factor
 from models.perf.flops import arch_of
 from models.reliability import ReliabilityInputs, ReliabilityRates, design_inputs, goodput
@@ -110,11 +110,14 @@ def network_spec(parts, fabric: Fabric, gpus: int) -> NetworkSpec:
         rail_optimized=parts.rail_optimized, leaf_gpus=leaf_nodes * g.gpus_per_node)
 
 
-def exact_throughput(inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
+def exact_throughput(inputs: Inputs, parts, fabric: Fabric, gpus: int,
+                     candidates: Candidates | None = None) -> PerfEstimate:
     """Best parallelism of the workload on exactly `gpus` GPUs of this design; with
     objective.throughput_quantile q, its throughput at quantile q of the model's
-    cross-validated error (models.perf.calibration.quantile_factor)."""
-    res = search(inputs.workload, parts.gpu, network_spec(parts, fabric, gpus), gpus)
+    cross-validated error (models.perf.calibration.quantile_factor). `candidates`: the
+    workload's feasible_candidates on these GPUs, if already known."""
+    res = search(inputs.workload, parts.gpu, network_spec(parts, fabric, gpus), gpus,
+                 candidates=candidates)
     if not res.fits:
         return PerfEstimate(0.0, 0.0, {"model": "perf", "fits": False,
                                        "memory_gib_per_gpu": res.memory_gib_per_gpu})
@@ -136,7 +139,8 @@ class InterpolatedThroughput:
 
     Grid points are whole nodes, gpus_per_node * ceil(1.05^i); each is evaluated once per
     (GPU system, network as the job sees it) and cached, so fabrics that look the same to
-    the job (e.g. Spectrum-X and Tomahawk 5 at 400G) share evaluations. The best
+    the job (e.g. Spectrum-X and Tomahawk 5 at 400G) share evaluations; the configurations
+    that fit memory do not depend on the network and are kept per (GPU system, GPUs). The best
     throughput is non-decreasing in GPUs (the search leaves GPUs idle rather than lose
     throughput), so between grid points lo < g < hi:
         T(lo) <= T(g) <= T(hi), and T(g) = T(hi) when hi's best configuration uses <= g
@@ -146,11 +150,15 @@ class InterpolatedThroughput:
 
     def __init__(self) -> None:
         self._cache: dict[tuple, tuple[PerfEstimate, int]] = {}
+        self._feasible: dict[tuple[str, int], Candidates] = {}
 
     def _at(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> tuple[PerfEstimate, int]:
         key = (parts.gpu.id, network_spec(parts, fabric, gpus), gpus)
         if key not in self._cache:
-            est = exact_throughput(inputs, parts, fabric, gpus)
+            system = (parts.gpu.id, gpus)
+            if system not in self._feasible:
+                self._feasible[system] = feasible_candidates(inputs.workload, parts.gpu, gpus)
+            est = exact_throughput(inputs, parts, fabric, gpus, self._feasible[system])
             self._cache[key] = (est, est.details.get("gpus_used", gpus))
         return self._cache[key]
 

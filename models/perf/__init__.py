@@ -2,7 +2,9 @@
 
 Public API (used by the design MILP and `clusterplan perf`):
     evaluate(workload, system, network, par, profile=None) -> PerfResult
-    search(workload, system, network, gpus, fixed=None, profile=None) -> PerfResult
+    search(workload, system, network, gpus, fixed=None, profile=None, candidates=None)
+        -> PerfResult
+    feasible_candidates(workload, system, gpus, fixed=None, profile=None) -> Candidates
 profile None = the workload's `profile` attribute if it has one, else the default
 (models.perf.calibration.DEFAULT_PROFILE).
 """
@@ -17,11 +19,13 @@ from models.perf.calibration import DEFAULT_PROFILE, PROFILES, band_factors, pro
 from models.perf.flops import Arch, arch_of
 from models.perf.memory import GIB
 from models.perf.search import (
+    Candidates,
     best_index,
-    candidate_grid,
+    contenders,
     degree_checks,
     evaluate_grid,
-    fitting,
+    feasible,
+    with_step_bound,
 )
 from models.perf.types import (
     RECOMPUTE_MODES,
@@ -35,6 +39,7 @@ from models.perf.types import (
 )
 
 __all__ = ["NetworkSpec", "Parallelism", "PerfResult", "evaluate", "search",
+           "feasible_candidates", "Candidates",
            "invalid_degrees", "peak_tflops", "arch_of", "Arch", "PROFILES",
            "DEFAULT_PROFILE", "SHARDING_MODES", "resolve_profile"]
 
@@ -117,18 +122,34 @@ def evaluate(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec
 
 def search(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec, gpus: int,
            fixed: Mapping[str, int | str] | None = None,
-           profile: str | None = None) -> PerfResult:
+           profile: str | None = None, candidates: Candidates | None = None) -> PerfResult:
     """Best-throughput configuration that fits memory on at most `gpus` GPUs (degrees in
     `fixed` held). If nothing fits, the least-memory candidate with fits=False.
+    `candidates`: feasible_candidates(workload, system, gpus, fixed, profile), computed
+    once when the same search runs on many networks (memory does not depend on them).
     Raises ValueError if no candidate exists at all."""
     profile = resolve_profile(workload, profile)
     arch = arch_of(workload)
-    grid = candidate_grid(arch, system, gpus, fixed, profile=profile)
-    if len(grid["tp"]) == 0:
+    if candidates is None:
+        candidates = feasible(arch, system, gpus, fixed, profile)
+    if len(candidates) == 0:
         raise ValueError(f"no parallel configuration of {workload.name} fits in {gpus} GPUs"
                          + (f" with {dict(fixed)}" if fixed else ""))
-    fits = fitting(arch, system, grid, profile)
-    if fits.any():  # only configurations that fit memory can be best: time those alone
-        grid = {k: v[fits] for k, v in grid.items()}
+    # only configurations that fit memory (if any), and of those, if their step-time
+    # bounds are known, only the ones that can be fastest
+    grid = candidates.grid(None if candidates.step_bound is None else
+                           contenders(arch, system, network, candidates, gpus, profile))
     res = evaluate_grid(arch, system, network, grid, gpus, profile=profile)
     return _result(arch, res, grid, best_index(res), gpus, profile)
+
+
+def feasible_candidates(workload: WorkloadLike, system: GpuSystemLike, gpus: int,
+                        fixed: Mapping[str, int | str] | None = None,
+                        profile: str | None = None) -> Candidates:
+    """The configurations `search` times on `gpus` GPUs: those that fit memory (all, if
+    none does), with their step time on an ideal network when they fit, which lets
+    `search` time only those that can be fastest (models.perf.search.contenders). The
+    network does not enter."""
+    arch, profile = arch_of(workload), resolve_profile(workload, profile)
+    cands = feasible(arch, system, gpus, fixed, profile)
+    return with_step_bound(arch, system, cands, gpus, profile) if cands.fits else cands

@@ -7,11 +7,20 @@ smallest dp giving that m. GPUs beyond tp*pp*cp*dp are idle (uneven batches: ran
 ceil(global_batch/dp) sequences, padded to m*micro_batch; the step takes that time).
 More GPUs never increase m, and equal m gives the same dp, so the best throughput is
 monotone non-decreasing in the GPU count.
+
+Cost: dp depends on neither recompute nor sharding, so candidates are factored as rows x
+(rc, sh) and memory is computed on that product by broadcasting (`Candidates`); only
+the configurations that fit are laid out and timed. A caller timing one GPU count on
+many networks keeps them (`feasible`) with their step time on an ideal network, a lower
+bound on every network's, and times only the configurations whose bound does not
+exceed the best step found among a few (`contenders`): the answer is unchanged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -108,12 +117,45 @@ class _Domain:
     nvlink_domain_gpus: int
 
 
-def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
-                   fixed: Mapping[str, int | str] | None = None,
-                   profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class Candidates:
+    """A set of candidate configurations, factored: `rows` hold (tp, pp, vpp, cp, ep,
+    etp, mb, dp), everything the GPU count and the global batch constrain; `inner` the
+    (rc, sh) choices, free in every row. Configuration i = row i // len(inner) with inner
+    choice i % len(inner) (grid order: tp, pp, ..., mb, rc, sh); `kept` lists the
+    configurations in the set, ascending. Memory is computed on the factored form
+    (rows x inner by broadcasting), so only the configurations kept are ever laid out."""
+
+    rows: dict[str, np.ndarray]
+    inner: dict[str, np.ndarray]
+    kept: np.ndarray
+    fits: bool = False
+    """Every kept configuration fits in HBM."""
+    step_bound: np.ndarray | None = None
+    """Each kept configuration's step time on IDEAL_NETWORK [s] (with_step_bound); set
+    only when every kept configuration fits memory."""
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def grid(self, subset: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The configurations (those of `subset`, a mask or indices into `kept`, if
+        given) as flat columns (keys tp, pp, vpp, cp, ep, etp, mb, rc, sh, dp), in grid
+        order."""
+        kept = self.kept if subset is None else self.kept[subset]
+        row, col = np.divmod(kept, len(self.inner["rc"]))
+        out = {k: v[row] for k, v in self.rows.items() if k != "dp"}
+        out |= {k: v[col] for k, v in self.inner.items()}
+        return out | {"dp": self.rows["dp"][row]}
+
+
+def candidates(arch: Arch, system: GpuSystemLike, gpus: int,
+               fixed: Mapping[str, int | str] | None = None,
+               profile: str = DEFAULT_PROFILE) -> Candidates:
     """All candidate configurations for at most `gpus` GPUs, honouring `fixed` degrees
     (keys tp, pp, dp, cp, ep, etp, vpp, micro_batch, recompute, sharding); sharding
-    otherwise from the profile's choices."""
+    otherwise from the profile's choices. Every condition (dp, GPU count, expert
+    groups, micro-batch <= sequences per rank) is on the rows."""
     fixed = {k: v for k, v in (fixed or {}).items()
              if v is not None and not (k == "etp" and not arch.is_moe)}
 
@@ -128,14 +170,16 @@ def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
     sh_codes = tuple(SHARDING_MODES.index(x) for x in
                      choices("sharding", profile_of(profile).sharding_choices))
     mbs = choices("micro_batch", MICRO_BATCH_CHOICES)
-    names = ("tp", "pp", "vpp", "cp", "ep", "etp", "mb", "rc", "sh")
+    inner = dict(zip(("rc", "sh"), np.array(list(itertools.product(rc_codes, sh_codes)),
+                                            dtype=np.int64).T, strict=True))
+    names = ("tp", "pp", "vpp", "cp", "ep", "etp", "mb")
     if not outer:
-        return {k: np.zeros(0, dtype=np.int64) for k in (*names, "dp")}
+        empty = np.zeros(0, dtype=np.int64)
+        return Candidates({k: empty for k in (*names, "dp")}, inner, empty)
     o = np.array(outer, dtype=np.int64)
-    inner = np.array(list(itertools.product(mbs, rc_codes, sh_codes)), dtype=np.int64)
-    idx_o = np.repeat(np.arange(len(o)), len(inner))
-    idx_i = np.tile(np.arange(len(inner)), len(o))
-    g = dict(zip(names, (*o[idx_o].T, *inner[idx_i].T), strict=True))
+    idx_o = np.repeat(np.arange(len(o)), len(mbs))
+    g = dict(zip(names, (*o[idx_o].T, np.tile(np.array(mbs, dtype=np.int64), len(o))),
+                 strict=True))
     if "dp" in fixed:
         g["dp"] = np.full(len(idx_o), int(fixed["dp"]), dtype=np.int64)
     else:
@@ -144,7 +188,68 @@ def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
     keep = ((g["dp"] >= 1) & (g["tp"] * g["pp"] * g["cp"] * g["dp"] <= gpus)
             & ((g["tp"] * g["dp"] * g["cp"]) % (g["etp"] * g["ep"]) == 0)
             & (g["mb"] <= per_rank) & (g["dp"] <= arch.global_batch))
-    return {k: v[keep] for k, v in g.items()}
+    rows = {k: v[keep] for k, v in g.items()}
+    return Candidates(rows, inner, np.arange(len(rows["dp"]) * len(inner["rc"])))
+
+
+def candidate_grid(arch: Arch, system: GpuSystemLike, gpus: int,
+                   fixed: Mapping[str, int | str] | None = None,
+                   profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+    """`candidates` as flat columns."""
+    return candidates(arch, system, gpus, fixed, profile).grid()
+
+
+def feasible(arch: Arch, system: GpuSystemLike, gpus: int,
+             fixed: Mapping[str, int | str] | None = None,
+             profile: str = DEFAULT_PROFILE) -> Candidates:
+    """The candidates that fit in HBM (all of them if none fits, for the least-memory
+    answer). Independent of the network, so a caller timing one GPU system on many
+    networks computes it once per GPU count."""
+    cands = candidates(arch, system, gpus, fixed, profile)
+    column = {k: v[:, None] for k, v in cands.rows.items()}
+    row_of = {k: v[None, :] for k, v in cands.inner.items()}
+    fits = fitting(arch, system, column | row_of, profile)  # rows x inner
+    if not fits.any():
+        return cands
+    some = fits.any(axis=1)  # rows with a choice that fits (the others are dropped)
+    return Candidates({k: v[some] for k, v in cands.rows.items()}, cands.inner,
+                      np.flatnonzero(fits[some]), fits=True)
+
+
+IDEAL_NETWORK = NetworkSpec(gbps_per_gpu=math.inf, in_network_reduction=True)
+"""Infinite NIC bandwidth, in-network reduction, one non-blocking pod and leaf: every
+NIC transfer takes no time, NVLink ones their usual time."""
+SEED_CONFIGURATIONS = 32
+"""Configurations timed first in `contenders` (the smallest step-time bounds)."""
+BOUND_MARGIN = 1e-9
+"""Relative slack on the bound test (floating-point rounding of two sums of the same
+terms; step times differ by far more between configurations)."""
+
+
+def with_step_bound(arch: Arch, system: GpuSystemLike, cands: Candidates, gpus: int,
+                    profile: str = DEFAULT_PROFILE) -> Candidates:
+    """`cands` (all fitting memory) with their step time on IDEAL_NETWORK, a lower
+    bound on their step time on any network: every network time is >= its ideal value
+    (0 for NIC transfers), t_cp = max(t_link - t_core, 0) is non-decreasing in t_link,
+    and a slower micro-batch (t_mb + d) adds m*d + (pp-1)/vpp*d to the step while the
+    exposed DP time max(t_dp - 0.8*t_mb*w, 0) falls by at most 0.8*d*w, with
+    w = 1 + (pp-1)/vpp <= m + (pp-1)/vpp (w = m for FSDP)."""
+    step = time_grid(arch, system, IDEAL_NETWORK, cands.grid(), gpus, profile=profile)["step"]
+    return dataclasses.replace(cands, step_bound=step)
+
+
+def contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec, cands: Candidates,
+               gpus: int, profile: str = DEFAULT_PROFILE) -> np.ndarray:
+    """Which configurations of `cands` (with step_bound) can be the fastest on
+    `network` (a mask over cands.kept): time the SEED_CONFIGURATIONS with the smallest
+    bounds, best step t*; configuration i stays iff step_bound_i <= t* (1 + BOUND_MARGIN).
+    Step_i >= step_bound_i, so the fastest configuration and every one tying with it
+    stay (best_index picks the same)."""
+    bound = cands.step_bound
+    seed = np.argpartition(bound, SEED_CONFIGURATIONS)[:SEED_CONFIGURATIONS] \
+        if len(bound) > SEED_CONFIGURATIONS else np.arange(len(bound))
+    best = time_grid(arch, system, network, cands.grid(seed), gpus, profile=profile)["step"]
+    return bound <= best.min() * (1.0 + BOUND_MARGIN)
 
 
 def data_parallel_degree(global_batch: int, gpus: int,
