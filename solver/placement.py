@@ -59,7 +59,8 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
     return DesignToPlace(c.gpu, c.switch, cand.nodes + cand.spare_nodes, cand.tiers, c.pods,
                          c.oversubscription, c.rail_optimized, c.nic_attachment,
                          lost_hours_per_interruption(cand.extra.get("reliability", {})),
-                         cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None)
+                         cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None,
+                         cand.extra.get("reliability", {}).get("recovery", "storage"))
 
 
 def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
@@ -73,7 +74,9 @@ def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
                          lost_hours_per_interruption(
                              summary.get("throughput", {}).get("reliability", {})),
                          cost_usd_per_hour(cost["tco_usd"], cost["tco_years"])
-                         if "tco_usd" in cost and "tco_years" in cost else None)
+                         if "tco_usd" in cost and "tco_years" in cost else None,
+                         summary.get("throughput", {}).get("reliability", {}).get(
+                             "recovery", "storage"))
 
 
 @dataclass(frozen=True)

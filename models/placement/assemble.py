@@ -42,6 +42,8 @@ class DesignToPlace:
     None without the reliability model's figures."""
     cost_usd_per_hour: float | None = None
     """The cluster's cost of ownership per hour: TCO / (years · 8760) [USD/h]."""
+    recovery: str = "storage"
+    """The design's recovery mode (storage or in-memory)."""
 
 
 @dataclass

@@ -127,11 +127,10 @@ class ReliabilityRates:
     switch_replace_h: float
     profile: str = "default"
 
-    @property
-    def replace_s(self) -> float:
-        """Hot-spare swap of a cold (storage) restart [s]: the time a restart without a
-        swap saves (solver.placement prices switch-link failures with it)."""
-        return self.restart["storage"].replace_s
+    def replace_s(self, recovery: str) -> float:
+        """Spare swap of a restart in the `recovery` mode [s]: the time a restart without a
+        swap saves (models.placement prices switch-link failures with it)."""
+        return self.restart[recovery].replace_s
 
 
 COPPER_KINDS = frozenset({"dac", "acc", "aec"})
