@@ -12,7 +12,7 @@ InvalidInstance (exit code 3) naming the option or field.
 from __future__ import annotations
 
 from dataclasses import asdict
-from math import ceil
+from math import ceil, inf
 from typing import Any
 
 from models.reliability import (
@@ -30,6 +30,10 @@ from solver.schema.reliability import ReliabilityCatalog
 
 DEFAULT_WORKLOAD = "llama3-405b"
 """Workload of `clusterplan reliability` (it sets the checkpoint size)."""
+MAX_SIMULATED_DAYS = 3650.0
+"""--days cap: ten years per simulated run (the run's events grow with its days)."""
+MAX_SIMULATED_RUNS = 10_000
+"""--runs cap: the simulation keeps every run's state in memory."""
 DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
     "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 """The instance schema's first checkpoint storage choice per node [GB/s]."""
@@ -141,15 +145,15 @@ def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: s
     problems = []
     if gpus <= 0:
         problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
-    if checkpoint_gbps is not None and not checkpoint_gbps > 0:
-        problems.append(f"--checkpoint-gbps: must be positive (got {checkpoint_gbps})")
+    if checkpoint_gbps is not None and not 0 < checkpoint_gbps < inf:
+        problems.append(f"--checkpoint-gbps: must be positive and finite (got {checkpoint_gbps})")
     if recovery not in RECOVERY_MODES:
         problems.append(f"--recovery: must be one of {', '.join(RECOVERY_MODES)} "
                         f"(got '{recovery}')")
-    if simulate_runs is not None and simulate_runs < 2:
-        problems.append(f"--runs: need at least 2 runs (got {simulate_runs})")
-    if not days > 0:
-        problems.append(f"--days: must be positive (got {days})")
+    if simulate_runs is not None and not 2 <= simulate_runs <= MAX_SIMULATED_RUNS:
+        problems.append(f"--runs: need 2 to {MAX_SIMULATED_RUNS:,} runs (got {simulate_runs})")
+    if not 0 < days <= MAX_SIMULATED_DAYS:
+        problems.append(f"--days: must lie in (0, {MAX_SIMULATED_DAYS:g}] days (got {days})")
     if problems:
         raise InvalidInstance(problems, "reliability")
     inputs, rates, about = design(gpu_id, gpus, workload_ref, switch_id, rail_optimized,

@@ -135,11 +135,33 @@ def test_copper_and_simulation():
     (("--gpu", "h100-sxm", "--gpus", "64", "--recovery", "tape"), "--recovery"),
     (("--gpu", "h100-sxm", "--gpus", "64", "--switch", "no-such-switch"), "--switch"),
     (("--gpu", "h100-sxm", "--gpus", "64", "--profile", "no-such-profile"), "--profile"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--checkpoint-gbps", "inf"), "--checkpoint-gbps"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--days", "inf"), "--days"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--days", "1e7"), "--days"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--runs", "100000000"), "--runs"),
 ])
 def test_nonsense_input_exits_3_naming_it(args, named):
     result = invoke(*args)
     assert result.exit_code == 3
     assert named in result.stderr and result.stdout == ""
+
+
+def test_storage_too_slow_for_any_checkpoint_gives_zero_goodput():
+    """1e-4 GB/s for 100,000 GPUs: a checkpoint takes far longer than the MTBF, so the job
+    never commits work; goodput 0, not an overflow."""
+    result = invoke("--gpu", "h100-sxm", "--gpus", "100000", "--checkpoint-gbps", "1e-4")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["goodput"] < 1e-12
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("host_copy_gbytes_per_s_per_gpu", 0.0), ("fabric_interrupt_fraction", 5.0),
+    ("node_repair_h", 0.0), ("availability_target", 1.0)])
+def test_recovery_figures_out_of_bounds_rejected(field, value):
+    doc = read_document(DEFAULT_INSTANCE)
+    doc["catalog"] = {"reliability": {"recovery": {field: {"value": value}}}}
+    with pytest.raises(InvalidInstance, match=field):
+        instance_from_dict(doc)
 
 
 def test_command_and_design_candidates_count_the_same_links():

@@ -82,10 +82,13 @@ class Rate:
 
 @dataclass(frozen=True)
 class RestartParts:
-    """One recovery mode's restart parts [s]; re-initialisation grows with scale:
+    """One recovery mode's restart parts [s]: detection of a fault that reports itself
+    (detect_s) or of a hang or silent corruption found only by a collective timeout
+    (hang_detect_s); re-initialisation grows with scale:
     reinit(G) = reinit_ref_s * (G / reinit_ref_gpus) ** reinit_exponent."""
 
     detect_s: float
+    hang_detect_s: float
     isolate_s: float
     replace_s: float
     reinit_ref_s: float
@@ -164,6 +167,8 @@ class FailureClass:
     units, unit: how many failing units the design has, and what a unit is.
     low_per_h / high_per_h: the interruption rate at the ends of the rate's range.
     stops_share: share of the units' failures that stop the job.
+    hang: found only by a collective timeout (software hangs, silent corruption), not by
+        the fault's own report or inspection.
     """
 
     name: str
@@ -177,6 +182,7 @@ class FailureClass:
     low_per_h: float = 0.0
     high_per_h: float = 0.0
     stops_share: float = 1.0
+    hang: bool = False
 
 
 def link_failure_rate(kind: str, rates: ReliabilityRates) -> float:
@@ -208,10 +214,10 @@ def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[
     repair, phi = rates.node_repair_h, rates.fabric_interrupt_fraction
 
     def cls(name: str, units: float, unit: str, r: Rate, blast: str, lost: int, out_h: float,
-            spare: bool, share: float = 1.0) -> FailureClass:
+            spare: bool, share: float = 1.0, hang: bool = False) -> FailureClass:
         k = units * share
         return FailureClass(name, k * r.per_h, lost, out_h, spare, blast, units, unit,
-                            k * r.low_per_h, k * r.high_per_h, share)
+                            k * r.low_per_h, k * r.high_per_h, share, hang)
 
     out = [
         cls("gpu", g, "GPU", rates.gpu, node, 1, repair, True),
@@ -232,8 +238,8 @@ def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[
                        "pod paths", 0, 0.0, False, phi))
     out += [
         cls("software", n * inputs.hosts_per_node, "host", rates.software, "job", 0, 0.0,
-            False),
-        cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True),
+            False, hang=True),
+        cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True, hang=True),
     ]
     return [c for c in out if c.units > 0]
 
