@@ -135,6 +135,26 @@ def design(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
     return inputs(fabric, media, spares), rates, about
 
 
+FORMER_BREAKDOWN_KEYS = ("node_optics", "node_copper", "node_rest", "other_switch",
+                         "switch_optics")
+"""Aggregate breakdown keys of the first reliability model, kept for older consumers."""
+
+
+def former_breakdown(breakdown: dict[str, float], copper: frozenset[str]) -> dict[str, float]:
+    """The first model's aggregate keys from the per-class breakdown [interruptions/day]:
+    node_optics / node_copper (node links by medium), node_rest (host + software + sdc),
+    other_switch (spine/core switches), switch_optics (optical switch-to-switch links).
+    They regroup classes, so they overlap the class keys: sum the classes, not both."""
+    def kinds(prefix: str, want_copper: bool) -> float:
+        return sum(v for k, v in breakdown.items() if k.startswith(prefix)
+                   and (k[len(prefix):] in copper) == want_copper)
+
+    return {"node_optics": kinds("node_link_", False), "node_copper": kinds("node_link_", True),
+            "node_rest": sum(breakdown.get(k, 0.0) for k in ("host", "software", "sdc")),
+            "other_switch": breakdown.get("fabric_switch", 0.0),
+            "switch_optics": kinds("fabric_link_", False)}
+
+
 def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
                          rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
                          simulate_runs: int | None, days: float, seed: int,
@@ -170,6 +190,7 @@ def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: s
         "node_links_copper": sum(n for k, n in node_links.items() if k in COPPER_KINDS),
         **asdict(result),
     }
+    doc["breakdown"] = {**result.breakdown, **former_breakdown(result.breakdown, COPPER_KINDS)}
     if simulate_runs is not None:
         mean, low, high = simulate(inputs, rates, days, simulate_runs, seed)
         doc["simulated"] = {"goodput": mean, "ci_low": low, "ci_high": high,

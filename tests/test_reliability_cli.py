@@ -146,6 +146,22 @@ def test_nonsense_input_exits_3_naming_it(args, named):
     assert named in result.stderr and result.stdout == ""
 
 
+def test_breakdown_keeps_the_former_aggregate_keys():
+    """Old consumers read node_optics, node_copper, node_rest, other_switch and
+    switch_optics: each is the sum of the classes it regroups."""
+    doc = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "4096").stdout)
+    b = {row["class"]: row["per_day"] for row in doc["classes"]}
+    old = doc["breakdown"]
+    assert old["node_rest"] == pytest.approx(b["host"] + b["software"] + b["sdc"])
+    assert old["other_switch"] == pytest.approx(b.get("fabric_switch", 0.0))
+    node_links = sum(v for k, v in b.items() if k.startswith("node_link_"))
+    assert old["node_optics"] + old["node_copper"] == pytest.approx(node_links)
+    assert old["switch_optics"] == pytest.approx(sum(
+        v for k, v in b.items() if k.startswith("fabric_link_")
+        and k.removeprefix("fabric_link_") not in ("dac", "acc", "aec")))
+    assert all(old[k] == pytest.approx(v) for k, v in b.items())
+
+
 def test_storage_too_slow_for_any_checkpoint_gives_zero_goodput():
     """1e-4 GB/s for 100,000 GPUs: a checkpoint takes far longer than the MTBF, so the job
     never commits work; goodput 0, not an overflow."""
