@@ -21,15 +21,17 @@ Planned stops (maintenance, rate lambda_p) requested while the job runs are take
 the end of the checkpoint in progress (no lost work, no extra checkpoint) and restart
 without detection or swap (R_p), so
 
-    goodput = goodput_unplanned / (1 + f_up * (1 - e^{-lambda_p T}) / T * p_s * C_p),
+    goodput = goodput_unplanned / (1 + (1 - e^{-lambda_p T}) / T * p_s * M (1 - e^{-R_p/M})),
 
 T = tau + delta: requests within one period make one stop, (1 - e^{-lambda_p T}) / T
-stops per hour up; f_up = 1 - R / M the share of wall time the job is up;
-p_s = (M/T)(1 - e^{-T/M}) the chance that no failure comes first in the rest of the
-period (the request uniform in it; a failure first absorbs the stop); and
-C_p = M (1 - e^{-R_p/M}) e^{R/M} the downtime of one stop: the planned restart until it
-ends or a failure strikes, then (probability 1 - e^{-R_p/M}) a failure restart, which
-itself takes M (e^{R/M} - 1) with failures restarting it (Daly); C_p ~ R_p when R << M.
+stops per hour up; p_s = (M/T)(1 - e^{-T/M}) the chance that no failure comes first in
+the rest of the period (the request uniform in it; a failure first absorbs the stop).
+The job is up a share f_up = 1 / g of the wall time, g = sum_i w_i e^{R_i/M} (Daly:
+each failure costs M (e^{R_i/M} - 1) of restarts, themselves interrupted, per M up),
+not 1 - R/M; one stop costs C_p = M (1 - e^{-R_p/M}) g: the planned restart until it
+ends or a failure strikes, then (probability 1 - e^{-R_p/M}) a failure's restarts,
+M (g - 1). So f_up C_p = M (1 - e^{-R_p/M}) (~ R_p when R_p << M), as the simulator
+counts it.
 The band: every rate scaled so that Lambda sits at its band's ends
 (rates.interruption_band_per_h), spares held at the central choice.
 """
@@ -133,13 +135,11 @@ def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
     q = sum(c.rate_per_h / total * _exp(-class_restart_s(inputs, rates, c) / mtbf_s)
             for c in classes)
     unplanned = tau * q / (mtbf_s * (_exp((tau + delta) / mtbf_s) - 1.0))
-    up = max(0.0, 1.0 - r / mtbf_s)
     period = tau + delta
     survives = mtbf_s / period * -expm1(-period / mtbf_s)
     stops_per_s = -expm1(-rates.planned.per_h / 3600.0 * period) / period
     r_p = restart_s(inputs, rates, planned=True)
-    downtime = mtbf_s * -expm1(-r_p / mtbf_s) * _exp(r / mtbf_s)
-    planned = stops_per_s * up * survives * downtime
+    planned = stops_per_s * survives * mtbf_s * -expm1(-r_p / mtbf_s)
     return job_availability(inputs, rates, spares) * unplanned / (1.0 + planned), delta, tau
 
 
