@@ -91,8 +91,10 @@ def choose_spares(inputs: ReliabilityInputs, rates: ReliabilityRates) -> int:
 def class_restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates,
                     c: FailureClass) -> float:
     """R_i: the restart after a failure of class c [s] (spare swap when it loses nodes,
-    timeout detection when it hangs)."""
-    return restart_s(inputs, rates, swap_spare=c.needs_spare, hang=c.hang)
+    timeout detection when it hangs, a storage rollback when it corrupts the in-memory
+    copies)."""
+    return restart_s(inputs, rates, swap_spare=c.needs_spare, hang=c.hang,
+                     corrupted=c.corrupts_copies)
 
 
 def job_availability(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int) -> float:

@@ -169,6 +169,9 @@ class FailureClass:
     stops_share: share of the units' failures that stop the job.
     hang: found only by a collective timeout (software hangs, silent corruption), not by
         the fault's own report or inspection.
+    corrupts_copies: the fault reaches every in-memory copy before it is found (silent
+        corruption spreads through the gradients), so in-memory recovery must roll back
+        to a persistent checkpoint on storage.
     """
 
     name: str
@@ -183,6 +186,7 @@ class FailureClass:
     high_per_h: float = 0.0
     stops_share: float = 1.0
     hang: bool = False
+    corrupts_copies: bool = False
 
 
 def link_failure_rate(kind: str, rates: ReliabilityRates) -> float:
@@ -214,10 +218,11 @@ def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[
     repair, phi = rates.node_repair_h, rates.fabric_interrupt_fraction
 
     def cls(name: str, units: float, unit: str, r: Rate, blast: str, lost: int, out_h: float,
-            spare: bool, share: float = 1.0, hang: bool = False) -> FailureClass:
+            spare: bool, share: float = 1.0, hang: bool = False,
+            corrupts: bool = False) -> FailureClass:
         k = units * share
         return FailureClass(name, k * r.per_h, lost, out_h, spare, blast, units, unit,
-                            k * r.low_per_h, k * r.high_per_h, share, hang)
+                            k * r.low_per_h, k * r.high_per_h, share, hang, corrupts)
 
     out = [
         cls("gpu", g, "GPU", rates.gpu, node, 1, repair, True),
@@ -239,7 +244,7 @@ def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[
     out += [
         cls("software", n * inputs.hosts_per_node, "host", rates.software, "job", 0, 0.0,
             False, hang=True),
-        cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True, hang=True),
+        cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True, hang=True, corrupts=True),
     ]
     return [c for c in out if c.units > 0]
 
