@@ -9,7 +9,6 @@ from math import sqrt
 import pytest
 
 from models.fabric import FabricSpec, design_fabric
-from models.reliability.goodput import choose_spares
 from models.reliability import (
     Rate,
     ReliabilityInputs,
@@ -32,6 +31,7 @@ from models.reliability import (
     spares_needed,
     young_interval,
 )
+from models.reliability.goodput import choose_spares
 
 
 # Test rates with round figures (the shipped ones live in instances/catalog/reliability.toml).
@@ -39,10 +39,12 @@ def band(mttf_h: float, spread: float = 2.0) -> Rate:
     return Rate(1 / mttf_h, 1 / (mttf_h * spread), spread / mttf_h)
 
 
-COLD = RestartParts(detect_s=150.0, hang_detect_s=150.0, isolate_s=60.0, replace_s=60.0, reinit_ref_s=170.0,
-                    reinit_ref_gpus=512.0, reinit_exponent=0.27, warmup_s=0.0)
-WARM = RestartParts(detect_s=30.0, hang_detect_s=600.0, isolate_s=0.0, replace_s=10.0, reinit_ref_s=100.0,
-                    reinit_ref_gpus=4800.0, reinit_exponent=0.1, warmup_s=10.0)
+COLD = RestartParts(detect_s=150.0, hang_detect_s=150.0, isolate_s=60.0, replace_s=60.0,
+                    reinit_ref_s=170.0, reinit_ref_gpus=512.0, reinit_exponent=0.27,
+                    warmup_s=0.0)
+WARM = RestartParts(detect_s=30.0, hang_detect_s=600.0, isolate_s=0.0, replace_s=10.0,
+                    reinit_ref_s=100.0, reinit_ref_gpus=4800.0, reinit_exponent=0.1,
+                    warmup_s=10.0)
 RATES = ReliabilityRates(
     gpu=band(90_000), host=band(60_000), nic=band(3_000_000),
     link={"multimode": band(1_280_000), "singlemode": band(1_280_000),

@@ -114,8 +114,8 @@ def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
         return 0.0
     failures = link_failure_rate(m.kind, f.rates) * HOURS_PER_YEAR * pricing.inputs.years
     part = (1 if m.is_transceiver else 2) * m.price_usd_per_end / m.links_per_module
-    share, saved_h = ((1.0, 0.0) if tier == 1
-                      else (f.rates.fabric_interrupt_fraction, f.rates.replace_s(f.recovery) / 3600.0))
+    swap_h = f.rates.replace_s(f.recovery) / 3600.0
+    share, saved_h = (1.0, 0.0) if tier == 1 else (f.rates.fabric_interrupt_fraction, swap_h)
     return failures * (part + share * (f.lost_hours_per_interruption - saved_h)
                        * f.cost_usd_per_hour)
 

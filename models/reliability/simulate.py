@@ -14,9 +14,10 @@ Vectorised over runs (numpy), seeded. Events arrive as superposed Poisson proces
 Each run keeps the return times of its nodes in repair. After an interruption the job
 restarts once at most s nodes are in repair (it waits for the earliest returns
 otherwise); the restart takes the class's R_i (detection, by timeout for hangs, + swap
-+ init + reload; no swap after a failure that loses no node). Then it computes tau seconds and stalls delta seconds per checkpoint;
-work since the last checkpoint is lost at the next interruption. Failures keep
-arriving during restarts and waits, as in Daly's model. The policy (tau, delta, R,
++ init + reload; no swap after a failure that loses no node). Then it computes tau
+seconds and stalls delta seconds per checkpoint; work since the last checkpoint is
+lost at the next interruption. Failures keep arriving during restarts and waits, as in
+Daly's model. The policy (tau, delta, R,
 spares) is the closed form's, so the two estimate the same quantity.
 
 goodput of a run = committed compute / wall clock over ``days``.
