@@ -60,7 +60,8 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          c.oversubscription, c.rail_optimized, c.nic_attachment,
                          lost_hours_per_interruption(cand.extra.get("reliability", {})),
                          cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None,
-                         tuple(cand.switches_per_tier), tuple(cand.links_per_tier))
+                         tuple(cand.switches_per_tier), tuple(cand.links_per_tier),
+                         cand.extra.get("reliability", {}).get("recovery", "storage"))
 
 
 def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
@@ -76,7 +77,9 @@ def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
                          cost_usd_per_hour(cost["tco_usd"], cost["tco_years"])
                          if "tco_usd" in cost and "tco_years" in cost else None,
                          *(tuple(d[k]) if d.get(k) is not None else None
-                           for k in ("switches_per_tier", "links_per_tier")))
+                           for k in ("switches_per_tier", "links_per_tier")),
+                         summary.get("throughput", {}).get("reliability", {}).get(
+                             "recovery", "storage"))
 
 
 @dataclass(frozen=True)

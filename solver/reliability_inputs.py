@@ -12,7 +12,7 @@ InvalidInstance (exit code 3) naming the option or field.
 from __future__ import annotations
 
 from dataclasses import asdict
-from math import ceil
+from math import ceil, inf
 from typing import Any
 
 from models.reliability import (
@@ -30,6 +30,10 @@ from solver.schema.reliability import ReliabilityCatalog
 
 DEFAULT_WORKLOAD = "llama3-405b"
 """Workload of `clusterplan reliability` (it sets the checkpoint size)."""
+MAX_SIMULATED_DAYS = 3650.0
+"""--days cap: ten years per simulated run (the run's events grow with its days)."""
+MAX_SIMULATED_RUNS = 10_000
+"""--runs cap: the simulation keeps every run's state in memory."""
 DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
     "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 """The instance schema's first checkpoint storage choice per node [GB/s]."""
@@ -131,6 +135,26 @@ def design(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
     return inputs(fabric, media, spares), rates, about
 
 
+FORMER_BREAKDOWN_KEYS = ("node_optics", "node_copper", "node_rest", "other_switch",
+                         "switch_optics")
+"""Aggregate breakdown keys of the first reliability model, kept for older consumers."""
+
+
+def former_breakdown(breakdown: dict[str, float], copper: frozenset[str]) -> dict[str, float]:
+    """The first model's aggregate keys from the per-class breakdown [interruptions/day]:
+    node_optics / node_copper (node links by medium), node_rest (host + software + sdc),
+    other_switch (spine/core switches), switch_optics (optical switch-to-switch links).
+    They regroup classes, so they overlap the class keys: sum the classes, not both."""
+    def kinds(prefix: str, want_copper: bool) -> float:
+        return sum(v for k, v in breakdown.items() if k.startswith(prefix)
+                   and (k[len(prefix):] in copper) == want_copper)
+
+    return {"node_optics": kinds("node_link_", False), "node_copper": kinds("node_link_", True),
+            "node_rest": sum(breakdown.get(k, 0.0) for k in ("host", "software", "sdc")),
+            "other_switch": breakdown.get("fabric_switch", 0.0),
+            "switch_optics": kinds("fabric_link_", False)}
+
+
 def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
                          rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
                          simulate_runs: int | None, days: float, seed: int,
@@ -141,15 +165,15 @@ def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: s
     problems = []
     if gpus <= 0:
         problems.append(f"--gpus: must be a positive number of GPUs (got {gpus})")
-    if checkpoint_gbps is not None and not checkpoint_gbps > 0:
-        problems.append(f"--checkpoint-gbps: must be positive (got {checkpoint_gbps})")
+    if checkpoint_gbps is not None and not 0 < checkpoint_gbps < inf:
+        problems.append(f"--checkpoint-gbps: must be positive and finite (got {checkpoint_gbps})")
     if recovery not in RECOVERY_MODES:
         problems.append(f"--recovery: must be one of {', '.join(RECOVERY_MODES)} "
                         f"(got '{recovery}')")
-    if simulate_runs is not None and simulate_runs < 2:
-        problems.append(f"--runs: need at least 2 runs (got {simulate_runs})")
-    if not days > 0:
-        problems.append(f"--days: must be positive (got {days})")
+    if simulate_runs is not None and not 2 <= simulate_runs <= MAX_SIMULATED_RUNS:
+        problems.append(f"--runs: need 2 to {MAX_SIMULATED_RUNS:,} runs (got {simulate_runs})")
+    if not 0 < days <= MAX_SIMULATED_DAYS:
+        problems.append(f"--days: must lie in (0, {MAX_SIMULATED_DAYS:g}] days (got {days})")
     if problems:
         raise InvalidInstance(problems, "reliability")
     inputs, rates, about = design(gpu_id, gpus, workload_ref, switch_id, rail_optimized,
@@ -166,6 +190,7 @@ def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: s
         "node_links_copper": sum(n for k, n in node_links.items() if k in COPPER_KINDS),
         **asdict(result),
     }
+    doc["breakdown"] = {**result.breakdown, **former_breakdown(result.breakdown, COPPER_KINDS)}
     if simulate_runs is not None:
         mean, low, high = simulate(inputs, rates, days, simulate_runs, seed)
         doc["simulated"] = {"goodput": mean, "ci_low": low, "ci_high": high,

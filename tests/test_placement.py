@@ -390,6 +390,22 @@ def test_failure_cost_of_one_link_by_hand():
         2 * 25_600.0)
 
 
+def test_switch_link_failure_saves_the_design_modes_swap():
+    """A switch-link failure restarts in place, saving the spare swap of the design's own
+    recovery mode: 60 s for storage (cold hot-spare swap), 10 s for in-memory (warm
+    standby), not the storage swap for both."""
+    from dataclasses import replace
+
+    from models.placement.economics import failure_cost_usd
+
+    inst = small_instance([HALL])
+    sr4 = inst.medium["sr4-400g"]
+    pricing = failure_pricing(inst, 0.25, 100_000.0)
+    warm = replace(pricing, failure=replace(pricing.failure, recovery="in-memory"))
+    assert failure_cost_usd(sr4, 2, warm) == pytest.approx(600 + 0.1 * (0.25 - 10 / 3600) * 1e5)
+    assert failure_cost_usd(sr4, 2, pricing) == pytest.approx(600 + 0.1 * (0.25 - 60 / 3600) * 1e5)
+
+
 def test_lost_hours_and_cost_rate_by_hand():
     """Restart 900 s; a 2,000 s checkpoint segment (1,800 s compute + 200 s write) with
     failures every hour loses 3,600 - 2,000/(e^(2000/3600) - 1) = 907.88 s of work on

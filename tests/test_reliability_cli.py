@@ -51,12 +51,15 @@ def test_field_rates_and_the_host_subtraction():
     # Llama 3 host causes 32+3+3+2+2+2+2 = 46 over 2,048 nodes x 1,296 h.
     assert cat.host.events == 46
     assert cat.host.mttf_hours == pytest.approx(2048 * 1296 / 46, rel=1e-3)
-    # research-cluster: all-cause 3.0 per 1000 node-days minus GPU, NIC and link shares.
+    # research-cluster: all-cause 4.42 per 1000 node-days (mean of Meta's RSC-1 6.50 and
+    # RSC-2 2.34; BLOOM's GPU-only rate is no all-cause figure) minus GPU, NIC and link
+    # shares (0.678 + 0.063 + 0.150): host 3.529, MTTF 6,801 h.
     per_kday = 8 * 24_000
-    host = 3.0 - per_kday * (1 / cat.gpu["ampere"].mttf_hours + 1 / cat.nic.mttf_hours
+    host = (6.50 + 2.34) / 2 - per_kday * (1 / cat.gpu["ampere"].mttf_hours + 1 / cat.nic.mttf_hours
                              + 1 / cat.link["multimode"].mttf_hours)
     assert cat.profile["research-cluster"].host.mttf_hours == pytest.approx(
         24_000 / host, rel=1e-3)
+    assert cat.profile["research-cluster"].host.mttf_hours == pytest.approx(6801, abs=1)
     # SemiAnalysis's illustration: 5 years per optical link, a what-if only.
     optics = cat.with_profile("semianalysis-optics").link["multimode"]
     assert optics.mttf_hours == 43_800 and cat.link["multimode"].mttf_hours > 25 * 43_800
@@ -135,11 +138,49 @@ def test_copper_and_simulation():
     (("--gpu", "h100-sxm", "--gpus", "64", "--recovery", "tape"), "--recovery"),
     (("--gpu", "h100-sxm", "--gpus", "64", "--switch", "no-such-switch"), "--switch"),
     (("--gpu", "h100-sxm", "--gpus", "64", "--profile", "no-such-profile"), "--profile"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--checkpoint-gbps", "inf"), "--checkpoint-gbps"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--days", "inf"), "--days"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--days", "1e7"), "--days"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--runs", "100000000"), "--runs"),
 ])
 def test_nonsense_input_exits_3_naming_it(args, named):
     result = invoke(*args)
     assert result.exit_code == 3
     assert named in result.stderr and result.stdout == ""
+
+
+def test_breakdown_keeps_the_former_aggregate_keys():
+    """Old consumers read node_optics, node_copper, node_rest, other_switch and
+    switch_optics: each is the sum of the classes it regroups."""
+    doc = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "4096").stdout)
+    b = {row["class"]: row["per_day"] for row in doc["classes"]}
+    old = doc["breakdown"]
+    assert old["node_rest"] == pytest.approx(b["host"] + b["software"] + b["sdc"])
+    assert old["other_switch"] == pytest.approx(b.get("fabric_switch", 0.0))
+    node_links = sum(v for k, v in b.items() if k.startswith("node_link_"))
+    assert old["node_optics"] + old["node_copper"] == pytest.approx(node_links)
+    assert old["switch_optics"] == pytest.approx(sum(
+        v for k, v in b.items() if k.startswith("fabric_link_")
+        and k.removeprefix("fabric_link_") not in ("dac", "acc", "aec")))
+    assert all(old[k] == pytest.approx(v) for k, v in b.items())
+
+
+def test_storage_too_slow_for_any_checkpoint_gives_zero_goodput():
+    """1e-4 GB/s for 100,000 GPUs: a checkpoint takes far longer than the MTBF, so the job
+    never commits work; goodput 0, not an overflow."""
+    result = invoke("--gpu", "h100-sxm", "--gpus", "100000", "--checkpoint-gbps", "1e-4")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["goodput"] < 1e-12
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("host_copy_gbytes_per_s_per_gpu", 0.0), ("fabric_interrupt_fraction", 5.0),
+    ("node_repair_h", 0.0), ("availability_target", 1.0)])
+def test_recovery_figures_out_of_bounds_rejected(field, value):
+    doc = read_document(DEFAULT_INSTANCE)
+    doc["catalog"] = {"reliability": {"recovery": {field: {"value": value}}}}
+    with pytest.raises(InvalidInstance, match=field):
+        instance_from_dict(doc)
 
 
 def test_command_and_design_candidates_count_the_same_links():

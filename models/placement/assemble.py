@@ -48,6 +48,9 @@ class DesignToPlace:
     """The designed fabric's switches per tier, leaf first (None: not known); the
     placement checker fails a placement that builds another fabric."""
     links_per_tier: tuple[int, ...] | None = None
+    """The designed fabric's links per tier, node-leaf first (None: not known)."""
+    recovery: str = "storage"
+    """The design's recovery mode (storage or in-memory)."""
 
 
 @dataclass

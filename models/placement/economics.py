@@ -55,11 +55,13 @@ class FailurePricing:
         what-if multipliers, ``solver.prepare.Inputs.rates``).
     lost_hours_per_interruption: training time a node-link interruption costs [h].
     cost_usd_per_hour: the cluster's cost of ownership per hour [USD/h].
+    recovery: the design's recovery mode (its spare swap is what a restart in place saves).
     """
 
     rates: ReliabilityRates
     lost_hours_per_interruption: float
     cost_usd_per_hour: float
+    recovery: str = "storage"
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ def media_pricing(inputs: Inputs, design: Any, parts: Any) -> MediaPricing:
                             f"{' or '.join(missing)}")
     rates = inputs.rates[parts.gpu.generation]
     hours, rate = design.lost_hours_per_interruption, design.cost_usd_per_hour
-    return MediaPricing(inputs, FailurePricing(rates, hours, rate), (
+    return MediaPricing(inputs, FailurePricing(rates, hours, rate, design.recovery), (
         f"failure cost: every link fails at its medium's catalog rate (failure_rate_"
         f"multipliers applied) over {inputs.years} years; each failure costs a replacement "
         f"part (the failed transceiver, or the whole cable assembly) and, when it stops the "
@@ -105,14 +107,15 @@ def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     failure stops the job (s = 1, r = 0: the restart L includes the hot-spare swap).
     Switch-to-switch links: the fabric routes around it, and only the share
     s = fabric_interrupt_fraction of failures stops the job, restarting without a spare
-    swap (r = replace_s) — the goodput model's failure classes."""
+    swap (r = the design's recovery mode's replace_s) — the goodput model's failure
+    classes."""
     f = pricing.failure
     if f is None:
         return 0.0
     failures = link_failure_rate(m.kind, f.rates) * HOURS_PER_YEAR * pricing.inputs.years
     part = (1 if m.is_transceiver else 2) * m.price_usd_per_end / m.links_per_module
-    share, saved_h = ((1.0, 0.0) if tier == 1
-                      else (f.rates.fabric_interrupt_fraction, f.rates.replace_s / 3600.0))
+    swap_h = f.rates.replace_s(f.recovery) / 3600.0
+    share, saved_h = (1.0, 0.0) if tier == 1 else (f.rates.fabric_interrupt_fraction, swap_h)
     return failures * (part + share * (f.lost_hours_per_interruption - saved_h)
                        * f.cost_usd_per_hour)
 

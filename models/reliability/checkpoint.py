@@ -60,7 +60,7 @@ def checkpoint_write_s(inputs: ReliabilityInputs, rates: ReliabilityRates) -> fl
     """
     s = inputs.checkpoint_size_gb
     if inputs.recovery == "storage":
-        return s / inputs.checkpoint_gbps
+        return storage_io_s(inputs)
     return (s / inputs.gpus / rates.host_copy_gbytes_per_s_per_gpu
             + s / inputs.nodes / inputs.peer_gbytes_per_s_per_node)
 
@@ -75,33 +75,60 @@ def checkpoint_load_s(inputs: ReliabilityInputs, rates: ReliabilityRates) -> flo
     """
     s = inputs.checkpoint_size_gb
     if inputs.recovery == "storage":
-        return s / inputs.checkpoint_gbps
+        return storage_io_s(inputs)
     return max(s / inputs.nodes / inputs.peer_gbytes_per_s_per_node,
                s / inputs.gpus / rates.host_copy_gbytes_per_s_per_gpu)
 
 
+def storage_io_s(inputs: ReliabilityInputs) -> float:
+    """Time to write or read one full checkpoint on shared storage [s]: S / B_storage."""
+    return inputs.checkpoint_size_gb / inputs.checkpoint_gbps
+
+
 def restart_breakdown_s(inputs: ReliabilityInputs, rates: ReliabilityRates,
-                        swap_spare: bool = True, planned: bool = False) -> dict[str, float]:
-    """The restart's parts [s] for the inputs' recovery mode: detection, isolation of the
-    failed part, replacement (hot-spare or warm-standby swap, only when a node was lost),
-    process-group re-initialisation reinit(G) (grows with scale), checkpoint reload and
-    warm-up. A planned stop is neither detected nor isolated and swaps no node."""
+                        swap_spare: bool = True, planned: bool = False,
+                        hang: bool = False, corrupted: bool = False) -> dict[str, float]:
+    """The restart's parts [s] for the inputs' recovery mode: detection of the fault (a
+    collective timeout for a hang), isolation of the failed part, replacement (hot-spare or
+    warm-standby swap, only when a node was lost), process-group re-initialisation
+    reinit(G) (grows with scale), checkpoint reload and warm-up; and, for a planned stop
+    only, persist: a checkpoint written to storage before the stop.
+
+    A planned stop is neither detected nor isolated and swaps no node; it reboots the
+    hosts (firmware, kernel), so it restarts cold in either mode: the storage mode's
+    reinit and warm-up, and a reload from storage. In-memory recovery first persists its
+    host-memory checkpoint to storage (S / B_storage), which the reboot would wipe.
+
+    A fault that corrupted the in-memory copies (silent corruption) makes in-memory
+    recovery reload from storage (S / B) and lose rollback = S / B more work: host
+    memory drains each checkpoint to storage in the background, one every S / B, and the
+    persisted copy that predates the corruption is on average one drain period older."""
+    if planned:
+        cold = rates.restart["storage"]
+        return {"detect": 0.0, "isolate": 0.0, "replace": 0.0,
+                "reinit": cold.reinit_s(inputs.gpus), "reload": storage_io_s(inputs),
+                "warmup": cold.warmup_s,
+                "persist": storage_io_s(inputs) if inputs.recovery == "in-memory" else 0.0}
     parts = rates.restart[inputs.recovery]
-    unplanned = 0.0 if planned else 1.0
-    return {
-        "detect": unplanned * parts.detect_s,
-        "isolate": unplanned * parts.isolate_s,
-        "replace": parts.replace_s if swap_spare and not planned else 0.0,
+    from_storage = corrupted and inputs.recovery == "in-memory"
+    out = {
+        "detect": parts.hang_detect_s if hang else parts.detect_s,
+        "isolate": parts.isolate_s,
+        "replace": parts.replace_s if swap_spare else 0.0,
         "reinit": parts.reinit_s(inputs.gpus),
-        "reload": checkpoint_load_s(inputs, rates),
+        "reload": storage_io_s(inputs) if from_storage else checkpoint_load_s(inputs, rates),
         "warmup": parts.warmup_s,
     }
+    if from_storage:
+        out["rollback"] = storage_io_s(inputs)
+    return out
 
 
 def restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates, swap_spare: bool = True,
-              planned: bool = False) -> float:
+              planned: bool = False, hang: bool = False, corrupted: bool = False) -> float:
     """R: the sum of restart_breakdown_s [s]."""
-    return sum(restart_breakdown_s(inputs, rates, swap_spare, planned).values())
+    return sum(restart_breakdown_s(inputs, rates, swap_spare, planned, hang,
+                                   corrupted).values())
 
 
 def young_interval(delta_s: float, mtbf_s: float) -> float:

@@ -7,30 +7,31 @@ useful work, hence
 
     goodput = tau / (M * exp(R/M) * (exp((tau + delta)/M) - 1)).
 
-With several failure classes i (rate share w_i, restart R_i) and a wait W_i for
-healthy nodes before the restart (a fixed delay that further failures do not reset),
-the renewal argument behind Daly's formula gives
+With several failure classes i (rate share w_i, restart R_i), the renewal argument
+behind Daly's formula gives, while enough healthy nodes are at hand,
 
-    goodput = tau * q / ((M + W) * (exp((tau + delta)/M) - 1)),
-    q = sum_i w_i exp(-R_i/M),  W = sum_i w_i P(spares short)_i * W_i.
+    goodput_run = tau * q / (M * (exp((tau + delta)/M) - 1)),  q = sum_i w_i exp(-R_i/M).
 
-A node failure short of spares finds s + 1 nodes in repair and waits for the first
-to return (about r / (s + 2), residual repair times being uniform); a leaf failure
-waits for the switch replacement.
+The job can run only while at most s nodes are out (in repair, or behind a failed
+leaf): the steady-state availability A of that count (``job_availability``; failures
+keep coming while the job waits, so a wait is not a fixed delay), and
+goodput_unplanned = A * goodput_run.
 
 Planned stops (maintenance, rate lambda_p) requested while the job runs are taken at
 the end of the checkpoint in progress (no lost work, no extra checkpoint) and restart
 without detection or swap (R_p), so
 
-    goodput = goodput_unplanned / (1 + f_up * (1 - e^{-lambda_p T}) / T * p_s * C_p),
+    goodput = goodput_unplanned / (1 + (1 - e^{-lambda_p T}) / T * p_s * M (1 - e^{-R_p/M})),
 
 T = tau + delta: requests within one period make one stop, (1 - e^{-lambda_p T}) / T
-stops per hour up; f_up = 1 - (R + W) / M the share of wall time the job is up;
-p_s = (M/T)(1 - e^{-T/M}) the chance that no failure comes first in the rest of the
-period (the request uniform in it; a failure first absorbs the stop); and
-C_p = M (1 - e^{-R_p/M}) e^{R/M} the downtime of one stop: the planned restart until it
-ends or a failure strikes, then (probability 1 - e^{-R_p/M}) a failure restart, which
-itself takes M (e^{R/M} - 1) with failures restarting it (Daly); C_p ~ R_p when R << M.
+stops per hour up; p_s = (M/T)(1 - e^{-T/M}) the chance that no failure comes first in
+the rest of the period (the request uniform in it; a failure first absorbs the stop).
+The job is up a share f_up = 1 / g of the wall time, g = sum_i w_i e^{R_i/M} (Daly:
+each failure costs M (e^{R_i/M} - 1) of restarts, themselves interrupted, per M up),
+not 1 - R/M; one stop costs C_p = M (1 - e^{-R_p/M}) g: the planned restart until it
+ends or a failure strikes, then (probability 1 - e^{-R_p/M}) a failure's restarts,
+M (g - 1). So f_up C_p = M (1 - e^{-R_p/M}) (~ R_p when R_p << M), as the simulator
+counts it.
 The band: every rate scaled so that Lambda sits at its band's ends
 (rates.interruption_band_per_h), spares held at the central choice.
 """
@@ -56,7 +57,12 @@ from models.reliability.rates import (
     node_failure_rate,
     scaled_rates,
 )
-from models.reliability.spares import spare_availability, spares_needed
+from models.reliability.spares import (
+    binomial_cdf,
+    repair_probability,
+    spare_availability,
+    spares_needed,
+)
 
 
 def goodput_fraction(tau_s: float, delta_s: float, mtbf_s: float, restart_s: float) -> float:
@@ -82,30 +88,41 @@ def choose_spares(inputs: ReliabilityInputs, rates: ReliabilityRates) -> int:
                          inputs.availability_target)
 
 
-def restart_terms(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int,
-                  mtbf_s: float) -> tuple[float, float]:
-    """(q, W): q = sum_i w_i exp(-R_i / M) over failure classes (restarts must survive
-    without a new failure); W = sum_i w_i P(no spare)_i * wait_i, the mean wait for
-    healthy nodes per interruption [s] (a fixed delay that failures do not reset)."""
-    classes = failure_classes(inputs, rates)
-    total = sum(c.rate_per_h for c in classes)
+def class_restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates,
+                    c: FailureClass) -> float:
+    """R_i: the restart after a failure of class c [s] (spare swap when it loses nodes,
+    timeout detection when it hangs, a storage rollback when it corrupts the in-memory
+    copies)."""
+    return restart_s(inputs, rates, swap_spare=c.needs_spare, hang=c.hang,
+                     corrupted=c.corrupts_copies)
+
+
+def job_availability(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int) -> float:
+    """A: steady-state probability that at most `spares` nodes are out, so the job can run.
+
+    Node failures put single nodes in repair: Binomial(N + s, p) of them (spares); a class
+    that takes b > 1 nodes out at once (a leaf switch) has Poisson(rate x out_h) events
+    in progress, each holding b nodes (M/G/inf, insensitive to the repair-time law):
+    A = sum_y P(Y = y) P(X <= s - b y)."""
     lam = node_failure_rate(inputs, rates)
-    r_swap = restart_s(inputs, rates, swap_spare=True)
-    r_fabric = restart_s(inputs, rates, swap_spare=False)
-    q = wait = 0.0
-    for c in classes:
-        w = c.rate_per_h / total
-        if not c.needs_spare:
-            q += w * exp(-r_fabric / mtbf_s)
+    n = inputs.nodes
+    dist = {0: 1.0}  # nodes held out by multi-node events -> probability
+    for c in failure_classes(inputs, rates):
+        if c.nodes_lost <= 1:
             continue
-        q += w * exp(-r_swap / mtbf_s)
-        room = spares - c.nodes_lost  # spares left for other repairs after this failure
-        p_ok = 0.0 if room < 0 else spare_availability(inputs.nodes, room, lam,
-                                                        rates.node_repair_h)
-        wait_s = 3600.0 * (rates.node_repair_h / (spares + 2.0) if c.nodes_lost == 1
-                           else c.out_h)
-        wait += w * (1.0 - p_ok) * wait_s
-    return q, wait
+        mean = c.rate_per_h * c.out_h
+        pmf = [exp(-mean)]
+        while len(pmf) * c.nodes_lost <= spares:
+            pmf.append(pmf[-1] * mean / len(pmf))
+        dist = {k + y * c.nodes_lost: p * q for k, p in dist.items()
+                for y, q in enumerate(pmf) if k + y * c.nodes_lost <= spares}
+    return sum(p * binomial_cdf(spares - k, n + spares, repair_probability(
+        lam, rates.node_repair_h)) for k, p in dist.items())
+
+
+def _exp(x: float) -> float:
+    """e^x capped at e^700 (beyond it goodput is 0 to double precision, not an overflow)."""
+    return exp(min(x, 700.0))
 
 
 def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int
@@ -114,18 +131,18 @@ def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
     classes = failure_classes(inputs, rates)
     mtbf_s = 3600.0 / sum(c.rate_per_h for c in classes)
     delta = checkpoint_write_s(inputs, rates)
-    tau = daly_interval(delta, mtbf_s, restart_s(inputs, rates))
-    q, wait = restart_terms(inputs, rates, spares, mtbf_s)
-    unplanned = tau * q / ((mtbf_s + wait) * (exp((tau + delta) / mtbf_s) - 1.0))
     r = restart_s(inputs, rates)
-    up = max(0.0, 1.0 - (r + wait) / mtbf_s)
+    tau = daly_interval(delta, mtbf_s, r)
+    total = sum(c.rate_per_h for c in classes)
+    q = sum(c.rate_per_h / total * _exp(-class_restart_s(inputs, rates, c) / mtbf_s)
+            for c in classes)
+    unplanned = tau * q / (mtbf_s * (_exp((tau + delta) / mtbf_s) - 1.0))
     period = tau + delta
     survives = mtbf_s / period * -expm1(-period / mtbf_s)
     stops_per_s = -expm1(-rates.planned.per_h / 3600.0 * period) / period
     r_p = restart_s(inputs, rates, planned=True)
-    downtime = mtbf_s * -expm1(-r_p / mtbf_s) * exp(r / mtbf_s)
-    planned = stops_per_s * up * survives * downtime
-    return unplanned / (1.0 + planned), delta, tau
+    planned = stops_per_s * survives * mtbf_s * -expm1(-r_p / mtbf_s)
+    return job_availability(inputs, rates, spares) * unplanned / (1.0 + planned), delta, tau
 
 
 def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityResult:

@@ -82,10 +82,13 @@ class Rate:
 
 @dataclass(frozen=True)
 class RestartParts:
-    """One recovery mode's restart parts [s]; re-initialisation grows with scale:
+    """One recovery mode's restart parts [s]: detection of a fault that reports itself
+    (detect_s) or of a hang or silent corruption found only by a collective timeout
+    (hang_detect_s); re-initialisation grows with scale:
     reinit(G) = reinit_ref_s * (G / reinit_ref_gpus) ** reinit_exponent."""
 
     detect_s: float
+    hang_detect_s: float
     isolate_s: float
     replace_s: float
     reinit_ref_s: float
@@ -127,11 +130,10 @@ class ReliabilityRates:
     switch_replace_h: float
     profile: str = "default"
 
-    @property
-    def replace_s(self) -> float:
-        """Hot-spare swap of a cold (storage) restart [s]: the time a restart without a
-        swap saves (solver.placement prices switch-link failures with it)."""
-        return self.restart["storage"].replace_s
+    def replace_s(self, recovery: str) -> float:
+        """Spare swap of a restart in the `recovery` mode [s]: the time a restart without a
+        swap saves (models.placement prices switch-link failures with it)."""
+        return self.restart[recovery].replace_s
 
 
 COPPER_KINDS = frozenset({"dac", "acc", "aec"})
@@ -165,6 +167,11 @@ class FailureClass:
     units, unit: how many failing units the design has, and what a unit is.
     low_per_h / high_per_h: the interruption rate at the ends of the rate's range.
     stops_share: share of the units' failures that stop the job.
+    hang: found only by a collective timeout (software hangs, silent corruption), not by
+        the fault's own report or inspection.
+    corrupts_copies: the fault reaches every in-memory copy before it is found (silent
+        corruption spreads through the gradients), so in-memory recovery must roll back
+        to a persistent checkpoint on storage.
     """
 
     name: str
@@ -178,6 +185,8 @@ class FailureClass:
     low_per_h: float = 0.0
     high_per_h: float = 0.0
     stops_share: float = 1.0
+    hang: bool = False
+    corrupts_copies: bool = False
 
 
 def link_failure_rate(kind: str, rates: ReliabilityRates) -> float:
@@ -209,10 +218,11 @@ def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[
     repair, phi = rates.node_repair_h, rates.fabric_interrupt_fraction
 
     def cls(name: str, units: float, unit: str, r: Rate, blast: str, lost: int, out_h: float,
-            spare: bool, share: float = 1.0) -> FailureClass:
+            spare: bool, share: float = 1.0, hang: bool = False,
+            corrupts: bool = False) -> FailureClass:
         k = units * share
         return FailureClass(name, k * r.per_h, lost, out_h, spare, blast, units, unit,
-                            k * r.low_per_h, k * r.high_per_h, share)
+                            k * r.low_per_h, k * r.high_per_h, share, hang, corrupts)
 
     out = [
         cls("gpu", g, "GPU", rates.gpu, node, 1, repair, True),
@@ -233,8 +243,8 @@ def failure_classes(inputs: ReliabilityInputs, rates: ReliabilityRates) -> list[
                        "pod paths", 0, 0.0, False, phi))
     out += [
         cls("software", n * inputs.hosts_per_node, "host", rates.software, "job", 0, 0.0,
-            False),
-        cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True),
+            False, hang=True),
+        cls("sdc", g, "GPU", rates.sdc, node, 1, repair, True, hang=True, corrupts=True),
     ]
     return [c for c in out if c.units > 0]
 

@@ -13,10 +13,11 @@ Vectorised over runs (numpy), seeded. Events arrive as superposed Poisson proces
 
 Each run keeps the return times of its nodes in repair. After an interruption the job
 restarts once at most s nodes are in repair (it waits for the earliest returns
-otherwise); the restart takes R (detection + swap + init + reload; no swap after a
-fabric failure). Then it computes tau seconds and stalls delta seconds per checkpoint;
-work since the last checkpoint is lost at the next interruption. Failures keep
-arriving during restarts and waits, as in Daly's model. The policy (tau, delta, R,
+otherwise); the restart takes the class's R_i (detection, by timeout for hangs, + swap
++ init + reload; no swap after a failure that loses no node). Then it computes tau
+seconds and stalls delta seconds per checkpoint; work since the last checkpoint is
+lost at the next interruption. Failures keep arriving during restarts and waits, as in
+Daly's model. The policy (tau, delta, R,
 spares) is the closed form's, so the two estimate the same quantity.
 
 goodput of a run = committed compute / wall clock over ``days``.
@@ -30,7 +31,7 @@ import numpy as np
 
 from models.reliability.checkpoint import checkpoint_write_s, daly_interval, restart_s
 from models.reliability.design import ReliabilityInputs
-from models.reliability.goodput import choose_spares
+from models.reliability.goodput import choose_spares, class_restart_s
 from models.reliability.rates import ReliabilityRates, failure_classes, node_failure_rate
 
 Z95 = 1.959963984540054
@@ -88,18 +89,16 @@ def simulate(inputs: ReliabilityInputs, rates: ReliabilityRates, days: float, ru
     spares = choose_spares(inputs, rates)
     lam_node = node_failure_rate(inputs, rates)
     delta = checkpoint_write_s(inputs, rates)
-    r_swap = restart_s(inputs, rates, swap_spare=True)
-    r_fabric = restart_s(inputs, rates, swap_spare=False)
     r_planned = restart_s(inputs, rates, planned=True)
     mtbf_s = 3600.0 / sum(c.rate_per_h for c in classes)
-    tau = daly_interval(delta, mtbf_s, r_swap)
+    tau = daly_interval(delta, mtbf_s, restart_s(inputs, rates))
 
     # Event types: the interrupting classes, idle-spare failures, planned stops.
     ev_rate = np.array([c.rate_per_h for c in classes]
                        + [spares * lam_node, rates.planned.per_h]) / 3600.0
     total = ev_rate.sum()
     cum = np.cumsum(ev_rate) / total
-    restart = np.array([r_swap if c.needs_spare else r_fabric for c in classes])
+    restart = np.array([class_restart_s(inputs, rates, c) for c in classes])
     lost = [c.nodes_lost for c in classes]
     out_s = [3600.0 * c.out_h for c in classes]
     spare_type, planned_type = len(classes), len(classes) + 1

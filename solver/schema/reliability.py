@@ -63,6 +63,8 @@ class RestartFigures(StrictModel):
     (G / reinit_ref_gpus) ** reinit_exponent."""
 
     detect_s: Figure
+    hang_detect_s: Figure
+    """Detection of a hang or silent corruption, found by a collective timeout."""
     isolate_s: Figure
     replace_s: Figure
     reinit_ref_s: Figure
@@ -79,6 +81,21 @@ class Recovery(StrictModel):
     availability_target: Figure
     host_memory_usd_per_gb: Figure
     """Host DRAM bought for in-memory checkpoint copies [USD/GB]."""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Recovery:
+        problems = [f"{name}.value: must be positive (got {getattr(self, name).value:g})"
+                    for name in ("host_copy_gbytes_per_s_per_gpu", "node_repair_h",
+                                 "switch_replace_h")
+                    if not getattr(self, name).value > 0]
+        for name in ("fabric_interrupt_fraction", "availability_target"):
+            v = getattr(self, name).value
+            if not 0 <= v <= 1 or (name == "availability_target" and v in (0, 1)):
+                bounds = "[0, 1]" if name == "fabric_interrupt_fraction" else "(0, 1)"
+                problems.append(f"{name}.value: must lie in {bounds} (got {v:g})")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class RateTables(StrictModel):
