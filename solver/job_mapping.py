@@ -16,8 +16,7 @@ from typing import Any
 
 from models.fabric import Fabric
 from models.perf.mapping import Level, map_groups
-
-MAPPING_TIME_LIMIT_S = 5.0
+from solver.backends.cpsat import mapping_solver
 
 
 def hierarchy(gpu, fabric: Fabric) -> list[Level]:
@@ -48,7 +47,7 @@ def map_job(gpu, fabric: Fabric, perf_details: dict[str, Any]) -> dict[str, Any]
         degrees["ep"], degrees["dp"] = int(par["ep"]), int(par["dp"]) // int(par["ep"])
     volumes = {d: max(1, round(traffic.get(d, 0.0) * 1e3)) for d in degrees}  # MB
     levels = hierarchy(gpu, fabric)
-    found = map_groups(levels, degrees, volumes, seed=0, time_limit_s=MAPPING_TIME_LIMIT_S)
+    found = map_groups(levels, degrees, volumes, mapping_solver())
     if found is None:
         return None
     return {

@@ -79,10 +79,12 @@ def _cost(levels, degrees, volumes, factors) -> tuple[int, dict[str, tuple[str, 
 
 
 def map_groups(levels: Sequence[Level], degrees: Mapping[str, int],
-               volumes: Mapping[str, int], seed: int = 0,
-               time_limit_s: float = 10.0) -> GroupMapping | None:
+               volumes: Mapping[str, int],
+               solver: cp_model.CpSolver | None = None) -> GroupMapping | None:
     """Least-cost placement of the parallel groups (CP-SAT). None if infeasible (e.g. TP
-    larger than the NVLink domain or the cluster smaller than the job)."""
+    larger than the NVLink domain or the cluster smaller than the job). ``solver``: a
+    configured CP-SAT solver (solver.backends.cpsat.mapping_solver); None: CP-SAT's
+    defaults with one worker, which is deterministic."""
     _check(levels, degrees)
     ratios = _ratios(levels)
     dims = sorted(degrees)
@@ -110,10 +112,9 @@ def map_groups(levels: Sequence[Level], degrees: Mapping[str, int],
         m.AddMultiplicationEquality(prod, [f[d, li] for d in dims])
     m.Minimize(sum(volumes[d] * levels[li].crossing_weight * crosses[d, li]
                    for d in dims for li in range(len(levels) - 1)))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = seed
-    solver.parameters.max_deterministic_time = time_limit_s  # reproducible limit
+    if solver is None:
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
     status = solver.Solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None

@@ -1,5 +1,5 @@
-"""OR-Tools CP-SAT settings from the run's options: the only place placement's CP-SAT
-parameters are set (the job mapping of ``models.perf.mapping`` still sets its own)."""
+"""OR-Tools CP-SAT settings: the only place CP-SAT parameters are set (placement from the
+run's options; the job mapping of ``models.perf.mapping``)."""
 
 from __future__ import annotations
 
@@ -23,4 +23,19 @@ def placement_solver(options: SolveOptions) -> cp_model.CpSolver:
     solver.parameters.max_deterministic_time = options.placement_time_limit_s
     solver.parameters.max_time_in_seconds = WALL_CAP_FACTOR * options.placement_time_limit_s
     solver.parameters.relative_gap_limit = options.placement_gap
+    return solver
+
+
+MAPPING_TIME_LIMIT_S = 5.0
+"""Deterministic time limit of the job mapping (a small model: it proves optimality in
+milliseconds on every shipped design)."""
+
+
+def mapping_solver(seed: int = 0) -> cp_model.CpSolver:
+    """The job mapping's CP-SAT solver: one worker, a fixed seed and a deterministic
+    time limit, so the mapping is reproducible."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = seed
+    solver.parameters.max_deterministic_time = MAPPING_TIME_LIMIT_S
     return solver
