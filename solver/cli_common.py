@@ -19,9 +19,6 @@ from solver.errors import ClusterplanError, InvalidInstance
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
 
-# Modules under solver/commands/ that register their commands on `app`.
-COMMAND_MODULES: tuple[str, ...] = ("catalog", "fabric", "solve", "perf", "reliability")
-
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 
 

@@ -23,7 +23,7 @@ from solver.errors import InvalidInstance
 from solver.fabric_inputs import backend_nic
 from solver.reliability_inputs import reliability_rates, workload_checkpoint_gb
 from solver.schema import FabricChoice, Instance
-from solver.schema.site import Hall, default_halls
+from solver.schema.site import Hall, default_halls, unique_hall_names
 
 
 def prepare(inst: Instance) -> Inputs:
@@ -100,8 +100,7 @@ def site_halls(inst: Instance) -> tuple[tuple[str, Hall], ...]:
     out, problems = [], []
     for bi, b in enumerate(inst.site.buildings):
         halls = b.halls or default_halls(b.it_power_mw, inst.site.rack_power_kw)
-        names = [h.name for h in halls]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = unique_hall_names(list(halls))
         if dupes:
             problems.append(f"site.buildings[{bi}].halls: duplicate hall names "
                             f"{', '.join(dupes)}")

@@ -175,12 +175,3 @@ def arch_of(wl: WorkloadLike) -> Arch:
                 params_embedding=params_embedding, attn_width=wl.heads * d_v,
                 causal_attn_fraction=executed / counted, routing_imbalance=float(imbalance),
                 kv_latent_ratio=kv_latent / (2.0 * h))
-
-
-def recompute_fwd_flops_per_token(arch: Arch, recompute: str) -> float:
-    """Extra forward FLOPs per token that recomputation adds (counted in HFU only)."""
-    if recompute == "full":
-        return arch.fwd_gemm - 2.0 * arch.vocab * arch.hidden + arch.fwd_attn_core
-    if recompute == "selective":
-        return arch.fwd_attn_core
-    return 0.0

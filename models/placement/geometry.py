@@ -45,13 +45,6 @@ class Position:
     y_m: float
 
 
-def hall_positions(building: str, hall: HallLike) -> list[Position]:
-    """Every position of ``hall``, row by row."""
-    x0, y0 = hall.origin_m
-    return [Position(building, hall.name, r, p, x0 + p * hall.rack_pitch_m,
-                     y0 + r * hall.row_pitch_m)
-            for r in range(hall.rows) for p in range(hall.positions_per_row)]
-
 
 @dataclass(frozen=True)
 class Routing:
@@ -81,8 +74,3 @@ def block_leaf_offsets(width: int, leaf_racks: int) -> tuple[int, ...]:
         return ((width - 1) // 2,)
     start = (width - leaf_racks) // 2
     return tuple(range(start, start + leaf_racks))
-
-
-def row_block_slots(positions_per_row: int, width: int, max_blocks_by_power: int) -> int:
-    """Blocks one row takes: ``min(⌊positions / width⌋, row power / block power)``."""
-    return max(0, min(positions_per_row // width, max_blocks_by_power))
