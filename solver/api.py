@@ -16,6 +16,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,15 @@ from solver.placement import place as place_design
 from solver.prepare import prepare
 from solver.reliability_inputs import DEFAULT_WORKLOAD, reliability_document
 from solver.report import binding_limits, summary_document, tables, with_placement
-from solver.results import Status
+from solver.results import (
+    FabricDocument,
+    PerfDocument,
+    ReliabilityDocument,
+    SolveSummary,
+    Status,
+    UnsolvedSolver,
+    UnsolvedSummary,
+)
 from solver.schema import Instance
 
 ExtraConstraints = Callable[[pyo.ConcreteModel, Inputs], None]
@@ -52,11 +61,11 @@ ExtraConstraints = Callable[[pyo.ConcreteModel, Inputs], None]
 
 @dataclass(frozen=True)
 class SolveResult:
-    """Status, the ``--json`` document (``to_dict``), pandas tables, the chosen design, the
-    resolved inputs and, when placed, the placement."""
+    """Status, the typed ``--json`` document (``document``; ``summary`` = its ``to_dict()``),
+    pandas tables, the chosen design, the resolved inputs and, when placed, the placement."""
 
     status: Status
-    summary: dict[str, Any]
+    document: SolveSummary | UnsolvedSummary
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     design: ChosenDesign | None = None
     notes: tuple[str, ...] = ()
@@ -64,7 +73,12 @@ class SolveResult:
     placement: PlacementResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return self.summary
+        return self.document.to_dict()
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """The ``--json`` document as a dict (DESIGN.md's "summary dict")."""
+        return self.to_dict()
 
     @property
     def bom(self) -> pd.DataFrame:
@@ -155,12 +169,13 @@ def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
     placed = place_design(result.inputs, design_to_place(result.design, result.inputs),
                           options)
     if not placed.status.has_solution:
-        return dataclasses.replace(result, summary=result.summary | {"placement": placed.summary},
-                                   placement=placed)
-    summary = with_placement(result.inputs, result.summary, result.design,
+        return dataclasses.replace(
+            result, document=dataclasses.replace(result.document, placement=placed.summary),
+            placement=placed)
+    summary = with_placement(result.inputs, result.document, result.design,
                              placed_bom_lines(placed), placed.summary["racks_total"],
                              placed.summary)
-    return dataclasses.replace(result, summary=summary,
+    return dataclasses.replace(result, document=summary,
                                tables=tables(result.inputs, result.design, summary),
                                placement=placed)
 
@@ -220,7 +235,7 @@ def place(inst: Instance | Inputs, design: DesignToPlace | None = None,
 
 def fabric(gpus: int, gpu: str, switch: str, *, tiers: int | None = None,
            oversubscription: float = 1.0, pods: int = 1, rail_optimized: bool = True,
-           twin_port: bool = False, instance: str | Path | None = None) -> dict[str, Any]:
+           twin_port: bool = False, instance: str | Path | None = None) -> FabricDocument:
     """Exact fat tree for ``gpus`` GPUs of ``gpu`` on ``switch`` (the back-end NIC by
     solver.fabric_inputs.backend_nic) with the cheapest medium per link class, capex and power;
     ``instance``: take its catalog overrides and cable lengths."""
@@ -232,7 +247,7 @@ def perf(workload: str, gpu: str, gpus: int, *, degrees: dict[str, int | None] |
          recompute: str | None = None, switch: str | None = None,
          oversubscription: float = 1.0, pod_gpus: int | None = None,
          sharding: str | None = None, etp: int | None = None,
-         profile: str | None = None) -> dict[str, Any]:
+         profile: str | None = None) -> PerfDocument:
     """Step time, tokens/s with its p10-p90 band, MFU/HFU and memory of ``workload`` on
     ``gpus`` GPUs: the given parallel degrees evaluated, or the omitted ones searched
     (``sharding``: none | optimizer | gradients | full; ``profile``: the software stack);
@@ -246,7 +261,7 @@ def reliability(gpu: str, gpus: int, *, workload: str = DEFAULT_WORKLOAD,
                 switch: str | None = None, rail_optimized: bool = True,
                 checkpoint_gbps: float | None = None, recovery: str = "storage",
                 simulate_runs: int | None = None, days: float = 30.0, seed: int = 0,
-                profile: str = "default") -> dict[str, Any]:
+                profile: str = "default") -> ReliabilityDocument:
     """Interruptions (with their band), checkpoint interval, restart and its parts, spares
     and goodput of a job on ``gpus`` GPUs under a failure-rate ``profile`` (with
     ``simulate_runs``, a seeded Monte-Carlo estimate beside)."""
@@ -275,10 +290,8 @@ def _infeasible(inputs: Inputs, evaluators: Evaluators, options: SolveOptions, s
 
 def _without_design(inputs: Inputs, status: Status, options: SolveOptions, start: float,
                     notes: list[str], diagnosis: list[str] | None = None) -> SolveResult:
-    summary = {
-        "status": status, "instance": inputs.name, "diagnosis": diagnosis or [],
-        "notes": notes, "verified": False,
-        "solver": {"backend": "milp-highs", "runtime_s": round(time.perf_counter() - start, 3),
-                   "gap": None, "time_limit_s": options.time_limit_s},
-    }
+    summary = UnsolvedSummary(
+        status, inputs.name, tuple(diagnosis or ()), tuple(notes), False,
+        UnsolvedSolver("milp-highs", round(time.perf_counter() - start, 3), None,
+                       options.time_limit_s))
     return SolveResult(status, summary, {}, None, tuple(notes), inputs)

@@ -30,11 +30,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from models.design.candidates import link_lengths
 from models.fabric import Fabric, FabricSpec, MediaLine, choose_media, design_fabric
 from solver.errors import InvalidInstance
+from solver.results import FabricDocument, Frontend, LinkClassRow, SplitFigures
 from solver.schema import CableLengths, Catalog, GpuSystem, Nic, Switch
 
 FRONTEND_SWITCH = "tomahawk5"
@@ -98,11 +98,10 @@ def frontend_network(nodes: int, gpu: GpuSystem, catalog: Catalog) -> Fabric:
                                     rail_optimized=ports > radix // 2))
 
 
-def fabric_report(fabric: Fabric, parts: FabricParts, media: tuple[MediaLine, ...],
-                  frontend: Fabric) -> dict[str, Any]:
-    """The ``clusterplan fabric --json`` document: counts, media, capex and power.
-
-    capex = switches + back-end NICs + media; power likewise [W]."""
+def fabric_report(gpus: int, fabric: Fabric, parts: FabricParts, media: tuple[MediaLine, ...],
+                  frontend: Fabric) -> FabricDocument:
+    """The ``clusterplan fabric --json`` document of ``gpus`` GPUs on ``fabric``: counts,
+    media, capex and power (capex = switches + back-end NICs + media; power likewise)."""
     nics = fabric.endpoints
     transceivers: Counter[str] = Counter()
     cables: Counter[str] = Counter()
@@ -110,40 +109,29 @@ def fabric_report(fabric: Fabric, parts: FabricParts, media: tuple[MediaLine, ..
         if line.transceivers:
             transceivers[line.medium_id] += line.transceivers
         cables[line.medium_id] += line.cables
-    switch_capex = fabric.switches_total * parts.switch.price_usd
-    switch_power = fabric.switches_total * parts.switch.power_w
-    media_capex = sum(x.capex_usd for x in media)
-    media_power = sum(x.power_w for x in media)
-    return {
-        "gpu": parts.gpu.id, "switch": parts.switch.id, "nic": parts.nic.id,
-        "gbps": parts.gbps, "nodes": fabric.spec.nodes,
-        "ports_per_node": fabric.spec.ports_per_node,
-        "rail_optimized": fabric.spec.rail_optimized,
-        "endpoints": fabric.endpoints, "radix": fabric.radix, "tiers": fabric.tiers,
-        "pod_tiers": fabric.pod_tiers, "max_endpoints": fabric.max_endpoints,
-        "pods": fabric.pods, "oversubscription": fabric.spec.oversubscription,
-        "switches_per_tier": list(fabric.switches_per_tier),
-        "switches_total": fabric.switches_total,
-        "links_per_tier": list(fabric.links_per_tier),
-        "link_classes": [
-            {"name": x.link_class, "links": x.links, "length_m": x.length_m,
-             "medium": x.medium_id, "kind": x.kind, "transceivers": x.transceivers,
-             "cables": x.cables, "capex_usd": x.capex_usd, "power_w": x.power_w}
-            for x in media],
-        "transceivers": dict(sorted(transceivers.items())),
-        "cables": dict(sorted(cables.items())),
-        "capex_usd": switch_capex + nics * parts.nic.price_usd + media_capex,
-        "power_w": switch_power + nics * parts.nic.power_w + media_power,
-        "capex_breakdown_usd": {"switches": switch_capex, "nics": nics * parts.nic.price_usd,
-                                "media": media_capex},
-        "power_breakdown_w": {"switches": switch_power, "nics": nics * parts.nic.power_w,
-                              "media": media_power},
-        "frontend": {"switch": FRONTEND_SWITCH, "gbps": FRONTEND_GBPS,
-                     "ports_per_node": frontend.spec.ports_per_node,
-                     "tiers": frontend.tiers, "switches": frontend.switches_total,
-                     "switches_per_tier": list(frontend.switches_per_tier),
-                     "links": sum(frontend.links_per_tier)},
-    }
+    capex = SplitFigures(fabric.switches_total * parts.switch.price_usd,
+                         nics * parts.nic.price_usd, sum(x.capex_usd for x in media))
+    power = SplitFigures(fabric.switches_total * parts.switch.power_w,
+                         nics * parts.nic.power_w, sum(x.power_w for x in media))
+    return FabricDocument(
+        gpus=gpus, gpu=parts.gpu.id, switch=parts.switch.id, nic=parts.nic.id,
+        gbps=parts.gbps, nodes=fabric.spec.nodes, ports_per_node=fabric.spec.ports_per_node,
+        rail_optimized=fabric.spec.rail_optimized, endpoints=fabric.endpoints,
+        radix=fabric.radix, tiers=fabric.tiers, pod_tiers=fabric.pod_tiers,
+        max_endpoints=fabric.max_endpoints, pods=fabric.pods,
+        oversubscription=fabric.spec.oversubscription,
+        switches_per_tier=tuple(fabric.switches_per_tier),
+        switches_total=fabric.switches_total, links_per_tier=tuple(fabric.links_per_tier),
+        link_classes=tuple(
+            LinkClassRow(x.link_class, x.links, x.length_m, x.medium_id, x.kind,
+                         x.transceivers, x.cables, x.capex_usd, x.power_w) for x in media),
+        transceivers=dict(sorted(transceivers.items())), cables=dict(sorted(cables.items())),
+        capex_usd=capex.switches + capex.nics + capex.media,
+        power_w=power.switches + power.nics + power.media,
+        capex_breakdown_usd=capex, power_breakdown_w=power,
+        frontend=Frontend(FRONTEND_SWITCH, FRONTEND_GBPS, frontend.spec.ports_per_node,
+                          frontend.tiers, frontend.switches_total,
+                          tuple(frontend.switches_per_tier), sum(frontend.links_per_tier)))
 
 
 def design_with_media(parts: FabricParts, spec: FabricSpec, lengths: CableLengths,
@@ -159,7 +147,7 @@ def design_with_media(parts: FabricParts, spec: FabricSpec, lengths: CableLength
 
 def fabric_document(gpus: int, gpu: str, switch: str, tiers: int | None, oversubscription: float,
           pods: int, rail_optimized: bool, twin_port: bool,
-          instance: Path | None) -> dict[str, Any]:
+          instance: Path | None) -> FabricDocument:
     """The fabric document; bad options raise InvalidInstance naming the option."""
     from solver.loading import load_catalog, load_instance
 
@@ -190,5 +178,5 @@ def fabric_document(gpus: int, gpu: str, switch: str, tiers: int | None, oversub
                                           single_building)
     except ValueError as exc:
         raise InvalidInstance([f"--tiers/--pods/--oversubscription: {exc}"], "fabric") from None
-    report = fabric_report(fabric, parts, media, frontend_network(nodes, parts.gpu, catalog))
-    return {"gpus": gpus, **report}
+    return fabric_report(gpus, fabric, parts, media,
+                         frontend_network(nodes, parts.gpu, catalog))

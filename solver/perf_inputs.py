@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from solver.errors import InvalidInstance
+from solver.results import PerfDocument, PerfNetwork
 
 RECOMPUTE = ("none", "selective", "full")
 DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
@@ -56,7 +57,7 @@ def job_mapping(catalog, system, switch: str, gpus: int, doc: dict) -> dict | No
 def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
                   recompute: str | None, switch: str | None, oversubscription: float,
                   pod_gpus: int | None, sharding: str | None = None, etp: int | None = None,
-                  profile: str | None = None) -> dict:
+                  profile: str | None = None) -> PerfDocument:
     from models.perf import (
         PROFILES,
         SHARDING_MODES,
@@ -125,12 +126,8 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
         except ValueError as exc:
             raise InvalidInstance([f"--gpus {gpus}: {exc}"], "perf") from None
         mode = "search"
-    doc = result.as_dict()
-    if switch is not None:
-        doc["mapping"] = job_mapping(catalog, system, switch, gpus, doc)
-    doc.update({"mode": mode, "workload": workload.name, "gpu": gpu,
-                "network": {"gbps_per_gpu": network.gbps_per_gpu,
-                            "in_network_reduction": network.in_network_reduction,
-                            "pod_gpus": network.pod_gpus,
-                            "oversubscription": network.oversubscription}})
-    return doc
+    mapping = (job_mapping(catalog, system, switch, gpus, result.as_dict())
+               if switch is not None else None)
+    return PerfDocument(result, switch, mapping, mode, workload.name, gpu, PerfNetwork(
+        network.gbps_per_gpu, network.in_network_reduction, network.pod_gpus,
+        network.oversubscription))

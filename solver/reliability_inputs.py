@@ -11,9 +11,7 @@ InvalidInstance (exit code 3) naming the option or field.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from math import ceil, inf
-from typing import Any
 
 from models.reliability import (
     Rate,
@@ -24,6 +22,7 @@ from models.reliability import (
     param_count,
 )
 from solver.errors import InvalidInstance
+from solver.results import ReliabilityDocument, Simulated
 from solver.schema import Catalog, Choices, GpuSystem, Workload
 from solver.schema.reliability import Rate as RateFigure
 from solver.schema.reliability import ReliabilityCatalog
@@ -158,7 +157,7 @@ def former_breakdown(breakdown: dict[str, float], copper: frozenset[str]) -> dic
 def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
                          rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
                          simulate_runs: int | None, days: float, seed: int,
-                         profile: str = "default") -> dict[str, Any]:
+                         profile: str = "default") -> ReliabilityDocument:
     """The reliability document; bad options raise InvalidInstance naming the option."""
     from models.reliability import COPPER_KINDS, RECOVERY_MODES, goodput, simulate
 
@@ -180,19 +179,18 @@ def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: s
                                   checkpoint_gbps, recovery, profile)
     result = goodput(inputs, rates)
     node_links = inputs.node_link_counts()
-    doc: dict[str, Any] = {
-        **about, "gpus": gpus, "nodes": inputs.nodes, "rail_optimized": rail_optimized,
-        "checkpoint_size_gb": inputs.checkpoint_size_gb,
-        "checkpoint_gbps": inputs.checkpoint_gbps, "switches": inputs.switches,
-        "switch_links_optical": sum(n for k, n in inputs.switch_link_counts().items()
-                                    if k not in COPPER_KINDS),
-        "node_links_optical": sum(n for k, n in node_links.items() if k not in COPPER_KINDS),
-        "node_links_copper": sum(n for k, n in node_links.items() if k in COPPER_KINDS),
-        **asdict(result),
-    }
-    doc["breakdown"] = {**result.breakdown, **former_breakdown(result.breakdown, COPPER_KINDS)}
+    simulated = None
     if simulate_runs is not None:
         mean, low, high = simulate(inputs, rates, days, simulate_runs, seed)
-        doc["simulated"] = {"goodput": mean, "ci_low": low, "ci_high": high,
-                            "runs": simulate_runs, "days": days, "seed": seed}
-    return doc
+        simulated = Simulated(mean, low, high, simulate_runs, days, seed)
+    return ReliabilityDocument(
+        **about, gpus=gpus, nodes=inputs.nodes, rail_optimized=rail_optimized,
+        checkpoint_size_gb=inputs.checkpoint_size_gb, checkpoint_gbps=inputs.checkpoint_gbps,
+        switches=inputs.switches,
+        switch_links_optical=sum(n for k, n in inputs.switch_link_counts().items()
+                                 if k not in COPPER_KINDS),
+        node_links_optical=sum(n for k, n in node_links.items() if k not in COPPER_KINDS),
+        node_links_copper=sum(n for k, n in node_links.items() if k in COPPER_KINDS),
+        result=result,
+        breakdown={**result.breakdown, **former_breakdown(result.breakdown, COPPER_KINDS)},
+        simulated=simulated)

@@ -1,7 +1,9 @@
-"""The solve summary (the `--json` document), binding limits and pandas tables."""
+"""The solve summary (the `--json` document, solver.results.SolveSummary), binding limits
+and pandas tables."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pandas as pd
@@ -13,16 +15,32 @@ from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.fabric import design_fabric
-from models.power_cost import BomLine, PowerCost, power_cost
+from models.power_cost import BomLine, power_cost
 from models.reliability import placed_media
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
+from solver.results import (
+    BindingRow,
+    BomRow,
+    Cost,
+    DesignEstimate,
+    DesignSection,
+    MediaRow,
+    MilpThroughput,
+    Objective,
+    Power,
+    SolverInfo,
+    SolveSummary,
+    Throughput,
+    Verification,
+)
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
                    "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD")}
 
 
-def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData) -> list[dict]:
+def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData
+                   ) -> list[BindingRow]:
     """Each limit with its slack; `binding` when the next size of the chosen configuration
     (one more scalable unit) would break it: the limit that stops the design growing.
     The next size is evaluated exactly when it is a candidate, else scaled from this one.
@@ -53,17 +71,17 @@ def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData) -> li
     if (data.objective == "max_effective_throughput" and larger
             and max(c.effective_tokens_per_s_upper for c in larger)
             <= cand.effective_tokens_per_s):
-        rows.append({"name": "effective throughput peaks at this size", "value": cand.gpus,
-                     "limit": max(c.gpus for c in larger), "unit": "GPUs",
-                     "slack": max(c.gpus for c in larger) - cand.gpus, "binding": True,
-                     "note": "no larger size of this configuration reaches more effective "
-                     "tokens/s: goodput falls faster than throughput grows"})
+        top = max(c.gpus for c in larger)
+        rows.append(BindingRow(
+            "effective throughput peaks at this size", cand.gpus, top, "GPUs",
+            top - cand.gpus, True, note="no larger size of this configuration reaches more "
+            "effective tokens/s: goodput falls faster than throughput grows"))
     rows += _requirement_rows(design, data)
     rows += _building_rows(inputs, design, data, bigger)
     return rows
 
 
-def _requirement_rows(design: ChosenDesign, data: DesignData) -> list[dict]:
+def _requirement_rows(design: ChosenDesign, data: DesignData) -> list[BindingRow]:
     """When cost is minimised the requirements bind: the next smaller size misses them."""
     if data.objective == "max_effective_throughput":
         return []
@@ -83,7 +101,7 @@ def _requirement_rows(design: ChosenDesign, data: DesignData) -> list[dict]:
 
 
 def _building_rows(inputs: Inputs, design: ChosenDesign, data: DesignData,
-                   bigger: Candidate | None) -> list[dict]:
+                   bigger: Candidate | None) -> list[BindingRow]:
     """Each building's power (and racks where limited); binding when the next size
     cannot be placed because of that resource (models.design.prune.fits_buildings)."""
     power_stops = space_stops = False
@@ -95,8 +113,9 @@ def _building_rows(inputs: Inputs, design: ChosenDesign, data: DesignData,
         used = design.su_per_building[b.name]
         power_mw = _building_mw(inputs, design, b.name)
         full = b.it_power_mw - power_mw < _su_mw(inputs, design)
-        rows.append(_row(f"site.buildings[{b.name}].it_power_mw", power_mw, b.it_power_mw,
-                         "MW", power_stops and full) | {"scalable_units": used})
+        rows.append(dataclasses.replace(
+            _row(f"site.buildings[{b.name}].it_power_mw", power_mw, b.it_power_mw, "MW",
+                 power_stops and full), scalable_units=used))
         if b.max_racks is not None:
             racks = used * cfg.su_racks + design.network_racks_per_building[b.name]
             rows.append(_row(f"site.buildings[{b.name}].max_racks", racks, b.max_racks,
@@ -122,15 +141,14 @@ def _next_size(data: DesignData, cand: Candidate) -> Candidate | None:
     return min(same, key=lambda c: c.nodes) if same else None
 
 
-def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> dict:
-    return {"name": name, "value": value, "limit": limit, "unit": unit,
-            "slack": limit - value, "binding": bool(binding)}
+def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> BindingRow:
+    return BindingRow(name, value, limit, unit, limit - value, bool(binding))
 
 
 def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
-                     outcome: MilpOutcome, check: CheckResult, binding: list[dict],
+                     outcome: MilpOutcome, check: CheckResult, binding: list[BindingRow],
                      runtime_s: float, sha256: str, notes: list[str],
-                     mapping: dict[str, Any] | None) -> dict[str, Any]:
+                     mapping: dict[str, Any] | None) -> SolveSummary:
     """The `clusterplan solve --json` contract. Throughput figures are the exact
     re-evaluation of the chosen design; `throughput.milp` holds the MILP's values."""
     cand, cfg = design.candidate, design.config
@@ -141,44 +159,38 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
               "tco_usd": pc.tco_usd}
     train_tokens = inputs.workload.train_tokens
     days = (train_tokens / effective / 86400.0 if train_tokens and effective > 0 else None)
-    return {
-        "status": outcome.status,
-        "instance": inputs.name,
-        "instance_sha256": sha256,
-        "objective": {"name": name, "value": values[name], "unit": unit,
-                      "milp_value": _model_units(outcome.objective, unit)},
-        "design": {
-            "gpu": cfg.gpu, "gpus": cand.gpus, "nodes": cand.nodes,
-            "spare_nodes": cand.spare_nodes, "switch": cfg.switch, "nic": cfg.nic,
-            "tiers": cand.tiers, "pods": cand.extra["pods"],
-            "oversubscription": cfg.oversubscription, "rail_optimized": cfg.rail_optimized,
-            "nic_attachment": cfg.nic_attachment, "recovery": cfg.recovery,
-            "switches_per_tier": list(cand.switches_per_tier),
-            "links_per_tier": list(cand.links_per_tier),
-            "media": design.media(),
-            "scalable_units_per_building": design.su_per_building,
-            "job_mapping": mapping,
-        },
-        **power_and_cost(pc),
-        "throughput": {"tokens_per_s": exact.tokens_per_s,
-                       "effective_tokens_per_s": effective,
-                       "mfu": exact.mfu, "goodput": exact.goodput,
-                       "time_to_train_days": days,
-                       "performance": exact.extra["perf"],
-                       "reliability": exact.extra["reliability"],
-                       "milp": {"tokens_per_s": cand.tokens_per_s, "goodput": cand.goodput,
-                                "effective_tokens_per_s": cand.effective_tokens_per_s,
-                                "mfu": cand.mfu}},
-        "bom": bom_rows(design.bom()),
-        "binding": binding,
-        "verified": check.ok,
-        "verification": {"checks": len(check.checks), "failures": check.failures},
-        "notes": notes,
-        "solver": {"backend": "milp-highs", "version": outcome.solver_version,
-                   "runtime_s": round(runtime_s, 3), "milp_runtime_s": round(outcome.runtime_s, 3),
-                   "gap": outcome.gap, "best_bound": _model_units(outcome.best_bound, unit),
-                   "termination": outcome.termination},
-    }
+    return SolveSummary(
+        status=outcome.status,
+        instance=inputs.name,
+        instance_sha256=sha256,
+        objective=Objective(name, values[name], unit, _model_units(outcome.objective, unit)),
+        design=DesignSection(
+            gpu=cfg.gpu, gpus=cand.gpus, nodes=cand.nodes, spare_nodes=cand.spare_nodes,
+            switch=cfg.switch, nic=cfg.nic, tiers=cand.tiers, pods=cand.extra["pods"],
+            oversubscription=cfg.oversubscription, rail_optimized=cfg.rail_optimized,
+            nic_attachment=cfg.nic_attachment, recovery=cfg.recovery,
+            switches_per_tier=tuple(cand.switches_per_tier),
+            links_per_tier=tuple(cand.links_per_tier),
+            media=tuple(MediaRow(**m) for m in design.media()),
+            scalable_units_per_building=design.su_per_building,
+            job_mapping=mapping),
+        power=Power.of(pc),
+        cost=Cost.of(pc),
+        throughput=Throughput(
+            tokens_per_s=exact.tokens_per_s, effective_tokens_per_s=effective, mfu=exact.mfu,
+            goodput=exact.goodput, time_to_train_days=days,
+            performance=exact.extra["perf"], reliability=exact.extra["reliability"],
+            milp=MilpThroughput(cand.tokens_per_s, cand.goodput, cand.effective_tokens_per_s,
+                                cand.mfu)),
+        bom=bom_rows(design.bom()),
+        binding=tuple(binding),
+        verified=check.ok,
+        verification=Verification(len(check.checks), tuple(check.failures)),
+        notes=tuple(notes),
+        solver=SolverInfo("milp-highs", outcome.solver_version, round(runtime_s, 3),
+                          round(outcome.runtime_s, 3), outcome.gap,
+                          _model_units(outcome.best_bound, unit), outcome.termination),
+    )
 
 
 def _model_units(value: float | None, unit: str) -> float | None:
@@ -186,30 +198,16 @@ def _model_units(value: float | None, unit: str) -> float | None:
     return value * 1e6 if value is not None and unit == "USD" else value
 
 
-def power_and_cost(pc: PowerCost) -> dict[str, dict[str, float]]:
-    """The `power` and `cost` sections of the summary."""
-    return {
-        "power": {"it_mw": pc.it_power_w / 1e6, "facility_mw": pc.facility_power_w / 1e6,
-                  "annual_energy_twh": pc.annual_energy_kwh / 1e9},
-        "cost": {"capex_usd": pc.capex_usd, "equipment_capex_usd": pc.equipment_capex_usd,
-                 "facility_capex_usd": pc.facility_capex_usd,
-                 "annual_opex_usd": pc.annual_opex_usd, "tco_usd": pc.tco_usd,
-                 "tco_years": pc.years},
-    }
+def bom_rows(lines: list[BomLine]) -> tuple[BomRow, ...]:
+    return tuple(BomRow.of(line) for line in lines)
 
 
-def bom_rows(lines: list[BomLine]) -> list[dict[str, Any]]:
-    return [{"item": line.item, "category": line.category, "quantity": line.quantity,
-             "unit_cost_usd": line.unit_cost_usd, "cost_usd": line.cost_usd,
-             "power_w": line.power_w} for line in lines]
-
-
-def placed_throughput(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign,
-                      placement: dict[str, Any]) -> dict[str, Any]:
+def placed_throughput(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
+                      placement: dict[str, Any]) -> Throughput:
     """The throughput block re-evaluated on the placed media: goodput (the reliability
     model counts each link class's links by the medium placement gave them), effective
     tokens/s and time to train. Unchanged under reliability_model = 'overhead'."""
-    t = summary["throughput"]
+    t = summary.throughput
     if inputs.objective.reliability_model != "model" or "bom_media" not in placement:
         return t
     cand = design.candidate
@@ -217,16 +215,16 @@ def placed_throughput(inputs: Inputs, summary: dict[str, Any], design: ChosenDes
     fabric = design_fabric(parts.fabric_spec(cand.nodes + cand.spare_nodes))
     rel = ModelGoodput(inputs).goodput(inputs, parts, fabric, cand.nodes, cand.spare_nodes,
                                        placed_media(placement["bom_media"]))
-    effective = t["tokens_per_s"] * rel.goodput
-    days = (t["time_to_train_days"] * t["effective_tokens_per_s"] / effective
-            if t["time_to_train_days"] is not None and effective > 0 else None)
-    return t | {"goodput": rel.goodput, "effective_tokens_per_s": effective,
-                "time_to_train_days": days, "reliability": rel.details}
+    effective = t.tokens_per_s * rel.goodput
+    days = (t.time_to_train_days * t.effective_tokens_per_s / effective
+            if t.time_to_train_days is not None and effective > 0 else None)
+    return dataclasses.replace(t, goodput=rel.goodput, effective_tokens_per_s=effective,
+                               time_to_train_days=days, reliability=rel.details)
 
 
-def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign,
+def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                    placed_lines: list[BomLine], racks: int,
-                   placement: dict[str, Any]) -> dict[str, Any]:
+                   placement: dict[str, Any]) -> SolveSummary:
     """The summary after placement: the placed media (by routed length) and rack count
     replace the design's estimates in the BOM, power and cost are rolled up again, and
     every limit is re-checked on them; the design's estimate is kept beside."""
@@ -238,20 +236,19 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     within = {"it_power_mw": prune.within(pc.it_power_w / 1e6, lim.it_power_mw),
               "budget_usd": prune.within(spend, lim.budget_usd)}
-    return summary | {
-        "bom": bom_rows(lines), **power_and_cost(pc),
-        "throughput": placed_throughput(inputs, summary, design, placement),
-        "design_estimate": {"bom": summary["bom"], "power": summary["power"],
-                            "cost": summary["cost"], "throughput": summary["throughput"]},
-        "placement": placement | {"within_limits": within},
-        "verified": summary["verified"] and all(within.values()),
-    }
+    return dataclasses.replace(
+        summary, bom=bom_rows(lines), power=Power.of(pc), cost=Cost.of(pc),
+        throughput=placed_throughput(inputs, summary, design, placement),
+        design_estimate=DesignEstimate(summary.bom, summary.power, summary.cost,
+                                       summary.throughput),
+        placement=placement | {"within_limits": within},
+        verified=summary.verified and all(within.values()))
 
 
-def tables(inputs: Inputs, design: ChosenDesign, summary: dict[str, Any]
+def tables(inputs: Inputs, design: ChosenDesign, summary: SolveSummary
            ) -> dict[str, pd.DataFrame]:
     """bom, power, cost and binding tables with unit-suffixed columns."""
-    bom = pd.DataFrame(summary["bom"])
+    bom = pd.DataFrame([row.to_dict() for row in summary.bom])
     pc = design.power_cost(inputs)
     power = pd.DataFrame([
         {"component": cat, "power_kw": grp["power_w"].sum() / 1e3}
@@ -267,4 +264,4 @@ def tables(inputs: Inputs, design: ChosenDesign, summary: dict[str, Any]
          {"term": f"opex x {pc.years} years", "cost_usd": pc.years * pc.annual_opex_usd},
          {"term": "tco total", "cost_usd": pc.tco_usd}])
     return {"bom": bom, "power": power, "cost": cost,
-            "binding": pd.DataFrame(summary["binding"])}
+            "binding": pd.DataFrame([row.to_dict() for row in summary.binding])}

@@ -1,8 +1,19 @@
-"""Typed results of the pipeline and the one vocabulary of statuses."""
+"""Typed results of the pipeline and the one vocabulary of statuses.
+
+Every ``--json`` document is one of the frozen dataclasses below, built in one place
+(``solve``: solver.report; ``fabric``: solver.fabric_inputs; ``perf``:
+solver.perf_inputs; ``reliability``: solver.reliability_inputs) and turned into JSON by
+its one ``to_dict()``. The fields and their units are read here; the JSON Schema of the
+documents is solver.schema.result (instances/result.schema.json).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Status(StrEnum):
@@ -19,3 +30,448 @@ class Status(StrEnum):
     @property
     def has_solution(self) -> bool:
         return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+OPTIONAL = {"optional": True}
+"""Field metadata: left out of ``to_dict()`` when None (present only in some documents)."""
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy: documents by their to_dict(), tuples as lists, mappings as dicts."""
+    if isinstance(value, Document):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Document:
+    """A section of a result document: its fields in order, nested sections as dicts."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if not (f.metadata.get("optional") and getattr(self, f.name) is None)}
+
+
+# --- solve --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Objective(Document):
+    name: str
+    """effective_tokens_per_s | capex_usd | tco_usd."""
+    value: float
+    """The objective of the exactly re-evaluated design [unit]."""
+    unit: str
+    """tokens/s or USD."""
+    milp_value: float | None
+    """The MILP's own objective value [unit]."""
+
+
+@dataclass(frozen=True)
+class MediaRow(Document):
+    link_class: str
+    medium: str
+    """Catalog id of the medium (DAC, AOC, transceiver...)."""
+    kind: str
+    """dac | acc | aec | aoc | multimode | singlemode | coherent."""
+    length_m: float
+    """Routed length the design assumed [m]."""
+    links: int
+
+
+@dataclass(frozen=True)
+class DesignSection(Document):
+    """The design's decisions and the counts of its fabric."""
+
+    gpu: str
+    gpus: int
+    """Training GPUs (spares excluded)."""
+    nodes: int
+    """Training nodes."""
+    spare_nodes: int
+    """Hot spare nodes."""
+    switch: str
+    nic: str
+    tiers: int
+    """Switch tiers in all (the tier joining pods included)."""
+    pods: int
+    oversubscription: float
+    """Between pods [x:1]."""
+    rail_optimized: bool
+    nic_attachment: str
+    """single | twin (port cages)."""
+    recovery: str
+    """storage | in-memory."""
+    switches_per_tier: tuple[int, ...]
+    """Leaf first."""
+    links_per_tier: tuple[int, ...]
+    """Node-leaf first."""
+    media: tuple[MediaRow, ...]
+    scalable_units_per_building: Mapping[str, int]
+    job_mapping: Mapping[str, Any] | None
+    """Where the job's parallel groups sit on the fabric (solver.job_mapping), or None."""
+
+
+@dataclass(frozen=True)
+class Power(Document):
+    it_mw: float
+    """Critical IT power [MW]."""
+    facility_mw: float
+    """Facility power, IT x PUE [MW]."""
+    annual_energy_twh: float
+    """Facility energy per year [TWh]."""
+
+    @classmethod
+    def of(cls, pc) -> Power:
+        """From a models.power_cost.PowerCost."""
+        return cls(pc.it_power_w / 1e6, pc.facility_power_w / 1e6, pc.annual_energy_kwh / 1e9)
+
+
+@dataclass(frozen=True)
+class Cost(Document):
+    capex_usd: float
+    """Equipment and facility build [USD]."""
+    equipment_capex_usd: float
+    facility_capex_usd: float
+    annual_opex_usd: float
+    """Electricity per year [USD]."""
+    tco_usd: float
+    """capex + tco_years x annual opex [USD]."""
+    tco_years: int
+
+    @classmethod
+    def of(cls, pc) -> Cost:
+        """From a models.power_cost.PowerCost."""
+        return cls(pc.capex_usd, pc.equipment_capex_usd, pc.facility_capex_usd,
+                   pc.annual_opex_usd, pc.tco_usd, pc.years)
+
+
+@dataclass(frozen=True)
+class MilpThroughput(Document):
+    """The design MILP's own values (bounds or interpolations where not exact)."""
+
+    tokens_per_s: float
+    goodput: float
+    effective_tokens_per_s: float
+    mfu: float
+
+
+@dataclass(frozen=True)
+class Throughput(Document):
+    tokens_per_s: float
+    """Training throughput without failures [tokens/s]."""
+    effective_tokens_per_s: float
+    """tokens_per_s x goodput [tokens/s]."""
+    mfu: float
+    """Model FLOPs utilisation [0-1]."""
+    goodput: float
+    """Useful fraction of wall-clock time (failures, checkpoints, restarts) [0-1]."""
+    time_to_train_days: float | None
+    """workload.train_tokens / effective tokens/s [days]; None without train_tokens."""
+    performance: Mapping[str, Any]
+    """The performance model's figures (models.design.evaluate)."""
+    reliability: Mapping[str, Any]
+    """The reliability model's figures (models.design.evaluate)."""
+    milp: MilpThroughput
+
+
+@dataclass(frozen=True)
+class BomRow(Document):
+    item: str
+    category: str
+    """compute | nic | switch | optics | cable | rack | storage | ..."""
+    quantity: float
+    unit_cost_usd: float
+    cost_usd: float
+    """quantity x unit cost [USD]."""
+    power_w: float
+    """quantity x unit power [W]."""
+
+    @classmethod
+    def of(cls, line) -> BomRow:
+        """From a models.power_cost.BomLine."""
+        return cls(line.item, line.category, line.quantity, line.unit_cost_usd,
+                   line.cost_usd, line.power_w)
+
+
+@dataclass(frozen=True)
+class BindingRow(Document):
+    """One limit (or requirement) with its slack; binding when the next size breaks it."""
+
+    name: str
+    """The instance path of the limit, e.g. limits.it_power_mw (solver.limits)."""
+    value: float
+    """The design's value [unit]."""
+    limit: float
+    unit: str
+    slack: float
+    """limit - value [unit]."""
+    binding: bool
+    note: str | None = field(default=None, metadata=OPTIONAL)
+    scalable_units: int | None = field(default=None, metadata=OPTIONAL)
+    """Building rows: the scalable units placed there."""
+
+
+@dataclass(frozen=True)
+class Verification(Document):
+    checks: int
+    """Checks the independent checker ran (solver.checker)."""
+    failures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SolverInfo(Document):
+    backend: str
+    version: str
+    runtime_s: float
+    """The whole solve [s]."""
+    milp_runtime_s: float
+    gap: float | None
+    """Relative MIP gap at the end."""
+    best_bound: float | None
+    """The MILP's bound [objective unit]."""
+    termination: str
+
+
+@dataclass(frozen=True)
+class DesignEstimate(Document):
+    """The design's BOM, power, cost and throughput before placement replaced its media."""
+
+    bom: tuple[BomRow, ...]
+    power: Power
+    cost: Cost
+    throughput: Throughput
+
+
+@dataclass(frozen=True)
+class SolveSummary(Document):
+    """The ``clusterplan solve --json`` document of a solved instance (also design.json).
+    Throughput figures are the exact re-evaluation of the chosen design."""
+
+    status: Status
+    instance: str
+    instance_sha256: str
+    """SHA-256 of the instance document (design.json belongs to this instance)."""
+    objective: Objective
+    design: DesignSection
+    power: Power
+    cost: Cost
+    throughput: Throughput
+    bom: tuple[BomRow, ...]
+    binding: tuple[BindingRow, ...]
+    verified: bool
+    """The independent checker passed (and, after placement, the placed BOM is within the
+    limits)."""
+    verification: Verification
+    notes: tuple[str, ...]
+    solver: SolverInfo
+    design_estimate: DesignEstimate | None = field(default=None, metadata=OPTIONAL)
+    """After a successful placement: the design's own BOM, power, cost and throughput."""
+    placement: Mapping[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    """After placement: the placement document (solver.placement.placement_summary, and
+    ``within_limits``), or the failed placement's status and diagnosis."""
+
+
+@dataclass(frozen=True)
+class UnsolvedSolver(Document):
+    backend: str
+    runtime_s: float
+    gap: None
+    time_limit_s: float
+
+
+@dataclass(frozen=True)
+class UnsolvedSummary(Document):
+    """The ``clusterplan solve --json`` document without a design."""
+
+    status: Status
+    """infeasible | no_solution."""
+    instance: str
+    diagnosis: tuple[str, ...]
+    """Why: the limits that conflict and by how much."""
+    notes: tuple[str, ...]
+    verified: bool
+    solver: UnsolvedSolver
+
+
+# --- fabric -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LinkClassRow(Document):
+    """One link class of the fabric with the cheapest medium reaching its length."""
+
+    name: str
+    """node-leaf | leaf-spine | spine-core | ..."""
+    links: int
+    length_m: float
+    """Routed length assumed [m]."""
+    medium: str
+    kind: str
+    transceivers: int
+    cables: int
+    capex_usd: float
+    """Transceivers, cables and fibre of the class [USD]."""
+    power_w: float
+
+
+@dataclass(frozen=True)
+class SplitFigures(Document):
+    """A capex [USD] or power [W] figure split by part."""
+
+    switches: float
+    nics: float
+    media: float
+
+
+@dataclass(frozen=True)
+class Frontend(Document):
+    """The front-end (storage and management) network beside the back-end fabric."""
+
+    switch: str
+    gbps: int
+    ports_per_node: int
+    tiers: int
+    switches: int
+    switches_per_tier: tuple[int, ...]
+    links: int
+
+
+@dataclass(frozen=True)
+class FabricDocument(Document):
+    """``clusterplan fabric --json``: the exact fat tree, its media, capex and power
+    (capex = switches + back-end NICs + media; power likewise)."""
+
+    gpus: int
+    gpu: str
+    switch: str
+    nic: str
+    gbps: int
+    """Port speed of the back-end links [Gb/s]."""
+    nodes: int
+    ports_per_node: int
+    rail_optimized: bool
+    endpoints: int
+    """NIC ports attached to the fabric."""
+    radix: int
+    """Switch ports at the link speed."""
+    tiers: int
+    """Tiers in all (the tier joining pods included)."""
+    pod_tiers: int
+    max_endpoints: int
+    """Most endpoints the tiers can serve non-blocking, 2 (k/2)^L."""
+    pods: int
+    oversubscription: float
+    switches_per_tier: tuple[int, ...]
+    switches_total: int
+    links_per_tier: tuple[int, ...]
+    link_classes: tuple[LinkClassRow, ...]
+    transceivers: Mapping[str, int]
+    """Transceiver modules by medium id."""
+    cables: Mapping[str, int]
+    """Cables (or fibre runs) by medium id."""
+    capex_usd: float
+    power_w: float
+    capex_breakdown_usd: SplitFigures
+    power_breakdown_w: SplitFigures
+    frontend: Frontend
+
+
+# --- perf ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PerfNetwork(Document):
+    """The scale-out network the job was evaluated on."""
+
+    gbps_per_gpu: float
+    in_network_reduction: bool
+    pod_gpus: int | None
+    """GPUs per pod behind oversubscribed links (None: one non-blocking fabric)."""
+    oversubscription: float
+
+
+@dataclass(frozen=True)
+class PerfDocument(Document):
+    """``clusterplan perf --json``: the figures of ``result`` (models.perf.types.PerfResult:
+    step time [s], tokens/s with its p10-p90 band, model TFLOP/s per GPU, MFU, HFU, memory
+    [GiB/GPU], parallelism, breakdowns), then the job's mapping onto a switch's fabric,
+    the mode, the workload, the GPU system and the network."""
+
+    result: Any
+    """A models.perf.types.PerfResult."""
+    switch: str | None
+    """The switch of --switch (not printed itself: it decides the network and mapping)."""
+    mapping: Mapping[str, Any] | None
+    """With a switch: the job's groups on its fabric (solver.job_mapping), None when that
+    fabric cannot be built; printed only with a switch."""
+    mode: str
+    """evaluate (every degree given) | search."""
+    workload: str
+    gpu: str
+    network: PerfNetwork
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = self.result.as_dict()
+        if self.switch is not None:
+            doc["mapping"] = plain(self.mapping)
+        return doc | {"mode": self.mode, "workload": self.workload, "gpu": self.gpu,
+                      "network": self.network.to_dict()}
+
+
+# --- reliability --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Simulated(Document):
+    """A seeded Monte-Carlo estimate of goodput beside the closed form."""
+
+    goodput: float
+    ci_low: float
+    """95% confidence interval of the mean."""
+    ci_high: float
+    runs: int
+    days: float
+    """Simulated days per run."""
+    seed: int
+
+
+@dataclass(frozen=True)
+class ReliabilityDocument(Document):
+    """``clusterplan reliability --json``: the design evaluated, then the figures of
+    ``result`` (models.reliability.ReliabilityResult: interruptions/day with band, MTBF
+    [h], checkpoint write and interval [s], restart [s] and its parts, spares,
+    availability, goodput with band, the failure classes), the breakdown with the first
+    model's aggregate keys, and the simulation when asked."""
+
+    gpu: str
+    switch: str
+    nic: str
+    workload: str
+    params: float
+    """Model parameters of the workload."""
+    media: Mapping[str, str]
+    """Medium kind of each link class."""
+    gpus: int
+    nodes: int
+    rail_optimized: bool
+    checkpoint_size_gb: float
+    checkpoint_gbps: float
+    """Checkpoint write bandwidth [GB/s]."""
+    switches: int
+    switch_links_optical: int
+    node_links_optical: int
+    node_links_copper: int
+    result: Any
+    """A models.reliability.ReliabilityResult (its fields are the document's)."""
+    breakdown: Mapping[str, float]
+    """Interruptions/day by failure class, and the first model's aggregate keys
+    (solver.reliability_inputs.former_breakdown)."""
+    simulated: Simulated | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        head = {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name not in ("result", "breakdown", "simulated")}
+        doc = head | plain(dataclasses.asdict(self.result))
+        doc["breakdown"] = dict(self.breakdown)
+        return doc | ({"simulated": self.simulated.to_dict()} if self.simulated else {})

@@ -26,7 +26,7 @@ NETWORK = ("node_link", "leaf_switch", "fabric_switch", "fabric_link")
 def predict(gpu: str, gpus: int, switch: str, rail: bool, recovery: str = "storage",
             profile: str = "default") -> dict:
     return build(gpu, gpus, "llama3-405b", switch, rail, None, recovery, None, 1.0, 0,
-                 profile)
+                 profile).to_dict()
 
 
 def per_day(doc: dict, prefixes: tuple[str, ...]) -> tuple[float, float, float]:

@@ -94,7 +94,7 @@ def test_api_and_cli_give_the_same_json(cli, default_solve_json):
     for command, call, args in [("fabric", fabric, FABRIC_ARGS), ("perf", perf, PERF_ARGS),
                                 ("reliability", reliability, RELIABILITY_ARGS)]:
         from_cli = json_of(cli(command, *as_options(args), "--json"))
-        assert json.loads(json.dumps(call(**args))) == from_cli, command
+        assert json.loads(json.dumps(call(**args).to_dict())) == from_cli, command
 
 
 @pytest.mark.parametrize("command", sorted(SCHEMA["$defs"]))

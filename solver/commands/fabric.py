@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
         doc = run(lambda: fabric_api(gpus, gpu, switch, tiers=tiers,
                                      oversubscription=oversubscription, pods=pods,
                                      rail_optimized=rail_optimized, twin_port=twin_port,
-                                     instance=instance))
+                                     instance=instance)).to_dict()
         if as_json:
             emit_json(doc)
         else:

@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         doc = run(lambda: perf_api(workload, gpu, gpus, degrees=degrees, recompute=recompute,
                                    switch=switch, oversubscription=oversubscription,
                                    pod_gpus=pod_gpus, sharding="full" if fsdp else sharding,
-                                   etp=etp, profile=profile))
+                                   etp=etp, profile=profile)).to_dict()
         if as_json:
             emit_json(doc)
             return

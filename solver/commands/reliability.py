@@ -49,7 +49,8 @@ def register(app: typer.Typer) -> None:
         doc = run(lambda: reliability_api(
             gpu, gpus, workload=workload, switch=switch, rail_optimized=rail_optimized,
             checkpoint_gbps=checkpoint_gbps, recovery=recovery,
-            simulate_runs=runs if simulate else None, days=days, seed=seed, profile=profile))
+            simulate_runs=runs if simulate else None, days=days, seed=seed,
+            profile=profile)).to_dict()
         if as_json:
             emit_json(doc)
             return
