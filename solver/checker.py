@@ -4,18 +4,22 @@ analytic models (never from MILP values) and confirm every limit of the instance
 Independent on purpose: it keeps its own arithmetic for what it checks (media cost and
 power per link, the 42 U network racks, parts capex and power, building loads, its own
 tolerance REL_TOL) instead of calling the formulas that built the design
-(models.power_cost, models.design), so a mistake there shows up as a failed check.
+(models.power_cost, models.design), so a mistake there shows up as a failed check. What
+the limits are is not its own: it checks every entry of models.design.limits.LIMITS.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from models.design.candidates import lengths_m, node_power_w
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.inputs import Inputs
+from models.design.limits import LIMITS
 from models.fabric import design_fabric
 from models.reliability import checkpoint_size_gb, param_count
 
@@ -51,9 +55,9 @@ def _le(name: str, value: float, limit: float, detail: str = "") -> Check:
 
 def check_design(inputs: Inputs, design: ChosenDesign, data: DesignData,
                  exact: Candidate) -> CheckResult:
-    """Every limit, recomputed: fabric, media reach, parts cost and power, power, budget,
-    buildings (power and racks), GPU range and the requirements. `exact`: the chosen
-    candidate with throughput and goodput evaluated exactly."""
+    """The design recomputed (fabric, media reach, parts cost and power, what is placed in
+    the buildings), then every limit of models.design.limits.LIMITS by its LIMIT_CHECKS
+    entry. `exact`: the chosen candidate with throughput and goodput evaluated exactly."""
     cand, cfg = design.candidate, design.config
     parts = inputs.config(cfg.key)
     total_nodes = cand.nodes + cand.spare_nodes
@@ -84,32 +88,105 @@ def check_design(inputs: Inputs, design: ChosenDesign, data: DesignData,
             media_w += lc.links * per_link_ends * medium.power_w_per_end
     checks += _parts_checks(inputs, design, parts, fabric, media_usd, media_w)
     pc = design.power_cost(inputs)
-    lim = inputs.limits
-    checks.append(_le("it_power", pc.it_power_w / 1e6, lim.it_power_mw,
-                      f"IT power {pc.it_power_w / 1e6:.3f} MW > {lim.it_power_mw:g} MW"))
-    spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
-    checks.append(_le("budget", spend, lim.budget_usd,
-                      f"{lim.budget_basis} ${spend:,.0f} > budget ${lim.budget_usd:,.0f}"))
-    checks.append(Check("min_gpus", cand.gpus >= lim.min_gpus, cand.gpus, lim.min_gpus,
-                        f"{cand.gpus} GPUs < min_gpus {lim.min_gpus}"))
-    if lim.max_gpus is not None:
-        checks.append(_le("max_gpus", cand.gpus, lim.max_gpus))
-    checks += _building_checks(inputs, design, parts, pc.equipment_power_w)
-    need = data.required_effective_tokens_per_s
-    if need > 0:
-        value = exact.effective_tokens_per_s
-        checks.append(Check("required_throughput", value >= need * (1 - REL_TOL), value, need,
-                            f"exactly re-evaluated {value:,.0f} effective tokens/s < "
-                            f"{need:,.0f} required"))
-    if data.min_goodput > 0:
-        value = exact.goodput
-        checks.append(Check("min_goodput", value >= data.min_goodput * (1 - REL_TOL), value,
-                            data.min_goodput, f"exact goodput {value:.4f} < "
-                            f"reliability.min_goodput {data.min_goodput:g}"))
-    if inputs.reliability.max_blast_radius_gpus is not None:
-        checks.append(_le("max_blast_radius", parts.gpu.gpus_per_node,
-                          inputs.reliability.max_blast_radius_gpus))
+    checks += _placed_in_buildings(design, parts, pc.equipment_power_w)
+    about = Checked(inputs, design, data, exact, parts, pc)
+    for limit in LIMITS:
+        checks += LIMIT_CHECKS[limit.name](about)
     return CheckResult(tuple(checks))
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the limit checks read: the design, its exact re-evaluation (``exact``), its
+    parts and its power and cost (models.power_cost.PowerCost)."""
+
+    inputs: Inputs
+    design: ChosenDesign
+    data: DesignData
+    exact: Candidate
+    parts: Any
+    pc: Any
+
+
+def _it_power(c: Checked) -> list[Check]:
+    lim = c.inputs.limits
+    return [_le("it_power", c.pc.it_power_w / 1e6, lim.it_power_mw,
+                f"IT power {c.pc.it_power_w / 1e6:.3f} MW > {lim.it_power_mw:g} MW")]
+
+
+def _budget(c: Checked) -> list[Check]:
+    lim = c.inputs.limits
+    spend = c.pc.tco_usd if lim.budget_basis == "tco" else c.pc.capex_usd
+    return [_le("budget", spend, lim.budget_usd,
+                f"{lim.budget_basis} ${spend:,.0f} > budget ${lim.budget_usd:,.0f}")]
+
+
+def _min_gpus(c: Checked) -> list[Check]:
+    gpus, least = c.design.candidate.gpus, c.inputs.limits.min_gpus
+    return [Check("min_gpus", gpus >= least, gpus, least, f"{gpus} GPUs < min_gpus {least}")]
+
+
+def _max_gpus(c: Checked) -> list[Check]:
+    most = c.inputs.limits.max_gpus
+    return [] if most is None else [_le("max_gpus", c.design.candidate.gpus, most)]
+
+
+def _building_power(c: Checked) -> list[Check]:
+    """Each building's load: its scalable units and its share of the network power."""
+    f_ns = c.inputs.facility.non_server_it_fraction
+    su_w = c.design.config.su_nodes * node_power_w(c.parts)
+    checks = []
+    for b in c.inputs.site.buildings:
+        load = (1 + f_ns) * (c.design.su_per_building[b.name] * su_w
+                             + c.design.network_w_per_building[b.name])
+        checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
+                          f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
+    return checks
+
+
+def _space(c: Checked) -> list[Check]:
+    """Each building's racks: its scalable units' compute racks and its network racks."""
+    compute_racks = math.ceil(c.design.config.su_nodes / c.parts.gpu.max_nodes_per_rack)
+    checks = []
+    for b in c.inputs.site.buildings:
+        if b.max_racks is not None:
+            racks = (c.design.su_per_building[b.name] * compute_racks
+                     + c.design.network_racks_per_building[b.name])
+            checks.append(_le(f"space[{b.name}]", racks, b.max_racks,
+                              f"building {b.name}: {racks:,.1f} racks > max_racks "
+                              f"{b.max_racks:,}"))
+    return checks
+
+
+def _required_throughput(c: Checked) -> list[Check]:
+    need, value = c.data.required_effective_tokens_per_s, c.exact.effective_tokens_per_s
+    if need <= 0:
+        return []
+    return [Check("required_throughput", value >= need * (1 - REL_TOL), value, need,
+                  f"exactly re-evaluated {value:,.0f} effective tokens/s < {need:,.0f} "
+                  "required")]
+
+
+def _min_goodput(c: Checked) -> list[Check]:
+    least, value = c.data.min_goodput, c.exact.goodput
+    if least <= 0:
+        return []
+    return [Check("min_goodput", value >= least * (1 - REL_TOL), value, least,
+                  f"exact goodput {value:.4f} < reliability.min_goodput {least:g}")]
+
+
+def _max_blast_radius(c: Checked) -> list[Check]:
+    most = c.inputs.reliability.max_blast_radius_gpus
+    return [] if most is None else [_le("max_blast_radius", c.parts.gpu.gpus_per_node, most)]
+
+
+LIMIT_CHECKS: dict[str, Callable[[Checked], list[Check]]] = {
+    "it_power": _it_power, "budget": _budget, "min_gpus": _min_gpus, "max_gpus": _max_gpus,
+    "building_power": _building_power, "space": _space,
+    "required_throughput": _required_throughput, "min_goodput": _min_goodput,
+    "max_blast_radius": _max_blast_radius,
+}
+"""The check of every limit of models.design.limits.LIMITS, by its name."""
 
 
 def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd: float,
@@ -141,10 +218,10 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     ]
 
 
-def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: float
-                     ) -> list[Check]:
-    """SUs placed in buildings, building power with the network power split as reported."""
-    cand, f_ns = design.candidate, inputs.facility.non_server_it_fraction
+def _placed_in_buildings(design: ChosenDesign, parts, equipment_w: float) -> list[Check]:
+    """Every scalable unit, the network power and the network racks are placed in the
+    buildings (their limits are checked by _building_power and _space)."""
+    cand = design.candidate
     su_total = math.ceil((cand.nodes + cand.spare_nodes) / design.config.su_nodes)
     checks = [Check("scalable_units_placed", sum(design.su_per_building.values()) == su_total,
                     sum(design.su_per_building.values()), su_total)]
@@ -153,24 +230,10 @@ def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: f
     placed_w = sum(design.network_w_per_building.values())
     checks.append(Check("network_power_placed", math.isclose(placed_w, network_w, rel_tol=1e-5,
                                                              abs_tol=1.0), placed_w, network_w))
-    su_w = design.config.su_nodes * node_power_w(parts)
-    for b in inputs.site.buildings:
-        load = (1 + f_ns) * (design.su_per_building[b.name] * su_w
-                             + design.network_w_per_building[b.name])
-        checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
-                          f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
-    compute_racks = math.ceil(design.config.su_nodes / parts.gpu.max_nodes_per_rack)
     network_racks = math.ceil(fabric_switches(design) * parts.switch.rack_units / 42)
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))
-    for b in inputs.site.buildings:
-        if b.max_racks is not None:
-            racks = (design.su_per_building[b.name] * compute_racks
-                     + design.network_racks_per_building[b.name])
-            checks.append(_le(f"space[{b.name}]", racks, b.max_racks,
-                              f"building {b.name}: {racks:,.1f} racks > max_racks "
-                              f"{b.max_racks:,}"))
     return checks
 
 

@@ -61,6 +61,7 @@ import pandas as pd
 
 from models.design.candidates import build_design_data
 from models.design.evaluate import default_evaluators
+from models.design.limits import shared_paths
 from solver.api import solve
 from solver.backends import SolveOptions
 from solver.errors import ClusterplanError, InvalidInstance, NoSolution, UsageError
@@ -83,11 +84,10 @@ from solver.scenario import (
 from solver.schema import Instance
 
 BACKENDS = ("local", "processes", "dask")
-REUSABLE_PATHS = re.compile(
-    r"^(limits\.(it_power_mw|budget_usd|max_gpus|min_gpus|deadline_days)"
-    r"|objective\.required_tokens_per_s"
-    r"|site\.buildings\[[^\]]+\]\.(it_power_mw|max_racks))$")
-"""Paths whose scenarios share candidate designs: limits and requirements only."""
+REUSABLE_PATHS = re.compile("^(" + "|".join(
+    re.escape(p).replace(re.escape("[*]"), r"\[[^\]]+\]") for p in shared_paths()) + ")$")
+"""Paths whose scenarios share candidate designs: the limits and requirements that
+models.design.limits marks shared."""
 METRIC_COLUMNS = ("status", "objective", "objective_name", "gpu", "gpus", "nodes",
                   "spare_nodes", "switch", "tiers", "pods", "rail_optimized", "nic_attachment",
                   "it_mw", "facility_mw", "capex_usd", "tco_usd", "tokens_per_s",

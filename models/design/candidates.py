@@ -18,6 +18,7 @@ import math
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
 from models.design.evaluate import Evaluators, GoodputEstimate, grid_points
 from models.design.inputs import ConfigParts, Inputs
+from models.design.limits import LIMIT_FIELDS
 from models.design.prune import to_refine
 from models.fabric import (
     Fabric,
@@ -343,13 +344,10 @@ def required_effective_tokens_per_s(inputs: Inputs) -> float:
 
 
 def with_limits(data: DesignData, inputs: Inputs) -> DesignData:
-    """`data` with the limits, requirements and objective of `inputs` (same choices/catalog)."""
+    """`data` with the limits, requirements and objective of `inputs` (same choices/catalog);
+    the fields are models.design.limits.LIMIT_FIELDS."""
     limits = _design_data(inputs, data.configs, list(data.candidates))
     return dataclasses.replace(data, **{f: getattr(limits, f) for f in LIMIT_FIELDS})
-
-
-LIMIT_FIELDS = ("buildings", "it_power_cap_w", "budget_usd", "budget_basis", "objective",
-                "required_effective_tokens_per_s", "min_gpus", "max_gpus", "min_goodput")
 
 
 def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Candidate]
