@@ -36,6 +36,7 @@ from models.placement.assemble import DesignToPlace
 from solver.backends import SolveOptions
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import CheckResult, check_design
+from solver.design_file import placeable_design
 from solver.diagnose import diagnose, unmet_requirements
 from solver.fabric_inputs import fabric_document
 from solver.job_mapping import map_job
@@ -55,6 +56,7 @@ from solver.results import (
     UnsolvedSummary,
 )
 from solver.schema import Instance
+from solver.schema.design_file import DesignFile
 
 ExtraConstraints = Callable[[pyo.ConcreteModel, Inputs], None]
 
@@ -216,10 +218,13 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
     return place_stage(result, options) if place else result
 
 
-def place(inst: Instance | Inputs, design: DesignToPlace | None = None,
+def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = None,
           options: SolveOptions | None = None) -> PlacementResult:
     """Racks of ``design`` on the instance's floor plan (CP-SAT), cables by routed length,
-    re-checked independently; without ``design``, the instance's optimal design."""
+    re-checked independently; without ``design``, the instance's optimal design. A
+    design.json (``DesignFile``, solver.design_file.read_design_file) must belong to the
+    instance; what follows from its decisions is re-derived from the instance
+    (solver.design_file.placeable_design; InvalidInstance when it does not fit)."""
     options = options or SolveOptions()
     if design is None:
         solved = solve(inst, place=False, options=options)
@@ -230,6 +235,8 @@ def place(inst: Instance | Inputs, design: DesignToPlace | None = None,
         inputs, design = solved.inputs, design_to_place(solved.design, solved.inputs)
     else:
         inputs = inst if isinstance(inst, Inputs) else prepare(inst)
+        if isinstance(design, DesignFile):
+            design = placeable_design(inputs, design)
     return place_design(inputs, design, options)
 
 

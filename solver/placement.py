@@ -64,24 +64,6 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          cand.extra.get("reliability", {}).get("recovery", "storage"))
 
 
-def design_from_summary(summary: dict[str, Any]) -> DesignToPlace:
-    """From a design.json written by ``clusterplan solve``: its ``design`` section, the
-    reliability figures of ``throughput.reliability`` and the TCO of ``cost``."""
-    d = summary["design"]
-    cost = summary.get("cost", {})
-    return DesignToPlace(d["gpu"], d["switch"], d["nodes"] + d["spare_nodes"], d["tiers"],
-                         d["pods"], d["oversubscription"], d["rail_optimized"],
-                         d["nic_attachment"],
-                         lost_hours_per_interruption(
-                             summary.get("throughput", {}).get("reliability", {})),
-                         cost_usd_per_hour(cost["tco_usd"], cost["tco_years"])
-                         if "tco_usd" in cost and "tco_years" in cost else None,
-                         *(tuple(d[k]) if d.get(k) is not None else None
-                           for k in ("switches_per_tier", "links_per_tier")),
-                         summary.get("throughput", {}).get("reliability", {}).get(
-                             "recovery", "storage"))
-
-
 @dataclass(frozen=True)
 class Rack:
     id: str

@@ -253,8 +253,9 @@ def test_air_hall_rejects_liquid_density():
 
 # --- CLI ------------------------------------------------------------------------------
 
-def test_cli_place_design_json(tmp_path, mor):
-    inst, _ = mor
+def test_cli_place_refuses_a_hand_written_design_json(tmp_path):
+    """A design.json must come from `solve` on the instance it is placed on (its
+    instance_sha256, its derived counts); tests/test_design_file.py places real ones."""
     doc = tomllib.loads(DEFAULT_INSTANCE.read_text())
     doc["site"]["buildings"] = [{"name": "b0", "it_power_mw": 10.0, "halls": [HALL]}]
     inst_file = tmp_path / "small.json"
@@ -268,25 +269,10 @@ def test_cli_place_design_json(tmp_path, mor):
                           str(design_json), "--instance", str(inst_file), "--out",
                           str(tmp_path / "out"), "--time-limit", "5", "--json"],
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
-    for key in ("status", "racks", "halls_used", "cables", "optics_capex_usd",
-                "optics_power_w", "max_link_m", "objective_bound", "gap", "runtime_s"):
-        assert key in doc
-    assert doc["verified"] is True
-    for name in ("placement.csv", "cables.csv", "floorplan.png"):
-        assert (tmp_path / "out" / name).stat().st_size > 0
-    bad = tmp_path / "bad.json"
-    doc = tomllib.loads(DEFAULT_INSTANCE.read_text())
-    doc["site"]["buildings"] = [{"name": "b0", "it_power_mw": 10.0,
-                                 "halls": [dict(HALL, rows=2)]}]
-    bad.write_text(json.dumps(doc))
-    out = subprocess.run([sys.executable, "-c", "from solver.cli import main; main()", "place",
-                          str(design_json), "--instance", str(bad), "--out",
-                          str(tmp_path / "out2"), "--json"],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 4
-    assert "short by" in out.stderr
+    assert out.returncode == 3, out.stderr
+    assert "instance_sha256: required field is missing" in out.stderr
+    assert "design.tiers: Input should be a valid integer" in out.stderr
+    assert out.stdout == "" and not (tmp_path / "out").exists()
 
 
 def test_solve_replaces_the_media_estimate_with_the_placed_cabling(tmp_path):
@@ -487,11 +473,14 @@ def test_no_failure_cost_without_the_figures(mor):
 
 def test_both_design_sources_carry_the_same_failure_figures():
     from solver import load_instance, solve
+    from solver.design_file import placeable_design
     from solver.loading import INSTANCES_DIR
-    from solver.placement import design_from_summary, design_to_place
+    from solver.placement import design_to_place
+    from solver.schema.design_file import DesignFile
 
     solved = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"), place=False)
-    a, b = design_to_place(solved.design, solved.inputs), design_from_summary(solved.summary)
+    a = design_to_place(solved.design, solved.inputs)
+    b = placeable_design(solved.inputs, DesignFile.model_validate(solved.summary))
     assert a == b
     rel, cost = solved.summary["throughput"]["reliability"], solved.summary["cost"]
     assert a.lost_hours_per_interruption * 3600 > rel["restart_s"]

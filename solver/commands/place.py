@@ -1,8 +1,9 @@
-"""`clusterplan place [INSTANCE | design.json]`: racks on the floor plan, cables and media."""
+"""`clusterplan place [INSTANCE | design.json]`: racks on the floor plan, cables and media.
+A design.json is read by solver.design_file (validated, checked against the instance,
+re-derived from it)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ import typer
 from rich.table import Table
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
-from solver.errors import Infeasible, InvalidInstance, NoSolution
+from solver.errors import Infeasible, NoSolution
 from solver.results import Status
 
 TimeLimit = Annotated[float, typer.Option("--time-limit", min=0.1,
@@ -52,16 +53,15 @@ def register(app: typer.Typer) -> None:
         """Place racks on the floor plan; cable media from routed lengths (CP-SAT)."""
         from solver.api import place as place_api
         from solver.backends import SolveOptions
+        from solver.design_file import is_design_file, read_design_file
         from solver.loading import INSTANCES_DIR, load_instance
         from solver.outputs import default_out_dir, write_placement_outputs
-        from solver.placement import design_from_summary
 
         def body():
             design = None
-            if source is not None and source.suffix == ".json" and _is_design(source):
-                summary = json.loads(source.read_text(encoding="utf-8"))
-                inst = load_instance(instance or INSTANCES_DIR / f"{summary['instance']}.toml")
-                design = design_from_summary(summary)
+            if source is not None and is_design_file(source):
+                design = read_design_file(source)
+                inst = load_instance(instance or INSTANCES_DIR / f"{design.instance}.toml")
             else:
                 inst = load_instance(source)
             result = place_api(inst, design, SolveOptions(placement_time_limit_s=time_limit))
@@ -78,14 +78,3 @@ def register(app: typer.Typer) -> None:
             stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
 
         run(body)
-
-
-def _is_design(path: Path) -> bool:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InvalidInstance([f"{path}: {exc}"], "design") from None
-    return isinstance(doc, dict) and "design" in doc and "instance" in doc
-
-
-

@@ -1,0 +1,165 @@
+"""A design.json read back for ``clusterplan place``: validated (solver.schema.design_file),
+checked to belong to the instance it is placed on, and re-derived from that instance.
+
+Trust: only the design's decisions are read (GPU system, switch, NIC, layout, NIC
+attachment, pods, oversubscription, recovery, training nodes, the medium of each link
+class). Everything that follows from them is derived again from the resolved instance,
+never read: the hot spares (the reliability model), the fabric (switches and links per
+tier, tiers), GPUs, the BOM and TCO (the cost rate placement prices failures with) and
+the reliability figures. A derived count in the file that disagrees is refused; its
+cost, power and throughput sections are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from models.design.candidates import base_lines, lengths_m, links_of, media_lines
+from models.design.data import MediaAssignment
+from models.design.evaluate import default_evaluators
+from models.design.inputs import ConfigParts, Inputs
+from models.fabric import Fabric, design_fabric
+from models.placement.assemble import DesignToPlace
+from models.placement.economics import cost_usd_per_hour, lost_hours_per_interruption
+from models.power_cost import power_cost
+from solver.errors import InvalidInstance
+from solver.loading import format_validation_error
+from solver.schema.design_file import DesignDecisions, DesignFile
+
+
+def is_design_file(path: Path) -> bool:
+    """A .json file holding a solve document (``design`` and ``instance``), not an
+    instance; unreadable or malformed JSON is refused (exit 3)."""
+    if path.suffix.lower() != ".json":
+        return False
+    doc = _read(path)
+    return isinstance(doc, dict) and "design" in doc and "instance" in doc
+
+
+def read_design_file(path: Path) -> DesignFile:
+    """The design file, validated: every problem named with its field and bound (exit 3)."""
+    source = f"design {path}"
+    try:
+        return DesignFile.model_validate(_read(path))
+    except ValidationError as err:
+        raise InvalidInstance(format_validation_error(err), source) from None
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_non_finite)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidInstance([f"{path}: {exc}"], "design") from None
+
+
+def _non_finite(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
+    """What placement needs, re-derived from ``inputs`` and the file's decisions.
+
+    Refused (InvalidInstance, exit 3), each reason naming the field: a file solved on
+    another instance (name or SHA-256 differ), decisions the instance does not offer, and
+    derived counts that differ from the re-derivation."""
+    if file.instance != inputs.name or file.instance_sha256 != inputs.sha256:
+        raise InvalidInstance([
+            f"instance: the design was solved on '{file.instance}' (sha256 "
+            f"{file.instance_sha256[:12]}...), not on '{inputs.name}' (sha256 "
+            f"{inputs.sha256[:12]}...); solve this instance or place the design on its own "
+            "instance (--instance)"], "design")
+    d = file.design
+    parts = _configuration(inputs, d)
+    evaluators = default_evaluators(inputs)
+    media = _media(inputs, parts, d)
+    spares = evaluators.spare_nodes(inputs, parts, d.nodes, media[0].kind)
+    try:
+        fabric = design_fabric(parts.fabric_spec(d.nodes + spares))
+    except ValueError as exc:
+        raise InvalidInstance([f"design.nodes: {d.nodes:,} nodes: {exc}"], "design") from None
+    _check_counts(d, parts, spares, fabric)
+    media = _check_media(inputs, parts, d, media, fabric)
+    links = links_of(inputs, parts, media, fabric)
+    lines = base_lines(inputs, parts, d.nodes, spares, fabric.switches_total)
+    for line in links:
+        lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
+    pc = power_cost(lines, inputs.facility, inputs.years)
+    rel = evaluators.goodput(inputs, parts, fabric, d.nodes, spares, links)
+    return DesignToPlace(parts.gpu.id, parts.switch.id, d.nodes + spares, fabric.tiers,
+                         d.pods, d.oversubscription, d.rail_optimized, d.nic_attachment,
+                         lost_hours_per_interruption(rel.details),
+                         cost_usd_per_hour(pc.tco_usd, pc.years),
+                         tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
+                         parts.recovery)
+
+
+def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
+    """The instance's configuration with the design's decisions."""
+    wanted = {"gpu": d.gpu, "switch": d.switch, "nic": d.nic, "pods": d.pods,
+              "oversubscription": d.oversubscription, "rail_optimized": d.rail_optimized,
+              "nic_attachment": d.nic_attachment, "recovery": d.recovery}
+    for p in inputs.configs:
+        have = {"gpu": p.gpu.id, "switch": p.switch.id, "nic": p.nic.id,
+                "pods": p.fabric.pods or 1, "oversubscription": p.fabric.oversubscription,
+                "rail_optimized": p.rail_optimized, "nic_attachment": p.nic_attachment,
+                "recovery": p.recovery}
+        if have == wanted:
+            return p
+    decisions = ", ".join(f"{k}={v}" for k, v in wanted.items())
+    raise InvalidInstance([f"design: no configuration of instance '{inputs.name}' has "
+                           f"{decisions}"], "design")
+
+
+def _media(inputs: Inputs, parts: ConfigParts, d: DesignDecisions
+           ) -> tuple[MediaAssignment, ...]:
+    """The file's medium per link class, with the catalog's kind."""
+    problems = [f"design.media.{i}.medium: '{m.medium}' is not in the instance's catalog"
+                for i, m in enumerate(d.media) if m.medium not in inputs.medium]
+    if problems:
+        raise InvalidInstance(problems, "design")
+    return tuple(MediaAssignment(m.link_class, i + 1, m.medium, inputs.medium[m.medium].kind,
+                                 m.length_m) for i, m in enumerate(d.media))
+
+
+def _check_counts(d: DesignDecisions, parts: ConfigParts, spares: int, fabric: Fabric
+                  ) -> None:
+    """Derived counts in the file against the re-derivation."""
+    derived = {"gpus": d.nodes * parts.gpu.gpus_per_node, "spare_nodes": spares,
+               "tiers": fabric.tiers, "switches_per_tier": list(fabric.switches_per_tier),
+               "links_per_tier": list(fabric.links_per_tier)}
+    problems = [f"design.{k}: {getattr(d, k)} differs from {v}, what design.nodes = "
+                f"{d.nodes:,} of this configuration gives on this instance"
+                for k, v in derived.items() if getattr(d, k) != v]
+    if problems:
+        raise InvalidInstance(problems, "design")
+
+
+def _check_media(inputs: Inputs, parts: ConfigParts, d: DesignDecisions,
+                 media: tuple[MediaAssignment, ...], fabric: Fabric
+                 ) -> tuple[MediaAssignment, ...]:
+    """One medium per link class of the fabric, at the NIC's speed, reaching the class's
+    length on this site; lengths re-derived from the site."""
+    lengths = lengths_m(inputs, fabric)
+    classes = [lc.name for lc in fabric.link_classes]
+    if [m.link_class for m in media] != classes:
+        raise InvalidInstance([f"design.media: link classes {[m.link_class for m in media]} "
+                               f"differ from the fabric's {classes}"], "design")
+    problems = []
+    for i, (m, lc) in enumerate(zip(media, fabric.link_classes, strict=True)):
+        medium = inputs.medium[m.medium]
+        if medium.gbps != parts.nic.port_gbps or medium.reach_m < lengths[lc.name]:
+            problems.append(f"design.media.{i}.medium: {m.medium} ({medium.gbps}G, reach "
+                            f"{medium.reach_m:g} m) cannot build {lc.name} links "
+                            f"({parts.nic.port_gbps}G, {lengths[lc.name]:g} m)")
+        if d.media[i].links != lc.links:
+            problems.append(f"design.media.{i}.links: {d.media[i].links} differs from the "
+                            f"fabric's {lc.links} {lc.name} links")
+    if problems:
+        raise InvalidInstance(problems, "design")
+    return tuple(MediaAssignment(m.link_class, lc.tier, m.medium, m.kind, lengths[lc.name])
+                 for m, lc in zip(media, fabric.link_classes, strict=True))
+

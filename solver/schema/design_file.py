@@ -1,0 +1,79 @@
+"""Schema of a design.json read back as the input of ``clusterplan place``.
+
+design.json is the ``solve`` document (solver.results.SolveSummary). ``place`` reads
+from it only the instance it belongs to (``instance``, ``instance_sha256``) and the
+design's decisions and counts (``design``), each within physical bounds; every other
+section (cost, throughput, bom, ...) is ignored: placement re-derives what it needs from
+the instance and the decisions (solver.design_file).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from solver.schema.base import Slug
+
+MAX_NODES = 2_000_000
+"""More nodes than any design the solver makes (1M+ GPUs at 1 GPU a node)."""
+MAX_TIERS = 6
+MAX_PODS = 4096
+MAX_OVERSUBSCRIPTION = 64.0
+"""As ``clusterplan fabric --oversubscription``."""
+MAX_LENGTH_M = 100_000.0
+"""A link longer than 100 km is no campus link."""
+MAX_COUNT = 10**9
+"""Switches or links of one tier."""
+
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT, strict=True)]
+
+
+class DesignFileModel(BaseModel):
+    """Known fields are typed and bounded; unknown ones are ignored (design.json is the
+    whole solve document)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+
+class MediaChoice(DesignFileModel):
+    link_class: Annotated[str, Field(min_length=1, max_length=64)]
+    medium: Slug
+    """Catalog id of the medium built on every link of the class."""
+    kind: Annotated[str, Field(max_length=32)]
+    length_m: Annotated[float, Field(gt=0, le=MAX_LENGTH_M, allow_inf_nan=False)]
+    links: Count
+
+
+class DesignDecisions(DesignFileModel):
+    """The ``design`` section: decisions (GPU system, switch, NIC, layout, pods,
+    oversubscription, recovery, nodes, media) and counts the fabric model re-derives
+    (gpus, spare_nodes, tiers, switches and links per tier), compared on load."""
+
+    gpu: Slug
+    switch: Slug
+    nic: Slug
+    nodes: Annotated[int, Field(ge=1, le=MAX_NODES, strict=True)]
+    """Training nodes."""
+    spare_nodes: Annotated[int, Field(ge=0, le=MAX_NODES, strict=True)]
+    gpus: Annotated[int, Field(ge=1, le=64 * MAX_NODES, strict=True)]
+    tiers: Annotated[int, Field(ge=1, le=MAX_TIERS, strict=True)]
+    pods: Annotated[int, Field(ge=1, le=MAX_PODS, strict=True)]
+    oversubscription: Annotated[float, Field(ge=1, le=MAX_OVERSUBSCRIPTION,
+                                             allow_inf_nan=False)]
+    rail_optimized: StrictBool
+    nic_attachment: Literal["single", "twin"]
+    recovery: Literal["storage", "in-memory"] = "storage"
+    switches_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
+    links_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
+    media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]
+
+
+class DesignFile(DesignFileModel):
+    """A design.json from ``clusterplan solve``."""
+
+    instance: Slug
+    """Name of the instance the design was solved on."""
+    instance_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    """SHA-256 of that instance document (its catalog included)."""
+    design: DesignDecisions

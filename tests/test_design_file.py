@@ -1,0 +1,201 @@
+"""`clusterplan place design.json`: the file is validated (bounds named, exit 3), must
+belong to the instance, and what follows from the design's decisions is re-derived from
+the instance, never trusted (issue 12 B, "place design.json trusts its file")."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from solver import load_instance, solve
+from solver.api import place
+from solver.design_file import placeable_design, read_design_file
+from solver.errors import InvalidInstance
+from solver.loading import DEFAULT_INSTANCE, INSTANCES_DIR
+from solver.placement import design_to_place
+from solver.schema.design_file import DesignFile
+
+TINY = INSTANCES_DIR / "tiny" / "power-bound.toml"
+
+
+@pytest.fixture(scope="module")
+def solved():
+    """The tiny power-bound instance solved without placement, and its design.json."""
+    result = solve(load_instance(TINY), place=False)
+    assert result.status.has_solution
+    return result, json.loads(json.dumps(result.to_dict()))
+
+
+def edited(doc: dict, path: str, value) -> dict:
+    """`doc` with the dotted `path` set to `value` (a missing last key is added)."""
+    out = copy.deepcopy(doc)
+    *head, last = path.split(".")
+    node = out
+    for key in head:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    node[int(last) if isinstance(node, list) else last] = value
+    return out
+
+
+def refusal(result, doc: dict) -> str:
+    """The InvalidInstance message placing `doc` on the solved instance raises."""
+    with pytest.raises(InvalidInstance) as err:
+        placeable_design(result.inputs, DesignFile.model_validate(doc))
+    assert err.value.exit_code == 3
+    return str(err.value)
+
+
+def test_a_design_json_re_derives_what_the_solve_placed(solved):
+    """Re-derived from the instance and the decisions: the same design placement gets
+    inside `solve` (spares, fabric, TCO rate, failure figures)."""
+    result, doc = solved
+    assert placeable_design(result.inputs, DesignFile.model_validate(doc)) == design_to_place(
+        result.design, result.inputs)
+
+
+def test_negative_nodes_are_refused_naming_the_field_and_bound(solved, cli, tmp_path):
+    """Was: `design.nodes = -64` placed 23 nodes and said verified: true."""
+    _, doc = solved
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps(edited(doc, "design.nodes", -64)))
+    out = cli("place", path, "--instance", TINY, "--out", tmp_path / "out", "--json")
+    assert out.exit_code == 3, out.output
+    assert "design.nodes: Input should be greater than or equal to 1" in out.output
+    assert out.stdout == "" and not (tmp_path / "out").exists()
+
+
+def test_a_forged_tco_never_changes_the_placement(solved):
+    """Was: `cost.tco_usd = -1e15` flipped cables from copper to AOC. Cost and throughput
+    sections are not read: the design to place (all placement sees) is unchanged."""
+    result, doc = solved
+    honest = placeable_design(result.inputs, DesignFile.model_validate(doc))
+    for path, value in [("cost.tco_usd", -1e15), ("cost.tco_years", 0),
+                        ("throughput.reliability.restart_s", -5.0),
+                        ("throughput.reliability.mtbf_hours", 1e-9)]:
+        forged = placeable_design(result.inputs, DesignFile.model_validate(
+            edited(doc, path, value)))
+        assert forged == honest, path
+
+
+def test_a_design_from_another_instance_is_refused(solved, cli, tmp_path):
+    """Was: a design from another instance was placed on --instance h100-100k with exit 0."""
+    _, doc = solved
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps(doc))
+    out = cli("place", path, "--instance", DEFAULT_INSTANCE, "--out", tmp_path / "out")
+    assert out.exit_code == 3, out.output
+    assert "solved on 'tiny-power-bound'" in out.output and "not on 'h100-100k'" in out.output
+    renamed = edited(doc, "instance", "h100-100k")  # the name alone does not pass
+    path.write_text(json.dumps(renamed))
+    out = cli("place", path, "--out", tmp_path / "out")
+    assert out.exit_code == 3 and "sha256" in out.output, out.output
+
+
+@pytest.mark.parametrize(("path", "value", "named"), [
+    ("design.nodes", "64", "design.nodes"),
+    ("design.nodes", 1.5, "design.nodes"),
+    ("design.nodes", 0, "design.nodes"),
+    ("design.nodes", 10**12, "design.nodes"),
+    ("design.nodes", None, "design.nodes"),
+    ("design.spare_nodes", -1, "design.spare_nodes"),
+    ("design.gpus", 0, "design.gpus"),
+    ("design.tiers", 0, "design.tiers"),
+    ("design.tiers", 99, "design.tiers"),
+    ("design.pods", 0, "design.pods"),
+    ("design.oversubscription", 0.5, "design.oversubscription"),
+    ("design.oversubscription", 1e9, "design.oversubscription"),
+    ("design.rail_optimized", "yes", "design.rail_optimized"),
+    ("design.rail_optimized", 1, "design.rail_optimized"),
+    ("design.nic_attachment", "quad", "design.nic_attachment"),
+    ("design.recovery", "prayer", "design.recovery"),
+    ("design.gpu", "../../etc", "design.gpu"),
+    ("design.switches_per_tier", [], "design.switches_per_tier"),
+    ("design.switches_per_tier", [-1], "design.switches_per_tier.0"),
+    ("design.links_per_tier", "many", "design.links_per_tier"),
+    ("design.media", [], "design.media"),
+    ("design.media.0.length_m", -3, "design.media.0.length_m"),
+    ("design.media.0.links", -3, "design.media.0.links"),
+    ("design", [], "design"),
+    ("instance", "../../../tmp/x", "instance"),
+    ("instance_sha256", "abc", "instance_sha256"),
+])
+def test_out_of_bounds_fields_are_refused_naming_them(solved, path, value, named):
+    _, doc = solved
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        DesignFile.model_validate(edited(doc, path, value))
+    assert named in {".".join(str(p) for p in e["loc"]) for e in err.value.errors()}
+
+
+@pytest.mark.parametrize(("path", "named"), [
+    ("design.spare_nodes", "design.spare_nodes"),
+    ("design.gpus", "design.gpus"),
+    ("design.tiers", "design.tiers"),
+])
+def test_derived_counts_that_disagree_are_refused(solved, path, named):
+    result, doc = solved
+    *_, key = path.split(".")
+    message = refusal(result, edited(doc, path, doc["design"][key] + 1))
+    assert named in message and "differs" in message
+
+
+def test_edited_fabric_counts_and_media_are_refused(solved):
+    result, doc = solved
+    d = doc["design"]
+    assert "design.switches_per_tier" in refusal(result, edited(
+        doc, "design.switches_per_tier", [n + 1 for n in d["switches_per_tier"]]))
+    assert "design.links_per_tier" in refusal(result, edited(
+        doc, "design.links_per_tier", [n * 2 for n in d["links_per_tier"]]))
+    assert "design.media.0.links" in refusal(result, edited(
+        doc, "design.media.0.links", d["media"][0]["links"] + 1))
+    assert "not in the instance's catalog" in refusal(result, edited(
+        doc, "design.media.0.medium", "no-such-medium"))
+    assert "no configuration" in refusal(result, edited(doc, "design.switch", "tomahawk5"))
+    assert "design.nodes" in refusal(result, edited(doc, "design.nodes", 10**6))
+
+
+@pytest.mark.parametrize("text", [
+    '{"instance": "power-bound", "design": {"nodes": NaN}}',
+    "[" * 100_000,
+    '{"instance": "power-bound", "design": ',
+    "[1, 2]",
+])
+def test_malformed_design_files_exit_3(cli, tmp_path, text):
+    path = tmp_path / "design.json"
+    path.write_text(text)
+    out = cli("place", path, "--instance", TINY, "--out", tmp_path / "out")
+    assert out.exit_code == 3, out.output
+
+
+def test_a_design_json_places_through_the_cli(solved, cli, tmp_path):
+    result, doc = solved
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps(doc))
+    out = cli("place", path, "--instance", TINY, "--out", tmp_path / "out", "--json",
+              "--time-limit", "10")
+    assert out.exit_code == 0, out.output
+    placed = json.loads(out.stdout)
+    direct = place(result.inputs, read_design_file(path))
+    assert placed["verified"] is True and placed["racks_total"] == direct.summary["racks_total"]
+    for name in ("placement.csv", "cables.csv", "floorplan.png"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize(("path", "value", "named"), [
+    ("design.rail_optimized", "yes", "design.rail_optimized"),
+    ("design.switches_per_tier", [1, 2], "design.switches_per_tier"),
+    ("design.spare_nodes", 10**5, "design.spare_nodes"),
+    ("instance_sha256", "0" * 64, "sha256"),
+    ("design", None, "design"),
+    ("instance", None, "instance"),
+])
+def test_edits_exit_3_through_the_cli(solved, cli, tmp_path, path, value, named):
+    """Was: most edits of design.json gave exit 1 (internal error)."""
+    _, doc = solved
+    file = tmp_path / "design.json"
+    file.write_text(json.dumps(edited(doc, path, value)))
+    out = cli("place", file, "--instance", TINY, "--out", tmp_path / "out")
+    assert out.exit_code == 3 and named in out.output, out.output
