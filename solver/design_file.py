@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from models.design.candidates import base_lines, lengths_m, links_of, media_lines
+from models.design.candidates import bom_lines, lengths_m, links_of
 from models.design.data import MediaAssignment
 from models.design.evaluate import default_evaluators
 from models.design.inputs import ConfigParts, Inputs
@@ -84,10 +84,8 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
     _check_counts(d, parts, spares, fabric)
     media = _check_media(inputs, parts, d, media, fabric)
     links = links_of(inputs, parts, media, fabric)
-    lines = base_lines(inputs, parts, d.nodes, spares, fabric.switches_total)
-    for line in links:
-        lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
-    pc = power_cost(lines, inputs.facility, inputs.years)
+    pc = power_cost(bom_lines(inputs, parts, d.nodes, spares, fabric, links), inputs.facility,
+                    inputs.years)
     rel = evaluators.goodput(inputs, parts, fabric, d.nodes, spares, links)
     return DesignToPlace(parts.gpu.id, parts.switch.id, d.nodes + spares, fabric.tiers,
                          d.pods, d.oversubscription, d.rail_optimized, d.nic_attachment,

@@ -126,6 +126,16 @@ def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
     ]
 
 
+def bom_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, fabric: Fabric,
+              links: list[MediaLine]) -> list[BomLine]:
+    """The bill of materials of a configuration at one size: base_lines and every link
+    class's media (``links``, from links_of)."""
+    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total)
+    for line in links:
+        lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
+    return lines
+
+
 def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
     """Transceivers and fibre, or cable assemblies, of one link class; the lines sum to
     the MediaLine's capex and power."""
@@ -290,9 +300,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
                rel: GoodputEstimate) -> Candidate:
     """One configuration at one size."""
-    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total)
-    for line in links:
-        lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
+    lines = bom_lines(inputs, p, nodes, spares, fabric, links)
     gpus = nodes * p.gpu.gpus_per_node
     perf = evaluators.throughput(inputs, p, fabric, gpus)
     return Candidate(
