@@ -11,7 +11,7 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
       recomputation. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
       t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
-      micro-batch = ep * b*s/cp * top_k/experts * tp/etp: small grouped GEMMs) and
+      micro-batch = ep * etp/tp * b*s/cp * top_k/experts: small grouped GEMMs) and
       wait for the busiest rank (x routing_imbalance);
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
       (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
@@ -46,7 +46,8 @@ Data parallelism, bytes per parameter * (n-1)/n on the NIC (NVLink inside the do
   Inter-pod share slowed by the oversubscription. It overlaps with the last
   micro-batch's backward, the first forward and the pipeline cool-down (window t_mb *
   (1 + (pp-1)/vpp)); FSDP's per-micro-batch traffic overlaps the whole compute; only the
-  rest is exposed (DP_OVERLAP of the window usable).
+  rest is exposed (DP_OVERLAP of the window usable). A profile without dp_overlap (the
+  2021 stack) exposes all of it.
 Optimizer: the Adam update of the local shard is HBM-bound (~32 bytes per parameter).
 
 Group placement (for which links a group crosses): ranks are ordered tp (innermost),
@@ -197,13 +198,16 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         return gemm_max * n / (n + half_dim)
 
     eff = efficiency(h / tp)
+    # each GPU runs the routed copies of its own sequence-parallel share of the tokens
+    # (b*s/(cp*tp)), whatever etp: an expert sharded etp ways sees the copies its etp
+    # ranks received (all-gathered among them), so the tokens per local expert are
+    # ep*etp*(b*s/(cp*tp))*top_k/experts
     f_routed = per_gpu * arch.fwd_routed * np.where(full, 4.0, 3.0)
-    f_routed_rank = f_routed * tp / etp       # expert GEMMs sharded etp-, not tp-way
-    expert_tokens = ep * tokens_mb / cp * arch.top_k / arch.experts * tp / etp
+    expert_tokens = ep * etp / tp * tokens_mb / cp * arch.top_k / arch.experts
     expert_eff = (efficiency(arch.expert_ffn / etp) * expert_tokens
                   / (expert_tokens + expert_half_tokens))
     t_gemm = ((f_gemm - f_routed) / (peak_gemm * eff * precision_factor)
-              + f_routed_rank * arch.routing_imbalance
+              + f_routed * arch.routing_imbalance
               / (peak_gemm * np.maximum(expert_eff, 1e-9) * precision_factor))
     fused = profile is not None and profile.fused_attention
     if fused:   # 'selective' recomputes no attention core here (module recompute)
@@ -260,7 +264,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         in_pod = np.maximum(network.pod_gpus // inner, 1)
         t_dp = t_dp * np.where(used > network.pod_gpus,
                                1.0 + network.oversubscription / in_pod, 1.0)
-    window = DP_OVERLAP * t_mb * np.where(sh == SH_FULL, m, 1.0 + (pp - 1) / vpp)
+    overlap = DP_OVERLAP if profile is None or profile.dp_overlap else 0.0
+    window = overlap * t_mb * np.where(sh == SH_FULL, m, 1.0 + (pp - 1) / vpp)
     t_dp_exposed = np.maximum(t_dp - window, 0.0)
     owned = dense / n_dp + expert / n_edp
     t_opt = owned * OPTIMIZER_BYTES_PER_PARAM / hbm
