@@ -196,6 +196,24 @@ def test_megatron_2021_all_reduces_after_the_backward():
     assert new.breakdown["dp_comm"] < 0.5 * expected
 
 
+def test_output_layer_runs_whole_on_the_last_stage():
+    """Megatron splits the layers evenly over the pipeline stages and puts the output
+    layer (2*V*h FLOPs per token forward) on the last one, which then paces the
+    pipeline: per micro-batch, compute(pp=2) = (compute(pp=1) - t_out)/2 + t_out with
+    t_out = tokens * 3 * 2*V*h / (peak * efficiency)."""
+    from models.perf.timing import step_components
+
+    wl = gpt(layers=8, hidden=2048, heads=16, seq=4096, batch=64, vocab=256000)
+    arch = arch_of(wl)
+    kw = dict(tp=1, dp=8, cp=1, ep=1, vpp=1, mb=1, rc=0, gemm_max=0.6, half_dim=0.0)
+    one = step_components(arch, H100, IB, pp=1, **kw)
+    two = step_components(arch, H100, IB, pp=2, **kw)
+    t_out = 4096 * 3 * 2 * 256000 * 2048 / (H100.bf16_tflops * 1e12 * 0.6)
+    m = 8                                        # micro-batches of one sequence per rank
+    assert two["compute"] / m == pytest.approx((one["compute"] / m - t_out) / 2 + t_out,
+                                               rel=1e-12)
+
+
 def test_expert_work_per_gpu_does_not_depend_on_expert_tp():
     """Each GPU runs the routed copies of its own sequence-parallel token share whatever
     etp (etp < tp spreads whole experts over the TP ranks instead of splitting them), so

@@ -276,20 +276,28 @@ def _table(runs, errors) -> str:
 
 
 OUTLIERS = {
-    "NEMO2407-NEMOTRON-22B-64": "554 TFLOP/s/GPU against 754-759 for Llama 2 13B/70B in "
-                                "the same table and stack (same 1 layer per virtual "
-                                "stage); its FLOP count agrees with the tokens/s (130 "
-                                "GFLOP/token, 6 x 22B); squared-ReLU FFN (not a fused "
-                                "Transformer Engine activation in 24.07: suspected, not "
-                                "verified)",
     "MB2511-QWEN3-30B-A3B-H100-16": "121 TFLOP/s/GPU, 12% of the BF16 peak, 4.5x below "
                                     "the same model on GB200 in the same table (the "
                                     "table's TFLOP/s and tokens/s agree: 23 GFLOP/token "
-                                    "on both); pp2 x vpp24 (one layer per virtual "
-                                    "stage); no shape term of the model explains it",
+                                    "on both) where peaks and HBM differ 2.4-2.5x; same "
+                                    "local experts x MoE layers x micro-batches per step "
+                                    "(16 x 768) on both, so no per-expert or per-layer "
+                                    "fixed cost can separate them; the stack differs "
+                                    "(FP8 current scaling vs MXFP8; Megatron-Bridge's "
+                                    "later presets graph the router and attention on "
+                                    "GB200 and not on H100 FP8): not in the model",
+    "MB2511-QWEN3-235B-A22B-B200-64": "3,269 tokens/s/GPU in MXFP8 against 4,916 for the "
+                                      "same model on GB200 in BF16 in the same table "
+                                      "(same peaks and HBM within 10%); ep8 (16 local "
+                                      "experts, 2,048 tokens each) vs ep32; Megatron-"
+                                      "Bridge's presets run B200 with the plain all-to-"
+                                      "all dispatcher and no CUDA graphs, GB200 with "
+                                      "HybridEP and graphs: stack, not shape",
 }
 """Rows the model misses by more than 30% in-sample, and what is known about why.
-(MB2511-QWEN3-235B-A22B-B200-64 sits just inside, at +29.99%.)"""
+(NEMO2407-NEMOTRON-22B-64 was one at +44% until the output layer was placed on the
+last pipeline stage: its 256k-vocabulary output layer is 3.5 layers' worth of GEMMs on
+a pp4 x vpp10 stage of 10; now +27%.)"""
 
 
 def test_in_sample_error_per_row(runs):
@@ -315,19 +323,24 @@ def cv_errors(runs):
     return leave_one_source_out(runs)
 
 
-LOSO_MAPE = {"ampere": 0.085, "hopper": 0.121, "blackwell": 0.157, "blackwell-ultra": 0.092}
+LOSO_MAPE = {"ampere": 0.103, "hopper": 0.105, "blackwell": 0.157, "blackwell-ultra": 0.076}
 """Leave-one-source-out MAPE per GPU generation as measured (the test fails if it gets
-worse). The target is <= 10% for every generation with >= 5 rows. Met by ampere (8.5%:
-NAR21 and KOR22 agree once the 2021 stack's gradient all-reduce is exposed, as it ran
-after the backward; it was 11.6% with the tuned stack's overlap) and by Blackwell
-Ultra (4 rows), and by the dense rows of Hopper and Blackwell; NOT met by two
-generations, through their MoE rows:
-- hopper 12.1%: its 3 MoE rows miss by 42% on average, one of them
-  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +120% held out;
-- blackwell 15.7%: its 5 MoE rows miss by 27% (Qwen3 and GPT-OSS held out with MB2511
+worse). The target is <= 10% for every generation with >= 5 rows. Met by Blackwell
+Ultra (4 rows) and by the dense rows of Hopper (7.2% on 27) and Blackwell (7.5% on 8);
+NOT met by three generations:
+- ampere 10.3%: NAR21 and KOR22 disagree on the same model shapes (530B and 1T at tp8
+  with pp 35/64: KOR22's 2022 stack reaches 57% HFU where NAR21's reaches 52%), so each
+  predicts the other's large models ~10% off in opposite directions, KOR22's at -9 to
+  -17% growing with pp; and KOR22's 4 rows (dp 1) cannot fix NAR21's 1.7B/3.6B rows
+  (+25%, +15%). Exposing the 2021 stack's gradient all-reduce (after the backward)
+  took it from 11.6% to 8.5%; placing the output layer on the last pipeline stage (the
+  physics, and Hopper's fix below) moved it back to 10.3%;
+- hopper 10.5% (was 12.3%): its 3 MoE rows miss by 40% on average, one of them
+  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +115% held out; without that row 6.9%;
+- blackwell 15.7%: its 5 MoE rows miss by 29% (Qwen3 and GPT-OSS held out with MB2511
   are predicted from the two DeepSeek-V3 rows' MoE overhead alone, and the reverse; the
-  same Qwen3-235B on B200 at ep8 and GB200 at ep32 moves 50% per GPU, more than the
-  grouped-GEMM and all-to-all terms give)."""
+  same Qwen3-235B on B200 at ep8 and GB200 at ep32 moves 50% per GPU in opposite
+  directions from the model, see OUTLIERS)."""
 MOE_LOSO_EXCESS = ("hopper", "blackwell")
 """Generations above 10% only through their MoE rows: their dense rows must be within."""
 

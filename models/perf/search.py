@@ -301,7 +301,6 @@ def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                            eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
                            profile=prof, moe_bytes=eff.moe_bytes,
                            expert_half_tokens=eff.expert_half_tokens,
-                           layer_overhead_s=eff.layer_overhead_s,
                            elementwise_bytes=eff.elementwise_bytes)
     step = comp["step"]
     tokens = arch.global_batch * arch.seq_len

@@ -9,7 +9,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
   t_gemm = F_gemm / (peak_prec * eff * f_prec), eff = gemm_max * n / (n + half_dim),
       n = hidden / tp (the sharded GEMM dimension: narrow shards run tensor cores less
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
-      recomputation. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
+      recomputation: the stage's layers (pp splits them evenly) and, on the last stage,
+      the whole output layer (2*V*h per token), which paces the pipeline. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
       t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
       micro-batch = ep * etp/tp * b*s/cp * top_k/experts: small grouped GEMMs) and
       wait for the busiest rank (x routing_imbalance);
@@ -23,8 +24,7 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN), plus the MoE layers' routing work,
       moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
       models.perf.calibration);
-  t_fixed = layer_overhead_s per layer of the stage (fitted for megatron-2021: launches,
-      synchronisation); t_compute = t_gemm + t_attn + t_hbm + t_fixed;
+  t_compute = t_gemm + t_attn + t_hbm;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;
@@ -172,7 +172,6 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
                     profile=None, moe_bytes=16.0, expert_half_tokens=256.0,
-                    layer_overhead_s=0.0,
                     elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
@@ -188,8 +187,14 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     shard = tp * cp * pp
     per_gpu = tokens_mb * imbalance / shard          # token-layers of work per GPU
     full = rc == RC_FULL
-    rc_gemm = np.where(full, arch.fwd_gemm - 2.0 * arch.vocab * h, 0.0)
-    f_gemm = per_gpu * (3.0 * arch.fwd_gemm + rc_gemm)
+    # the output layer (2*V*h per token) runs on the last stage, whole, beside that
+    # stage's layers (Megatron splits the layers evenly): with pp > 1 that stage paces
+    # the pipeline
+    f_output = 2.0 * arch.vocab * h
+    f_layers = arch.fwd_gemm - f_output
+    rc_gemm = np.where(full, f_layers, 0.0)
+    f_gemm = (per_gpu * (3.0 * f_layers + rc_gemm)
+              + tokens_mb / (tp * cp) * 3.0 * f_output)
     peak_gemm = peak_tflops(system, arch.precision) * 1e12
     peak_bf16 = system.bf16_tflops * 1e12
     precision_factor = low_precision_factor if arch.precision != "bf16" else 1.0
@@ -225,7 +230,7 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                      * (h * elementwise_bytes * layers_stage
                         + moe_bytes * arch.top_k * moe_stage
                         * (h + arch.expert_ffn / etp))) / hbm
-    t_compute = t_gemm + t_core + t_elementwise + layer_overhead_s * layers_stage
+    t_compute = t_gemm + t_core + t_elementwise
 
     act_bytes = tokens_mb / cp * h * 2.0      # the micro-batch's hidden states on this CP rank
     n_coll = np.where(full, 12.0, 8.0)
