@@ -59,6 +59,13 @@ NOT_EXPRESSIBLE = {
     "MB2511-GPTOSS-120B-H100-64": "attention sinks",
 }
 """What a row used that the model lacks (the rest of the row is expressed)."""
+MTP_LAYERS = {"DSV3": 1}
+"""Multi-token-prediction modules per model (run-id family): Megatron-Bridge's
+DeepSeek-V3 runs keep DeepSeek-V3's one MTP module (its pipeline layouts end in an MTP
+stage, 'tmL'), which the notes do not state; the table's own FLOP count says so:
+259.9 GFLOP/token = 250.4 for the main model (causal) + 10.2 for one MTP module (an MoE
+layer, the 2h -> h projection and a second pass through the 129k-token output layer),
+checked by test_flops_per_token_match_the_tables."""
 
 
 def csv_path() -> Path:
@@ -132,7 +139,8 @@ def workload_of(row: dict) -> SimpleNamespace:
         qk_nope_head_dim=int(mla.group(3)) if mla else None,
         qk_rope_head_dim=int(mla.group(4)) if mla else None,
         v_head_dim=int(mla.group(5)) if mla else None,
-        sliding_window=window, local_layers_per_global=1 if window else None)
+        sliding_window=window, local_layers_per_global=1 if window else None,
+        mtp_layers=MTP_LAYERS.get(row["run_id"].split("-")[1], 0))
 
 
 def fixed_degrees(row: dict, arch) -> dict[str, int | str]:
@@ -202,9 +210,8 @@ def test_flops_per_token_match_the_tables(runs):
     """Rows that publish both TFLOP/s per GPU and tokens/s fix the source's FLOPs per
     token = TFLOP/s * GPUs / tokens/s; the workload read from the notes reproduces it
     under the source's convention (so a miss on such a row is not a wrong architecture
-    or FLOP convention): within 1% (the tables give 3-4 figures), DeepSeek-V3's MLA
-    within 4% (Megatron-Bridge counts its attention core between the causal and the
-    full count)."""
+    or FLOP convention): within 1% (the tables give 3-4 figures), DeepSeek-V3 with its
+    MTP module (MTP_LAYERS; 3.7% short without it)."""
     with csv_path().open() as f:
         table = {row["run_id"]: row for row in csv.DictReader(f)}
     checked = 0
@@ -220,8 +227,7 @@ def test_flops_per_token_match_the_tables(runs):
         if r.run_id in TABLE_FLOPS_EXCEPTIONS:
             assert published < 0.92 * model, r.run_id
             continue
-        tolerance = 0.04 if r.workload.kv_lora_rank else 0.01
-        assert published == pytest.approx(model, rel=tolerance), r.run_id
+        assert published == pytest.approx(model, rel=0.01), r.run_id
         checked += 1
     assert checked == 23
 
@@ -323,7 +329,7 @@ def cv_errors(runs):
     return leave_one_source_out(runs)
 
 
-LOSO_MAPE = {"ampere": 0.103, "hopper": 0.105, "blackwell": 0.157, "blackwell-ultra": 0.076}
+LOSO_MAPE = {"ampere": 0.103, "hopper": 0.109, "blackwell": 0.165, "blackwell-ultra": 0.081}
 """Leave-one-source-out MAPE per GPU generation as measured (the test fails if it gets
 worse). The target is <= 10% for every generation with >= 5 rows. Met by Blackwell
 Ultra (4 rows) and by the dense rows of Hopper (7.2% on 27) and Blackwell (7.5% on 8);
@@ -335,12 +341,15 @@ NOT met by three generations:
   (+25%, +15%). Exposing the 2021 stack's gradient all-reduce (after the backward)
   took it from 11.6% to 8.5%; placing the output layer on the last pipeline stage (the
   physics, and Hopper's fix below) moved it back to 10.3%;
-- hopper 10.5% (was 12.3%): its 3 MoE rows miss by 40% on average, one of them
-  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +115% held out; without that row 6.9%;
-- blackwell 15.7%: its 5 MoE rows miss by 29% (Qwen3 and GPT-OSS held out with MB2511
+- hopper 10.9% (was 12.3%): its 3 MoE rows miss by 44% on average, one of them
+  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +120% held out; without that row 7.2%;
+- blackwell 16.5%: its 5 MoE rows miss by 31% (Qwen3 and GPT-OSS held out with MB2511
   are predicted from the two DeepSeek-V3 rows' MoE overhead alone, and the reverse; the
   same Qwen3-235B on B200 at ep8 and GB200 at ep32 moves 50% per GPU in opposite
-  directions from the model, see OUTLIERS)."""
+  directions from the model, see OUTLIERS). Giving the DeepSeek-V3 rows their MTP
+  module (MTP_LAYERS, what their FLOP count says) moved it from 15.7%: the two MoE
+  parameters are fitted through two rows of nine that disagree by stack, and the
+  grouped-GEMM half-point went to 0."""
 MOE_LOSO_EXCESS = ("hopper", "blackwell")
 """Generations above 10% only through their MoE rows: their dense rows must be within."""
 
@@ -415,9 +424,11 @@ def test_memory_of_published_configurations_by_hand(runs):
     h, s, v = 7168, 4096, 129280
     mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h
     expert = 3 * h * 2048
-    nonexpert = 61 * mla + 3 * 3 * h * 18432 + 58 * (expert + h * 256)
+    # 61 layers and the MTP module (one more MoE layer and a 2h x h projection), whose
+    # weights the model spreads over the stages like the layers'
+    nonexpert = 62 * mla + 3 * 3 * h * 18432 + 59 * (expert + h * 256) + 2 * h * h
     dense = nonexpert / 16 + v * h
-    routed = 58 * 256 * expert / (8 * 16)
+    routed = 59 * 256 * expert / (8 * 16)
     r_kv = 128 * (192 + 128) / (2 * h)
     moe_ffn = 3 + 8 * (2 + 6 * 2048 / h) + 6 * 2048 / h
     per_token = 7 + 4 * r_kv + 4 + (3 * (3 + 6 * 18432 / h) + 58 * moe_ffn) / 61

@@ -10,7 +10,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       n = hidden / tp (the sharded GEMM dimension: narrow shards run tensor cores less
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
       recomputation: the stage's layers (pp splits them evenly) and, on the last stage,
-      the whole output layer (2*V*h per token), which paces the pipeline. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
+      the whole output layer (2*V*h per token) and any multi-token-prediction
+      modules, which pace the pipeline. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
       t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
       micro-batch = ep * etp/tp * b*s/cp * top_k/experts: small grouped GEMMs) and
       wait for the busiest rank (x routing_imbalance);
@@ -187,10 +188,10 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     shard = tp * cp * pp
     per_gpu = tokens_mb * imbalance / shard          # token-layers of work per GPU
     full = rc == RC_FULL
-    # the output layer (2*V*h per token) runs on the last stage, whole, beside that
-    # stage's layers (Megatron splits the layers evenly): with pp > 1 that stage paces
-    # the pipeline
-    f_output = 2.0 * arch.vocab * h
+    # the output layer (2*V*h per token; and MTP modules) runs on the last stage, whole,
+    # beside that stage's layers (Megatron splits the layers evenly): with pp > 1 that
+    # stage paces the pipeline
+    f_output = arch.fwd_last_stage
     f_layers = arch.fwd_gemm - f_output
     rc_gemm = np.where(full, f_layers, 0.0)
     f_gemm = (per_gpu * (3.0 * f_layers + rc_gemm)
