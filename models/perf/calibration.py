@@ -5,7 +5,8 @@ A run's speed depends on its stack as much as on its GPU. A *profile* names a st
                  unfused attention (s x s scores stored, computed at GEMM rate), fp32
                  main gradients, BF16 only, gradients all-reduced after the last
                  backward (Megatron-LM 2021's train_step calls allreduce_gradients once
-                 forward_backward returns: no overlap with compute). Fitted on NAR21 + KOR22 (A100, 14 rows).
+                 forward_backward returns: no overlap with compute). Fitted on
+                 NAR21 + KOR22 (A100, 14 rows).
   tuned-2025     Megatron-Core / NeMo / Megatron-Bridge 2024-2026 and MLPerf Training
                  v4.1/v5.0: FlashAttention (no scores stored; causal blocks skipped;
                  core at the kernels' rate), bf16 gradients, Transformer Engine FP8 /
