@@ -27,7 +27,9 @@ Parameters per (profile, generation), never per run:
              bandwidth across generations;
   expert_half_tokens  tokens per local expert and micro-batch at which the grouped
              expert GEMMs run at half their large-GEMM efficiency (per-expert problems
-             too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens);
+             too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens).
+             It fits to 0 on today's nine MoE rows, which differ more by stack
+             (dispatcher, CUDA graphs, FP8 recipe) than by expert shape;
   elementwise_bytes  HBM traffic of the memory-bound kernels per token, layer and
              hidden unit, forward + backward (layer norms, residuals, RoPE, activation
              functions, FP8 casts and transposes, stored activations written and read).
