@@ -180,6 +180,63 @@ def test_dp_bytes_by_precision_sharding_and_sharp():
         assert tuple(float(x) for x in got) == expected, (precision, sh, sharp)
 
 
+def test_megatron_2021_all_reduces_after_the_backward():
+    """The 2021 stack all-reduces the gradients once the last backward is done (no
+    overlap): its exposed DP time is the whole transfer, 16-bit all-reduce (2 x 2 B per
+    parameter, (n-1)/n) at the NIC rate; the tuned stack hides part of it."""
+    from models.perf.timing import NETWORK_EFFICIENCY
+
+    wl = gpt(layers=24, hidden=2304, heads=24, seq=2048, batch=512, vocab=51200)
+    par = Parallelism(1, 1, 32, micro_batch=4, recompute="full", sharding="optimizer")
+    old = evaluate(wl, A100, NetworkSpec(200.0), par, profile="megatron-2021")
+    new = evaluate(wl, A100, NetworkSpec(200.0), par, profile="tuned-2025")
+    params = arch_of(wl).params_total
+    expected = params * 4.0 * 31 / 32 / (200e9 / 8 * NETWORK_EFFICIENCY)
+    assert old.breakdown["dp_comm"] == pytest.approx(expected, rel=1e-9)
+    assert new.breakdown["dp_comm"] < 0.5 * expected
+
+
+def test_output_layer_runs_whole_on_the_last_stage():
+    """Megatron splits the layers evenly over the pipeline stages and puts the output
+    layer (2*V*h FLOPs per token forward) on the last one, which then paces the
+    pipeline: per micro-batch, compute(pp=2) = (compute(pp=1) - t_out)/2 + t_out with
+    t_out = tokens * 3 * 2*V*h / (peak * efficiency)."""
+    from models.perf.timing import step_components
+
+    wl = gpt(layers=8, hidden=2048, heads=16, seq=4096, batch=64, vocab=256000)
+    arch = arch_of(wl)
+    kw = dict(tp=1, dp=8, cp=1, ep=1, vpp=1, mb=1, rc=0, gemm_max=0.6, half_dim=0.0)
+    one = step_components(arch, H100, IB, pp=1, **kw)
+    two = step_components(arch, H100, IB, pp=2, **kw)
+    t_out = 4096 * 3 * 2 * 256000 * 2048 / (H100.bf16_tflops * 1e12 * 0.6)
+    m = 8                                        # micro-batches of one sequence per rank
+    assert two["compute"] / m == pytest.approx((one["compute"] / m - t_out) / 2 + t_out,
+                                               rel=1e-12)
+
+
+def test_expert_work_per_gpu_does_not_depend_on_expert_tp():
+    """Each GPU runs the routed copies of its own sequence-parallel token share whatever
+    etp (etp < tp spreads whole experts over the TP ranks instead of splitting them), so
+    with shape-independent GEMM efficiency (half_dim = expert_half_tokens = 0) the
+    compute time is the same for etp = tp and etp = 1; the tokens per local expert are
+    ep * etp/tp * b*s/cp * top_k/experts."""
+    from models.perf.timing import step_components
+
+    arch = arch_of(_moe_workload())
+    kw = dict(tp=np.array([2, 2]), pp=1, dp=np.array([64, 64]), cp=1, ep=np.array([8, 16]),
+              vpp=1, mb=1, rc=0, gemm_max=0.6, half_dim=0.0, expert_half_tokens=0.0,
+              moe_bytes=0.0, etp=np.array([2, 1]))
+    comp = step_components(arch, H100, IB, **kw)
+    assert comp["compute"][0] == pytest.approx(comp["compute"][1], rel=1e-12)
+    # with expert_half_tokens = t_half the routed GEMMs slow by (t + t_half) / t
+    slow = step_components(arch, H100, IB, **{**kw, "expert_half_tokens": 1000.0})
+    tokens = np.array([8 * 2 / 2, 16 * 1 / 2]) * 4096 * 8 / 64
+    routed = 4096 / 2 * 3 * arch.fwd_routed / (H100.bf16_tflops * 1e12 * 0.6)
+    m = 1024 // 64                                 # micro-batches of one sequence per rank
+    assert slow["compute"] - comp["compute"] == pytest.approx(
+        m * routed * 1000.0 / tokens, rel=1e-9)
+
+
 def test_fsdp_shards_weights_and_gradients():
     """Llama-3-8B-like on 8 H100, tp1 dp8: FSDP keeps 1/8 of weights, gradients and Adam
     state per GPU plus two layers' bf16 weights being gathered."""

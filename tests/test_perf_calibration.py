@@ -59,6 +59,13 @@ NOT_EXPRESSIBLE = {
     "MB2511-GPTOSS-120B-H100-64": "attention sinks",
 }
 """What a row used that the model lacks (the rest of the row is expressed)."""
+MTP_LAYERS = {"DSV3": 1}
+"""Multi-token-prediction modules per model (run-id family): Megatron-Bridge's
+DeepSeek-V3 runs keep DeepSeek-V3's one MTP module (its pipeline layouts end in an MTP
+stage, 'tmL'), which the notes do not state; the table's own FLOP count says so:
+259.9 GFLOP/token = 250.4 for the main model (causal) + 10.2 for one MTP module (an MoE
+layer, the 2h -> h projection and a second pass through the 129k-token output layer),
+checked by test_flops_per_token_match_the_tables."""
 
 
 def csv_path() -> Path:
@@ -132,7 +139,8 @@ def workload_of(row: dict) -> SimpleNamespace:
         qk_nope_head_dim=int(mla.group(3)) if mla else None,
         qk_rope_head_dim=int(mla.group(4)) if mla else None,
         v_head_dim=int(mla.group(5)) if mla else None,
-        sliding_window=window, local_layers_per_global=1 if window else None)
+        sliding_window=window, local_layers_per_global=1 if window else None,
+        mtp_layers=MTP_LAYERS.get(row["run_id"].split("-")[1], 0))
 
 
 def fixed_degrees(row: dict, arch) -> dict[str, int | str]:
@@ -202,9 +210,8 @@ def test_flops_per_token_match_the_tables(runs):
     """Rows that publish both TFLOP/s per GPU and tokens/s fix the source's FLOPs per
     token = TFLOP/s * GPUs / tokens/s; the workload read from the notes reproduces it
     under the source's convention (so a miss on such a row is not a wrong architecture
-    or FLOP convention): within 1% (the tables give 3-4 figures), DeepSeek-V3's MLA
-    within 4% (Megatron-Bridge counts its attention core between the causal and the
-    full count)."""
+    or FLOP convention): within 1% (the tables give 3-4 figures), DeepSeek-V3 with its
+    MTP module (MTP_LAYERS; 3.7% short without it)."""
     with csv_path().open() as f:
         table = {row["run_id"]: row for row in csv.DictReader(f)}
     checked = 0
@@ -220,8 +227,7 @@ def test_flops_per_token_match_the_tables(runs):
         if r.run_id in TABLE_FLOPS_EXCEPTIONS:
             assert published < 0.92 * model, r.run_id
             continue
-        tolerance = 0.04 if r.workload.kv_lora_rank else 0.01
-        assert published == pytest.approx(model, rel=tolerance), r.run_id
+        assert published == pytest.approx(model, rel=0.01), r.run_id
         checked += 1
     assert checked == 23
 
@@ -276,20 +282,28 @@ def _table(runs, errors) -> str:
 
 
 OUTLIERS = {
-    "NEMO2407-NEMOTRON-22B-64": "554 TFLOP/s/GPU against 754-759 for Llama 2 13B/70B in "
-                                "the same table and stack (same 1 layer per virtual "
-                                "stage); its FLOP count agrees with the tokens/s (130 "
-                                "GFLOP/token, 6 x 22B); squared-ReLU FFN (not a fused "
-                                "Transformer Engine activation in 24.07: suspected, not "
-                                "verified)",
     "MB2511-QWEN3-30B-A3B-H100-16": "121 TFLOP/s/GPU, 12% of the BF16 peak, 4.5x below "
                                     "the same model on GB200 in the same table (the "
                                     "table's TFLOP/s and tokens/s agree: 23 GFLOP/token "
-                                    "on both); pp2 x vpp24 (one layer per virtual "
-                                    "stage); no shape term of the model explains it",
+                                    "on both) where peaks and HBM differ 2.4-2.5x; same "
+                                    "local experts x MoE layers x micro-batches per step "
+                                    "(16 x 768) on both, so no per-expert or per-layer "
+                                    "fixed cost can separate them; the stack differs "
+                                    "(FP8 current scaling vs MXFP8; Megatron-Bridge's "
+                                    "later presets graph the router and attention on "
+                                    "GB200 and not on H100 FP8): not in the model",
+    "MB2511-QWEN3-235B-A22B-B200-64": "3,269 tokens/s/GPU in MXFP8 against 4,916 for the "
+                                      "same model on GB200 in BF16 in the same table "
+                                      "(same peaks and HBM within 10%); ep8 (16 local "
+                                      "experts, 2,048 tokens each) vs ep32; Megatron-"
+                                      "Bridge's presets run B200 with the plain all-to-"
+                                      "all dispatcher and no CUDA graphs, GB200 with "
+                                      "HybridEP and graphs: stack, not shape",
 }
 """Rows the model misses by more than 30% in-sample, and what is known about why.
-(MB2511-QWEN3-235B-A22B-B200-64 sits just inside, at +29.99%.)"""
+(NEMO2407-NEMOTRON-22B-64 was one at +44% until the output layer was placed on the
+last pipeline stage: its 256k-vocabulary output layer is 3.5 layers' worth of GEMMs on
+a pp4 x vpp10 stage of 10; now +27%.)"""
 
 
 def test_in_sample_error_per_row(runs):
@@ -315,19 +329,27 @@ def cv_errors(runs):
     return leave_one_source_out(runs)
 
 
-LOSO_MAPE = {"ampere": 0.116, "hopper": 0.123, "blackwell": 0.150, "blackwell-ultra": 0.093}
+LOSO_MAPE = {"ampere": 0.103, "hopper": 0.109, "blackwell": 0.165, "blackwell-ultra": 0.081}
 """Leave-one-source-out MAPE per GPU generation as measured (the test fails if it gets
-worse). The target is <= 10% for every generation with >= 5 rows. Met by their dense
-rows (Hopper 8.8% on 27, Blackwell 8.5% on 8) and by Blackwell Ultra (4 rows); NOT met
-by three generations:
-- hopper 12.3%: its 3 MoE rows miss by 44% on average, one of them
-  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +120% held out;
-- blackwell 15.0%: its 5 MoE rows miss by 25% (Qwen3 and GPT-OSS held out with MB2511
-  are predicted from the two DeepSeek-V3 rows' MoE overhead alone; the same model on
-  B200 at ep8 and GB200 at ep32 moves 50% per GPU, more than the grouped-GEMM and
-  all-to-all terms give);
-- ampere 11.6%: NAR21 (HFU, full recompute, 2021 stack) and KOR22 disagree by ~20%, and
-  each predicts the other at 10-14% (the two 1.7B/3.6B NAR21 rows at +23-33%)."""
+worse). The target is <= 10% for every generation with >= 5 rows. Met by Blackwell
+Ultra (4 rows) and by the dense rows of Hopper (7.2% on 27) and Blackwell (7.5% on 8);
+NOT met by three generations:
+- ampere 10.3%: NAR21 and KOR22 disagree on the same model shapes (530B and 1T at tp8
+  with pp 35/64: KOR22's 2022 stack reaches 57% HFU where NAR21's reaches 52%), so each
+  predicts the other's large models ~10% off in opposite directions, KOR22's at -9 to
+  -17% growing with pp; and KOR22's 4 rows (dp 1) cannot fix NAR21's 1.7B/3.6B rows
+  (+25%, +15%). Exposing the 2021 stack's gradient all-reduce (after the backward)
+  took it from 11.6% to 8.5%; placing the output layer on the last pipeline stage (the
+  physics, and Hopper's fix below) moved it back to 10.3%;
+- hopper 10.9% (was 12.3%): its 3 MoE rows miss by 44% on average, one of them
+  (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +120% held out; without that row 7.2%;
+- blackwell 16.5%: its 5 MoE rows miss by 31% (Qwen3 and GPT-OSS held out with MB2511
+  are predicted from the two DeepSeek-V3 rows' MoE overhead alone, and the reverse; the
+  same Qwen3-235B on B200 at ep8 and GB200 at ep32 moves 50% per GPU in opposite
+  directions from the model, see OUTLIERS). Giving the DeepSeek-V3 rows their MTP
+  module (MTP_LAYERS, what their FLOP count says) moved it from 15.7%: the two MoE
+  parameters are fitted through two rows of nine that disagree by stack, and the
+  grouped-GEMM half-point went to 0."""
 MOE_LOSO_EXCESS = ("hopper", "blackwell")
 """Generations above 10% only through their MoE rows: their dense rows must be within."""
 
@@ -402,9 +424,11 @@ def test_memory_of_published_configurations_by_hand(runs):
     h, s, v = 7168, 4096, 129280
     mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h
     expert = 3 * h * 2048
-    nonexpert = 61 * mla + 3 * 3 * h * 18432 + 58 * (expert + h * 256)
+    # 61 layers and the MTP module (one more MoE layer and a 2h x h projection), whose
+    # weights the model spreads over the stages like the layers'
+    nonexpert = 62 * mla + 3 * 3 * h * 18432 + 59 * (expert + h * 256) + 2 * h * h
     dense = nonexpert / 16 + v * h
-    routed = 58 * 256 * expert / (8 * 16)
+    routed = 59 * 256 * expert / (8 * 16)
     r_kv = 128 * (192 + 128) / (2 * h)
     moe_ffn = 3 + 8 * (2 + 6 * 2048 / h) + 6 * 2048 / h
     per_token = 7 + 4 * r_kv + 4 + (3 * (3 + 6 * 18432 / h) + 58 * moe_ffn) / 61

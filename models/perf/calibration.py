@@ -3,7 +3,10 @@
 A run's speed depends on its stack as much as on its GPU. A *profile* names a stack:
   megatron-2021  Megatron-LM as in Narayanan et al. 2021 / Korthikanti et al. 2022:
                  unfused attention (s x s scores stored, computed at GEMM rate), fp32
-                 main gradients, BF16 only. Fitted on NAR21 + KOR22 (A100, 14 rows).
+                 main gradients, BF16 only, gradients all-reduced after the last
+                 backward (Megatron-LM 2021's train_step calls allreduce_gradients once
+                 forward_backward returns: no overlap with compute). Fitted on
+                 NAR21 + KOR22 (A100, 14 rows).
   tuned-2025     Megatron-Core / NeMo / Megatron-Bridge 2024-2026 and MLPerf Training
                  v4.1/v5.0: FlashAttention (no scores stored; causal blocks skipped;
                  core at the kernels' rate), bf16 gradients, Transformer Engine FP8 /
@@ -24,25 +27,26 @@ Parameters per (profile, generation), never per run:
              bandwidth across generations;
   expert_half_tokens  tokens per local expert and micro-batch at which the grouped
              expert GEMMs run at half their large-GEMM efficiency (per-expert problems
-             too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens);
+             too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens).
+             It fits to 0 on today's nine MoE rows, which differ more by stack
+             (dispatcher, CUDA graphs, FP8 recipe) than by expert shape;
   elementwise_bytes  HBM traffic of the memory-bound kernels per token, layer and
              hidden unit, forward + backward (layer norms, residuals, RoPE, activation
              functions, FP8 casts and transposes, stored activations written and read).
              Their time grows as tokens*h against the GEMMs' tokens*h^2, so it is what
              makes small models (hidden 2,048-4,096) slower than their GEMM shapes alone
              say, and it follows HBM bandwidth across generations. tuned-2025 fits it
-             (401 B; a count of TE's FP8 layer gives ~300-400 B: ~90 forward, about twice
+             (443 B; a count of TE's FP8 layer gives ~300-400 B: ~90 forward, about twice
              that backward, plus the stored activations); megatron-2021 keeps
-             timing.ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN (120 B);
-  layer_overhead_us  fixed time per layer and micro-batch, forward + backward (kernel
-             launches, synchronisation). megatron-2021 fits it (its 2021 runs are
-             explained better by it than by elementwise_bytes: LOSO 11.6% vs 12.5%);
-             tuned-2025 keeps 0 (with elementwise_bytes fitted it adds nothing: the
-             joint fit drives it to 0).
+             timing.ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN (120 B: fitting it, or a fixed
+             time per layer, does not lower its leave-one-source-out error).
+A fixed time per layer and micro-batch (launches, synchronisation) was fitted for
+megatron-2021 until its gradient all-reduce was exposed and the output layer placed
+on the last pipeline stage: the refit drove it to 0, so the model has none.
 Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim, fp8 and
 elementwise_bytes (its BF16 rows are two MoE runs: they cannot separate gemm_max from
 fp8); Blackwell Ultra (GB300) fits only its own gemm_max (4 rows cannot carry more);
-the MoE parameters are one value per profile (FIT_PLAN): 11 fitted numbers. Everything
+the MoE parameters are one value per profile (FIT_PLAN): 10 fitted numbers. Everything
 else (attention kernel rate, bus efficiencies, overlap) is a documented fixed
 assumption in models.perf.timing, never tuned.
 """
@@ -72,6 +76,9 @@ class Profile:
     """Data-parallel sharding modes the search may choose."""
     tp_exposed: float
     """Share of tensor-parallel communication not hidden behind GEMMs."""
+    dp_overlap: bool
+    """Data-parallel gradient reduction overlapped with the backward pass (bucketed,
+    Megatron-Core --overlap-grad-reduce); False = all-reduced after the last backward."""
     fitted_on: str
 
     def weight_bytes(self, precision: str) -> float:
@@ -84,29 +91,29 @@ PROFILES: dict[str, Profile] = {
     # all-gather / reduce-scatter behind the GEMMs they feed (clusterplan assumption)
     "megatron-2021": Profile("megatron-2021", fused_attention=False, grad_bytes=4.0,
                              low_precision_params=False, sharding_choices=("optimizer",),
-                             tp_exposed=0.75,
+                             tp_exposed=0.75, dp_overlap=False,
                              fitted_on="NAR21, KOR22"),
     "tuned-2025": Profile("tuned-2025", fused_attention=True, grad_bytes=2.0,
                           low_precision_params=True,
                           sharding_choices=("optimizer", "full"), tp_exposed=0.3,
+                          dp_overlap=True,
                           fitted_on="MCORE24, NEMO2407, MB2511, MB2602, MLPERF41, MLPERF50"),
 }
 DEFAULT_PROFILE = "tuned-2025"
 
 FITTED: dict[tuple[str, str], dict[str, float]] = {
-    ("megatron-2021", "ampere"): {"gemm_max": 0.6259, "half_dim": 204.0759,
-                                  "layer_overhead_us": 628.9196},
-    ("tuned-2025", "hopper"): {"gemm_max": 0.5891, "half_dim": 128.0, "fp8": 1.0316,
-                               "moe_bytes": 102.7574, "expert_half_tokens": 1460.202,
-                               "elementwise_bytes": 401.1402},
-    ("tuned-2025", "blackwell"): {"gemm_max": 0.5125, "half_dim": 128.0, "fp8": 1.0316,
-                                  "fp4": 0.5843, "moe_bytes": 102.7574,
-                                  "expert_half_tokens": 1460.202,
-                                  "elementwise_bytes": 401.1402},
-    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.648, "half_dim": 128.0, "fp8": 1.0316,
-                                        "fp4": 0.5843, "moe_bytes": 102.7574,
-                                        "expert_half_tokens": 1460.202,
-                                        "elementwise_bytes": 401.1402},
+    ("megatron-2021", "ampere"): {"gemm_max": 0.6689, "half_dim": 243.0517},
+    ("tuned-2025", "hopper"): {"gemm_max": 0.617, "half_dim": 128.0, "fp8": 1.0356,
+                               "moe_bytes": 106.2542, "expert_half_tokens": 0.0,
+                               "elementwise_bytes": 442.7414},
+    ("tuned-2025", "blackwell"): {"gemm_max": 0.5364, "half_dim": 128.0, "fp8": 1.0356,
+                                  "fp4": 0.6014, "moe_bytes": 106.2542,
+                                  "expert_half_tokens": 0.0,
+                                  "elementwise_bytes": 442.7414},
+    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.698, "half_dim": 128.0, "fp8": 1.0356,
+                                        "fp4": 0.6014, "moe_bytes": 106.2542,
+                                        "expert_half_tokens": 0.0,
+                                        "elementwise_bytes": 442.7414},
 }
 """Efficiency parameters per (profile, generation), from `fit_profile` on
 shared/reference/calibration_runs.csv (tests/test_perf_calibration.py re-runs the fit,
@@ -125,13 +132,13 @@ class FitStage:
 
 
 FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
-    "megatron-2021": (FitStage("ampere", ("gemm_max", "half_dim", "layer_overhead_us")),),
+    "megatron-2021": (FitStage("ampere", ("gemm_max", "half_dim")),),
     "tuned-2025": (FitStage("hopper", ("gemm_max", "fp8", "elementwise_bytes")),
                    FitStage("blackwell", ("gemm_max", "fp4"), copy_from="hopper"),
                    FitStage("blackwell-ultra", ("gemm_max",), copy_from="blackwell"),
                    FitStage(None, ("moe_bytes", "expert_half_tokens"), moe_rows=True)),
 }
-"""Per profile, in order. GEMM, precision and memory-bound / per-layer parameters come
+"""Per profile, in order. GEMM, precision and memory-bound parameters come
 from the dense runs (elementwise_bytes is the profile's: Blackwell copies Hopper's);
 then the two MoE parameters, one value each for the profile (its MoE software), from
 the MoE runs of every generation, HBM bandwidth and GEMM rates carrying the difference between
@@ -139,7 +146,7 @@ generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM be
 1,024 wide, so they cannot see the effect (the fit drifts to 0, which would make
 128-wide expert shards free)."""
 PRIOR = {"gemm_max": 0.6, "half_dim": 128.0, "fp8": 0.9, "fp4": 0.6, "moe_bytes": 16.0,
-         "expert_half_tokens": 256.0, "layer_overhead_us": 0.0, "elementwise_bytes": 120.0}
+         "expert_half_tokens": 256.0, "elementwise_bytes": 120.0}
 """Start of every fit and a weak prior (PRIOR_WEIGHT): where the rows cannot separate two
 parameters (e.g. gemm_max and fp8 when a fold holds out every BF16 Hopper run) the fit
 stays near these physically sourced values instead of anywhere on the ridge.
@@ -160,12 +167,12 @@ PRIOR_WEIGHT = 0.01
 error ~0.05-0.1): negligible wherever the data decide."""
 BOUNDS = {"gemm_max": (0.2, 1.0), "half_dim": (0.0, 2000.0), "fp8": (0.3, 1.2),
           "fp4": (0.2, 1.2), "moe_bytes": (0.0, 4000.0),
-          "expert_half_tokens": (0.0, 50000.0), "layer_overhead_us": (0.0, 5000.0),
+          "expert_half_tokens": (0.0, 50000.0),
           "elementwise_bytes": (0.0, 2000.0)}
 
 BANDS: dict[str, tuple[float, float, float]] = {
-    "megatron-2021": (0.837, 0.922, 1.116),
-    "tuned-2025": (0.811, 0.948, 1.103),
+    "megatron-2021": (0.876, 0.926, 1.119),
+    "tuned-2025": (0.825, 0.967, 1.083),
 }
 """(p10, p50, p90) of measured / predicted throughput in leave-one-source-out
 cross-validation, per profile (tests/test_perf_calibration.py recomputes them)."""
@@ -209,7 +216,6 @@ class Efficiency(NamedTuple):
     precision_factor: float
     moe_bytes: float
     expert_half_tokens: float
-    layer_overhead_s: float
     elementwise_bytes: float
 
 
@@ -226,8 +232,7 @@ def efficiency_for(generation: str, precision: str, profile: str = DEFAULT_PROFI
         factor = next((p[q] for q in order[order.index(precision):] if q in p), 1.0)
     p = {**PRIOR, **p}
     return Efficiency(p["gemm_max"], p["half_dim"], factor, p["moe_bytes"],
-                      p["expert_half_tokens"], p["layer_overhead_us"] * 1e-6,
-                      p["elementwise_bytes"])
+                      p["expert_half_tokens"], p["elementwise_bytes"])
 
 
 def band_factors(profile: str = DEFAULT_PROFILE) -> tuple[float, float]:

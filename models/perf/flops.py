@@ -48,6 +48,8 @@ class Arch:
     fwd_gemm: float          # all GEMMs (attention projections, FFN/experts, router, logits)
     fwd_attn_core: float     # QK^T and AV, full (non-causal) count within each window
     fwd_routed: float        # the routed-expert share of fwd_gemm (0 for dense models)
+    fwd_last_stage: float    # the share of fwd_gemm only the last pipeline stage runs: the
+                             # output layer and the multi-token-prediction modules
     # parameters
     params_nonexpert: float  # per-layer weights that every TP rank shards (attn, dense FFN,
                              # shared experts, router), all layers
@@ -62,6 +64,8 @@ class Arch:
     kv_latent_ratio: float | None = None
     """MLA: width of the compressed K/V latent / 2h, what is kept when the per-head K/V
     up-projection is recomputed (None = kv_ratio, no latent)."""
+    mtp_layers: int = 0
+    """Multi-token-prediction modules (DeepSeek-V3: 1), on the last stage."""
 
     @property
     def is_moe(self) -> bool:
@@ -154,13 +158,23 @@ def arch_of(wl: WorkloadLike) -> Arch:
     # forward FLOPs per token = 2 * (weights a token multiplies) + attention core
     active_ffn = n_dense * dense_ffn_params + n_moe * ((top_k + shared) * expert_params
                                                        + h * experts)
-    fwd_gemm = 2.0 * (n_layers * attn_params + active_ffn + v * h)   # output layer only (the
-    # input embedding is a lookup)
+    # multi-token prediction (DeepSeek-V3): each module is one more layer (an MoE layer
+    # in an MoE model) after a 2h -> h projection, and a pass through the shared output
+    # layer; it runs on the last stage
+    mtp = getattr(wl, "mtp_layers", None) or 0
+    mtp_ffn = (((top_k + shared) * expert_params + h * experts) if n_moe
+               else dense_ffn_params)
+    params_nonexpert += mtp * (attn_params + 2 * h * h + (
+        shared * expert_params + h * experts if n_moe else dense_ffn_params))
+    params_expert += mtp * experts * expert_params if n_moe else 0.0
+    fwd_last_stage = 2.0 * (v * h + mtp * (attn_params + mtp_ffn + 2 * h * h + v * h))
+    fwd_gemm = 2.0 * (n_layers * attn_params + active_ffn) + fwd_last_stage   # the input
+    # embedding is a lookup
     window = getattr(wl, "sliding_window", None)
     local_per_global = getattr(wl, "local_layers_per_global", None) or 1
     n_local = n_layers * local_per_global // (local_per_global + 1) if window else 0
     w = min(window or s, s)
-    spans = [(n_layers - n_local, s), (n_local, w)]   # (layers, counted span in tokens)
+    spans = [(n_layers - n_local + mtp, s), (n_local, w)]   # (layers, counted span)
     counted = sum(n * span for n, span in spans)
     executed = sum(n * (span - span * span / (2.0 * s)) for n, span in spans)
     fwd_attn_core = 2.0 * wl.heads * (d_qk + d_v) * counted
@@ -170,8 +184,9 @@ def arch_of(wl: WorkloadLike) -> Arch:
                 top_k=top_k, expert_ffn=f_e, shared_experts=shared, moe_layers=n_moe,
                 fwd_gemm=fwd_gemm, fwd_attn_core=fwd_attn_core,
                 fwd_routed=2.0 * n_moe * top_k * expert_params if n_moe else 0.0,
+                fwd_last_stage=fwd_last_stage,
                 params_nonexpert=float(params_nonexpert),
                 params_expert=float(params_expert),
                 params_embedding=params_embedding, attn_width=wl.heads * d_v,
                 causal_attn_fraction=executed / counted, routing_imbalance=float(imbalance),
-                kv_latent_ratio=kv_latent / (2.0 * h))
+                kv_latent_ratio=kv_latent / (2.0 * h), mtp_layers=mtp)

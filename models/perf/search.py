@@ -301,14 +301,13 @@ def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                            eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
                            profile=prof, moe_bytes=eff.moe_bytes,
                            expert_half_tokens=eff.expert_half_tokens,
-                           layer_overhead_s=eff.layer_overhead_s,
                            elementwise_bytes=eff.elementwise_bytes)
     step = comp["step"]
     tokens = arch.global_batch * arch.seq_len
     peak = peak_tflops(system, arch.precision) * 1e12
     model_flops = arch.model_flops_per_step
     rc = grid["rc"]
-    extra = np.where(rc == RC_FULL, arch.fwd_gemm - 2.0 * arch.vocab * arch.hidden
+    extra = np.where(rc == RC_FULL, arch.fwd_gemm - arch.fwd_last_stage
                      + arch.fwd_attn_core, np.where(rc == RC_NONE, 0.0, arch.fwd_attn_core))
     hw_flops = model_flops + extra * tokens
     per_gpu = model_flops / step / gpus

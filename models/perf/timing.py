@@ -9,9 +9,11 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
   t_gemm = F_gemm / (peak_prec * eff * f_prec), eff = gemm_max * n / (n + half_dim),
       n = hidden / tp (the sharded GEMM dimension: narrow shards run tensor cores less
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
-      recomputation. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
+      recomputation: the stage's layers (pp splits them evenly) and, on the last stage,
+      the whole output layer (2*V*h per token) and any multi-token-prediction
+      modules, which pace the pipeline. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
       t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
-      micro-batch = ep * b*s/cp * top_k/experts * tp/etp: small grouped GEMMs) and
+      micro-batch = ep * etp/tp * b*s/cp * top_k/experts: small grouped GEMMs) and
       wait for the busiest rank (x routing_imbalance);
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
       (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
@@ -23,8 +25,7 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN), plus the MoE layers' routing work,
       moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
       models.perf.calibration);
-  t_fixed = layer_overhead_s per layer of the stage (fitted for megatron-2021: launches,
-      synchronisation); t_compute = t_gemm + t_attn + t_hbm + t_fixed;
+  t_compute = t_gemm + t_attn + t_hbm;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;
@@ -46,7 +47,8 @@ Data parallelism, bytes per parameter * (n-1)/n on the NIC (NVLink inside the do
   Inter-pod share slowed by the oversubscription. It overlaps with the last
   micro-batch's backward, the first forward and the pipeline cool-down (window t_mb *
   (1 + (pp-1)/vpp)); FSDP's per-micro-batch traffic overlaps the whole compute; only the
-  rest is exposed (DP_OVERLAP of the window usable).
+  rest is exposed (DP_OVERLAP of the window usable). A profile without dp_overlap (the
+  2021 stack) exposes all of it.
 Optimizer: the Adam update of the local shard is HBM-bound (~32 bytes per parameter).
 
 Group placement (for which links a group crosses): ranks are ordered tp (innermost),
@@ -171,7 +173,6 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
                     profile=None, moe_bytes=16.0, expert_half_tokens=256.0,
-                    layer_overhead_s=0.0,
                     elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
@@ -187,8 +188,14 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     shard = tp * cp * pp
     per_gpu = tokens_mb * imbalance / shard          # token-layers of work per GPU
     full = rc == RC_FULL
-    rc_gemm = np.where(full, arch.fwd_gemm - 2.0 * arch.vocab * h, 0.0)
-    f_gemm = per_gpu * (3.0 * arch.fwd_gemm + rc_gemm)
+    # the output layer (2*V*h per token; and MTP modules) runs on the last stage, whole,
+    # beside that stage's layers (Megatron splits the layers evenly): with pp > 1 that
+    # stage paces the pipeline
+    f_output = arch.fwd_last_stage
+    f_layers = arch.fwd_gemm - f_output
+    rc_gemm = np.where(full, f_layers, 0.0)
+    f_gemm = (per_gpu * (3.0 * f_layers + rc_gemm)
+              + tokens_mb / (tp * cp) * 3.0 * f_output)
     peak_gemm = peak_tflops(system, arch.precision) * 1e12
     peak_bf16 = system.bf16_tflops * 1e12
     precision_factor = low_precision_factor if arch.precision != "bf16" else 1.0
@@ -197,13 +204,16 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         return gemm_max * n / (n + half_dim)
 
     eff = efficiency(h / tp)
+    # each GPU runs the routed copies of its own sequence-parallel share of the tokens
+    # (b*s/(cp*tp)), whatever etp: an expert sharded etp ways sees the copies its etp
+    # ranks received (all-gathered among them), so the tokens per local expert are
+    # ep*etp*(b*s/(cp*tp))*top_k/experts
     f_routed = per_gpu * arch.fwd_routed * np.where(full, 4.0, 3.0)
-    f_routed_rank = f_routed * tp / etp       # expert GEMMs sharded etp-, not tp-way
-    expert_tokens = ep * tokens_mb / cp * arch.top_k / arch.experts * tp / etp
+    expert_tokens = ep * etp / tp * tokens_mb / cp * arch.top_k / arch.experts
     expert_eff = (efficiency(arch.expert_ffn / etp) * expert_tokens
                   / (expert_tokens + expert_half_tokens))
     t_gemm = ((f_gemm - f_routed) / (peak_gemm * eff * precision_factor)
-              + f_routed_rank * arch.routing_imbalance
+              + f_routed * arch.routing_imbalance
               / (peak_gemm * np.maximum(expert_eff, 1e-9) * precision_factor))
     fused = profile is not None and profile.fused_attention
     if fused:   # 'selective' recomputes no attention core here (module recompute)
@@ -221,7 +231,7 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                      * (h * elementwise_bytes * layers_stage
                         + moe_bytes * arch.top_k * moe_stage
                         * (h + arch.expert_ffn / etp))) / hbm
-    t_compute = t_gemm + t_core + t_elementwise + layer_overhead_s * layers_stage
+    t_compute = t_gemm + t_core + t_elementwise
 
     act_bytes = tokens_mb / cp * h * 2.0      # the micro-batch's hidden states on this CP rank
     n_coll = np.where(full, 12.0, 8.0)
@@ -260,7 +270,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         in_pod = np.maximum(network.pod_gpus // inner, 1)
         t_dp = t_dp * np.where(used > network.pod_gpus,
                                1.0 + network.oversubscription / in_pod, 1.0)
-    window = DP_OVERLAP * t_mb * np.where(sh == SH_FULL, m, 1.0 + (pp - 1) / vpp)
+    overlap = DP_OVERLAP if profile is None or profile.dp_overlap else 0.0
+    window = overlap * t_mb * np.where(sh == SH_FULL, m, 1.0 + (pp - 1) / vpp)
     t_dp_exposed = np.maximum(t_dp - window, 0.0)
     owned = dense / n_dp + expert / n_edp
     t_opt = owned * OPTIMIZER_BYTES_PER_PARAM / hbm

@@ -31,7 +31,8 @@ class WorkloadLike(Protocol):
     """Optional attributes (read with getattr; absent or None = the default): head_dim
     [hidden/heads], q_lora_rank, kv_lora_rank, qk_nope_head_dim [128], qk_rope_head_dim
     [64], v_head_dim [qk_nope_head_dim] (MLA when kv_lora_rank is set), sliding_window
-    [none], local_layers_per_global [1], profile [models.perf.calibration default]."""
+    [none], local_layers_per_global [1], mtp_layers [0] (multi-token-prediction modules),
+    profile [models.perf.calibration default]."""
 
     name: str
     layers: int
