@@ -203,6 +203,7 @@ class ModelGoodput:
         self.checkpoint_gb = inputs.checkpoint_gb
         self._rates = inputs.rates
         self._spares: dict[tuple, int] = {}
+        self._goodput: dict[tuple, GoodputEstimate] = {}
         self._ladders: dict[tuple, list[tuple[int, int]]] = {}
         """(nodes, spares) found so far per (GPU system, NIC, layout, node links), sorted."""
 
@@ -243,6 +244,17 @@ class ModelGoodput:
 
     def goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
                 media_lines: list[MediaLine]) -> GoodputEstimate:
+        """The reliability model's goodput of a design, kept per design (a sweep's
+        scenarios refine the same candidates again)."""
+        key = (parts.key, fabric, nodes, spares, tuple(media_lines),
+               inputs.reliability.availability_target)
+        if key not in self._goodput:
+            self._goodput[key] = self._evaluate_goodput(inputs, parts, fabric, nodes, spares,
+                                                        media_lines)
+        return self._goodput[key]
+
+    def _evaluate_goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int,
+                          spares: int, media_lines: list[MediaLine]) -> GoodputEstimate:
         r = goodput(self.inputs(inputs, parts, nodes, parts.recovery, fabric, media_lines,
                                 spares), self.rates(parts))
         return GoodputEstimate(r.goodput, {
