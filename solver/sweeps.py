@@ -12,7 +12,17 @@ before the exact pruning and the MILP, which is what `solve(candidates_of=...)` 
 MILP itself is rebuilt per scenario: pruning to the scenario's limits changes the
 ladders (the model's structure), and the pruned MILP solves in well under a second, so a
 persistent model with mutable limit parameters or a warm start would save little.
-On processes or Dask each worker builds the shared candidates once and caches them.
+The evaluators that built the shared candidates are kept with them (their caches of
+exact throughput, goodput and spares depend on the workload, catalog and reliability
+inputs, never on limits), so each scenario's exact refinement reuses earlier work.
+
+Execution. Scenarios go to workers in batches (`batches`: about BATCHES_PER_WORKER per
+worker, at most MAX_BATCH each), one round trip per batch; rows come back as each batch
+finishes and are written at once. `--backend processes` forks its pool (Linux) after
+building the shared candidates in the coordinator, so workers inherit them; a Dask worker
+builds them once (keyed by `resolved_sha256`) and keeps them. Worker processes run the
+numeric libraries on one thread and reset glibc's malloc thresholds
+(`tune_worker_process`).
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
