@@ -84,8 +84,8 @@ def raw_catalog() -> dict[str, Any]:
 
 
 def _parsed_catalog() -> dict[str, Any]:
-    """raw_catalog, parsed once per state of the files (a sweep loads an instance per
-    scenario; an edited catalog file is parsed again). Shared: callers must not change it."""
+    """raw_catalog's data, parsed once per state of the files (a sweep loads an instance
+    per scenario; an edited catalog file is parsed again). Shared: never changed."""
     paths = [CATALOG_DIR / f"{kind}.toml" for kind in (*CATALOG_KINDS, "facility",
                                                         "reliability")]
     state = tuple((str(p), *_file_state(p)) for p in paths)
@@ -114,7 +114,7 @@ def _file_state(path: Path) -> tuple[int, int]:
 
 def load_catalog() -> Catalog:
     try:
-        return Catalog.model_validate(_parsed_catalog())
+        return Catalog.model_validate(raw_catalog())
     except ValidationError as err:
         raise InvalidInstance(format_validation_error(err, "catalog"), "catalog") from None
 
@@ -210,7 +210,7 @@ def load_workload(ref: str | dict[str, Any], where: str = "workload") -> Workloa
 def instance_from_dict(data: dict[str, Any], source: str = "instance") -> Instance:
     """Validate a parsed instance document; every problem is reported at once."""
     data = copy.deepcopy(data)
-    catalog, problems = apply_overrides(_parsed_catalog(), data.pop("catalog", {}))
+    catalog, problems = apply_overrides(raw_catalog(), data.pop("catalog", {}))
     workload = data.get("workload")
     if isinstance(workload, str):
         try:
