@@ -228,7 +228,7 @@ def pareto(instance: str | Path | Instance | dict | None = None, x: str = "capex
             shared = shared_document(base.doc, make_scenarios(base.doc, base.instance,
                                                               [{path: top}], base.source))
             data = _shared_candidates(shared, base.source,
-                                      resolved_sha256(shared, base.source))
+                                      resolved_sha256(shared, base.source))[0]
             x_min = min((candidate_x(data, c, x) for c in data.candidates), default=top)
         eps = np.linspace(min(x_min, top), top, points)
         if x == "gpus":

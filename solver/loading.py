@@ -80,11 +80,36 @@ def _keyed_items(data: dict[str, Any]) -> dict[str, Any]:
 
 def raw_catalog() -> dict[str, Any]:
     """The shipped catalog as plain data: {kind: {id: fields}, 'facility': fields}."""
-    raw: dict[str, Any] = {kind: _keyed_items(read_document(CATALOG_DIR / f"{kind}.toml"))
-                           for kind in CATALOG_KINDS}
-    raw["facility"] = {"id": "default", **read_document(CATALOG_DIR / "facility.toml")}
-    raw["reliability"] = read_document(CATALOG_DIR / "reliability.toml")
-    return raw
+    return copy.deepcopy(_parsed_catalog())
+
+
+def _parsed_catalog() -> dict[str, Any]:
+    """raw_catalog's data, parsed once per state of the files (a sweep loads an instance
+    per scenario; an edited catalog file is parsed again). Shared: never changed."""
+    paths = [CATALOG_DIR / f"{kind}.toml" for kind in (*CATALOG_KINDS, "facility",
+                                                        "reliability")]
+    state = tuple((str(p), *_file_state(p)) for p in paths)
+    if state not in _RAW_CATALOG:
+        raw: dict[str, Any] = {kind: _keyed_items(read_document(CATALOG_DIR / f"{kind}.toml"))
+                               for kind in CATALOG_KINDS}
+        raw["facility"] = {"id": "default", **read_document(CATALOG_DIR / "facility.toml")}
+        raw["reliability"] = read_document(CATALOG_DIR / "reliability.toml")
+        _RAW_CATALOG.clear()
+        _RAW_CATALOG[state] = raw
+    return _RAW_CATALOG[state]
+
+
+_RAW_CATALOG: dict[tuple, dict[str, Any]] = {}
+
+
+def _file_state(path: Path) -> tuple[int, int]:
+    """(mtime in ns, size) of a file; (-1, -1) when it cannot be read (read_document
+    then reports it)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return -1, -1
+    return st.st_mtime_ns, st.st_size
 
 
 def load_catalog() -> Catalog:

@@ -12,7 +12,17 @@ before the exact pruning and the MILP, which is what `solve(candidates_of=...)` 
 MILP itself is rebuilt per scenario: pruning to the scenario's limits changes the
 ladders (the model's structure), and the pruned MILP solves in well under a second, so a
 persistent model with mutable limit parameters or a warm start would save little.
-On processes or Dask each worker builds the shared candidates once and caches them.
+The evaluators that built the shared candidates are kept with them (their caches of
+exact throughput, goodput and spares depend on the workload, catalog and reliability
+inputs, never on limits), so each scenario's exact refinement reuses earlier work.
+
+Execution. Scenarios go to workers in batches (`batches`: about BATCHES_PER_WORKER per
+worker, at most MAX_BATCH each), one round trip per batch; rows come back as each batch
+finishes and are written at once. `--backend processes` forks its pool (Linux) after
+building the shared candidates in the coordinator, so workers inherit them; a Dask worker
+builds them once (keyed by `resolved_sha256`) and keeps them. Worker processes run the
+numeric libraries on one thread and reset glibc's malloc thresholds
+(`tune_worker_process`).
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
@@ -43,9 +53,11 @@ SCHEDULER_TIMEOUT_S (no result within the limits).
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import math
+import multiprocessing
 import os
 import re
 import threading
@@ -60,7 +72,8 @@ from typing import Any
 import pandas as pd
 
 from models.design.candidates import build_design_data
-from models.design.evaluate import default_evaluators
+from models.design.data import DesignData
+from models.design.evaluate import Evaluators, default_evaluators
 from models.design.limits import shared_paths
 from solver.api import solve
 from solver.backends import SolveOptions
@@ -133,16 +146,22 @@ def resolved_sha256(doc: dict[str, Any], source: str) -> str:
     return document_sha256(full_document(instance_from_dict(doc, source)))
 
 
-def _shared_candidates(doc: dict[str, Any], source: str, key: str):
-    """Candidate designs of `doc`, built once per worker process (threads share them).
-    `key` is `resolved_sha256(doc, source)`, computed by the coordinator: a long-lived
-    worker must not reuse candidates after the workload or catalog files change."""
+def _shared_candidates(doc: dict[str, Any], source: str, key: str
+                       ) -> tuple[DesignData, Evaluators]:
+    """Candidate designs of `doc` and the evaluators that built them, built once per
+    worker process (threads share them). The evaluators' caches (exact throughput per
+    GPU count and network, spares per size) hold values that depend on the workload,
+    catalog and reliability inputs only, never on limits, so every scenario of the
+    sweep re-uses them when it refines its candidates. `key` is
+    `resolved_sha256(doc, source)`, computed by the coordinator: a long-lived worker
+    must not reuse candidates after the workload or catalog files change."""
     with _CACHE_LOCK:
         if key not in _CACHE:
             inst = instance_from_dict(doc, source)
             _CACHE.clear()
             inputs = prepare(inst)
-            _CACHE[key] = build_design_data(inputs, default_evaluators(inputs))[0]
+            evaluators = default_evaluators(inputs)
+            _CACHE[key] = (build_design_data(inputs, evaluators)[0], evaluators)
         return _CACHE[key]
 
 
@@ -152,10 +171,10 @@ def solve_task(task: Task) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         inst = instance_from_dict(task.doc, task.source)
-        cands = (_shared_candidates(task.shared_doc, task.source, task.shared_key)
-                 if task.shared_doc is not None else None)
+        cands, evaluators = (_shared_candidates(task.shared_doc, task.source, task.shared_key)
+                             if task.shared_doc is not None else (None, None))
         result = solve(inst, place=False, options=SolveOptions(task.time_limit_s, threads=1),
-                       candidates_of=cands)
+                       evaluators=evaluators, candidates_of=cands)
         fields = summary_row(result.status, result.summary)
     except Exception as exc:  # noqa: BLE001 - any failure is this scenario's result
         fields = {"status": "error", "error": failure_reason(exc)}
@@ -170,15 +189,6 @@ def task_row(task: Task, fields: dict[str, Any], solve_s: float | None) -> dict[
 def failure_reason(exc: BaseException) -> str:
     text = str(exc)
     return text if isinstance(exc, ClusterplanError) else f"{type(exc).__name__}: {text}"
-
-
-def _result_or_error(result: Callable[[], dict[str, Any]], task: Task) -> dict[str, Any]:
-    """A worker's row, or an error row when the worker itself was lost."""
-    try:
-        return result()
-    except Exception as exc:  # noqa: BLE001 - a dead worker fails its scenario only
-        return task_row(task, {"status": "error",
-                               "error": f"worker lost: {failure_reason(exc)}"}, None)
 
 
 def summary_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
@@ -442,6 +452,65 @@ def _run_local(tasks: list[Task], workers: int, scheduler: str | None
         yield solve_task(task)
 
 
+BATCHES_PER_WORKER = 4
+"""A sweep is cut into about this many batches per worker (load balance vs round trips)."""
+MAX_BATCH = 8
+"""Most scenarios in one batch (rows come back, and are written, a batch at a time)."""
+
+
+def batches(tasks: list[Task], workers: int) -> list[list[Task]]:
+    """`tasks` in consecutive batches of equal size (the last may be shorter): one task of
+    a worker pool or Dask solves a batch, so small scenarios cost one round trip (and one
+    scheduler task) per batch, not each."""
+    size = max(1, min(MAX_BATCH, len(tasks) // (workers * BATCHES_PER_WORKER)))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def solve_batch(batch: list[Task]) -> list[dict[str, Any]]:
+    """The rows of a batch of scenarios, solved one after the other in a worker."""
+    tune_worker_process()
+    return [solve_task(task) for task in batch]
+
+
+MALLOC_MMAP_THRESHOLD = 32 * 2**20
+MALLOC_TRIM_THRESHOLD = 64 * 2**20
+_TUNED: list[bool] = []
+
+
+def tune_worker_process() -> None:
+    """Once per worker process: glibc malloc keeps freed memory up to MALLOC_TRIM_THRESHOLD
+    and serves blocks under MALLOC_MMAP_THRESHOLD from its heap, where glibc's adaptive
+    thresholds end up in a long-running process. A Dask nanny starts workers with
+    MALLOC_TRIM_THRESHOLD_=65536, which also turns the adaptive thresholds off: every numpy
+    temporary over 128 KiB was then a fresh mmap, its pages faulted in and unmapped
+    again, and a scenario took ~3x its local time, half of it in the kernel. Other C
+    libraries (not glibc) are left as they are."""
+    if _TUNED:
+        return
+    _TUNED.append(True)
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)
+        libc.mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+"""glibc's mallopt parameter numbers (malloc.h)."""
+
+
+def _rows_or_errors(result: Callable[[], list[dict[str, Any]]], batch: list[Task]
+                    ) -> list[dict[str, Any]]:
+    """A worker's rows, or error rows for the whole batch when the worker itself was lost."""
+    try:
+        return result()
+    except Exception as exc:  # noqa: BLE001 - a dead worker fails its scenarios only
+        return [task_row(task, {"status": "error",
+                                "error": f"worker lost: {failure_reason(exc)}"}, None)
+                for task in batch]
+
+
 def _watch_coordinator() -> None:
     """Process-pool initializer: a daemon thread ends the worker as soon as its parent
     (the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on.
@@ -456,39 +525,69 @@ def _watch_coordinator() -> None:
     threading.Thread(target=watch, name="watch-coordinator", daemon=True).start()
 
 
+def _prebuild_shared(tasks: list[Task]) -> None:
+    """Build the shared candidates in the coordinator before the pool forks, so every
+    worker inherits them (copy-on-write) instead of each building its own. A build that
+    fails is left to the workers, which record the error on each scenario."""
+    for task in {t.shared_key: t for t in tasks if t.shared_doc is not None}.values():
+        try:
+            _shared_candidates(task.shared_doc, task.source, task.shared_key)
+        except Exception:  # noqa: BLE001,S110 - each scenario will report it
+            pass
+
+
 def _run_processes(tasks: list[Task], workers: int, scheduler: str | None
                    ) -> Iterator[dict[str, Any]]:
-    """A process pool; a worker that dies fails its scenarios (status 'error')."""
+    """A process pool of batches; a worker that dies fails its scenarios (status 'error').
+    Where processes fork (Linux), shared candidates are built once, here, and inherited."""
     if not tasks:
         return
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    if fork:
+        _prebuild_shared(tasks)
+    groups = batches(tasks, workers)
+    with ProcessPoolExecutor(max_workers=min(workers, len(groups)),
+                             mp_context=multiprocessing.get_context("fork") if fork else None,
                              initializer=_watch_coordinator) as pool:
-        futures = {pool.submit(solve_task, t): t for t in tasks}
+        futures = {pool.submit(solve_batch, b): b for b in groups}
         try:
             for fut in as_completed(futures):
-                yield _result_or_error(fut.result, futures[fut])
+                yield from _rows_or_errors(fut.result, futures[fut])
         finally:
             for fut in futures:
                 fut.cancel()
 
 
+def worker_environ() -> dict[str, Any]:
+    """Environment of LocalCluster worker processes: Dask's own (one thread each for
+    OpenMP, MKL and OpenBLAS) without MALLOC_TRIM_THRESHOLD_ (see tune_worker_process)."""
+    import dask
+
+    environ = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    return {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"} | {
+        "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
+
+
 def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
               ) -> Iterator[dict[str, Any]]:
     """On a dask.distributed cluster: `scheduler` address, or a LocalCluster on loopback
-    with `workers` single-threaded worker processes. Tasks are retried once when a
-    worker is lost, then fail their scenario. Workers must be processes with one thread:
-    Pyomo captures solver output by swapping the process's file descriptors, so
+    with `workers` single-threaded worker processes. Batches of scenarios are the tasks;
+    each worker builds the shared candidates once and keeps them. Tasks are retried once
+    when a worker is lost, then fail their scenarios. Workers must be processes with one
+    thread: Pyomo captures solver output by swapping the process's file descriptors, so
     concurrent solves in threads of one process hang. A scheduler that does not answer
     within SCHEDULER_TIMEOUT_S is NoSolution (exit 5)."""
     if not tasks:
         return
+    import dask
     from dask.distributed import Client, LocalCluster
     from dask.distributed import as_completed as dask_completed
 
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None)
     try:
         client = Client(cluster if cluster is not None else scheduler,
                         timeout=SCHEDULER_TIMEOUT_S)
@@ -499,11 +598,13 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
                          f"(waited at most {SCHEDULER_TIMEOUT_S:g} s): "
                          f"{type(exc).__name__}: {exc}") from None
     try:
-        futures = {client.submit(solve_task, t, key=f"scenario-{t.id}", pure=False,
-                                 retries=1): t for t in tasks}
+        size = len(client.scheduler_info().get("workers", {})) if cluster is None else workers
+        futures = {client.submit(solve_batch, b, key=f"scenarios-{b[0].id}-{len(b)}",
+                                 pure=False, retries=1): b
+                   for b in batches(tasks, max(size, 1))}
         try:
             for fut in dask_completed(list(futures)):
-                yield _result_or_error(fut.result, futures[fut])
+                yield from _rows_or_errors(fut.result, futures[fut])
         finally:
             client.cancel(list(futures))
     finally:

@@ -329,6 +329,17 @@ def test_spares_meet_target_minimally():
     assert 25 < s < 45
 
 
+def test_spares_hint_never_changes_the_answer():
+    """A lower bound (the answer for fewer nodes), the answer itself, a bound too high
+    and 0 all give the smallest s found by scanning s = 0, 1, 2, ..."""
+    lam, repair, target = 4e-4, 24.0, 0.999
+    for nodes in (1, 7, 256, 2048, 2112):
+        scan = next(s for s in range(10_000)
+                    if spare_availability(nodes, s, lam, repair) >= target)
+        for hint in (0, 1, max(scan - 3, 0), scan, scan + 1, 2 * scan + 5):
+            assert spares_needed(nodes, lam, repair, target, at_least=hint) == scan
+
+
 def test_more_spares_never_lower_availability():
     values = [spare_availability(1000, s, 1e-3, 24.0) for s in range(0, 60, 5)]
     assert values == sorted(values) and values[-1] > 0.999

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from models.design.candidates import build_design_data
 from models.design.evaluate import default_evaluators
-from solver import load_instance, pareto, solve, sweep, tornado
+from solver import load_instance, pareto, solve, sweep, sweeps, tornado
 from solver.analysis import candidate_x, marginal_values, pareto_base
 from solver.cli import app
 from solver.errors import InvalidInstance
@@ -161,6 +161,39 @@ def test_processes_backend_equals_local(tmp_path):
     vary = {"limits.it_power_mw": "3,5"}
     assert_rows_equal(sweep(SMALL, vary, out=tmp_path / "p", backend="processes"),
                       sweep(SMALL, vary, out=tmp_path / "l"))
+
+
+@pytest.mark.parametrize("backend", ["processes", "dask"])
+def test_backend_rows_identical_to_local_and_resume(tmp_path, backend):
+    """Same rows, to the last bit, on every back-end (batches, candidates shared from the
+    coordinator or built per worker, cached evaluators); a sweep stopped after two rows
+    resumes on the same back-end and solves only the rest."""
+    vary = {"limits.it_power_mw": "2:7:3", "limits.budget_usd": "8e7,2e8"}
+    local = sweep(SMALL, vary, out=tmp_path / "local")
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(row):
+        if len(list((tmp_path / backend / "scenarios").glob("*.json"))) == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        sweep(SMALL, vary, out=tmp_path / backend, backend=backend, workers=2,
+              on_result=stop_after_two)
+    resumed = sweep(SMALL, vary, out=tmp_path / backend, backend=backend, workers=2)
+    assert resumed.attrs["reused"] == 2 and resumed.attrs["solved_now"] == 4
+    columns = ["id", *vary, *COMPARED, "nodes", "spare_nodes", "goodput", "mfu"]
+    assert resumed[columns].equals(local[columns])
+
+
+def test_batches_cover_every_task_in_order():
+    tasks = list(range(23))
+    for workers in (1, 2, 3, 8, 64):
+        cut = sweeps.batches(tasks, workers)
+        assert [t for b in cut for t in b] == tasks
+        assert max(map(len, cut)) <= sweeps.MAX_BATCH
+        assert len(cut) >= min(len(tasks), workers)  # every worker has work
 
 
 # --- analyses ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ scalable units and network equipment in buildings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from models.power_cost import BomLine
 
@@ -90,11 +91,11 @@ class Candidate:
     def su_count(self) -> int:
         return self.extra["su_count"]
 
-    @property
+    @cached_property  # summed once: pruning reads it for every candidate, often
     def equipment_capex_usd(self) -> float:
         return sum(line.cost_usd for line in self.lines)
 
-    @property
+    @cached_property  # summed once: pruning reads it for every candidate, often
     def equipment_power_w(self) -> float:
         return sum(line.power_w for line in self.lines)
 

@@ -203,6 +203,9 @@ class ModelGoodput:
         self.checkpoint_gb = inputs.checkpoint_gb
         self._rates = inputs.rates
         self._spares: dict[tuple, int] = {}
+        self._goodput: dict[tuple, GoodputEstimate] = {}
+        self._ladders: dict[tuple, list[tuple[int, int]]] = {}
+        """(nodes, spares) found so far per (GPU system, NIC, layout, node links), sorted."""
 
     def inputs(self, inputs: Inputs, parts, nodes: int, recovery: str,
                fabric: Fabric | None = None, media_lines: list[MediaLine] | None = None,
@@ -224,16 +227,34 @@ class ModelGoodput:
         """Fewest hot spares meeting the availability target, for node links of
         `node_kind` (None: the layout's usual one). Node-level failures only (the
         recovery mode does not enter), so configurations with the same GPU system and
-        node links share the answer."""
-        key = (parts.gpu.id, parts.nic.id, parts.rail_optimized, node_kind, nodes)
+        node links share the answer. The answer for the next smaller size found so far
+        starts the search (spares do not fall as nodes grow; a wrong hint is detected and
+        ignored, models.reliability.spares.spares_needed)."""
+        family = (parts.gpu.id, parts.nic.id, parts.rail_optimized, node_kind)
+        key = (*family, nodes)
         if key not in self._spares:
-            self._spares[key] = choose_spares(
+            found = self._ladders.setdefault(family, [])
+            i = bisect.bisect_left(found, (nodes,))
+            spares = choose_spares(
                 self.inputs(inputs, parts, nodes, "in-memory", node_kind=node_kind),
-                self.rates(parts))
+                self.rates(parts), at_least=found[i - 1][1] if i else 0)
+            found.insert(i, (nodes, spares))
+            self._spares[key] = spares
         return self._spares[key]
 
     def goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
                 media_lines: list[MediaLine]) -> GoodputEstimate:
+        """The reliability model's goodput of a design, kept per design (a sweep's
+        scenarios refine the same candidates again)."""
+        key = (parts.key, fabric, nodes, spares, tuple(media_lines),
+               inputs.reliability.availability_target)
+        if key not in self._goodput:
+            self._goodput[key] = self._evaluate_goodput(inputs, parts, fabric, nodes, spares,
+                                                        media_lines)
+        return self._goodput[key]
+
+    def _evaluate_goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int,
+                          spares: int, media_lines: list[MediaLine]) -> GoodputEstimate:
         r = goodput(self.inputs(inputs, parts, nodes, parts.recovery, fabric, media_lines,
                                 spares), self.rates(parts))
         return GoodputEstimate(r.goodput, {

@@ -93,10 +93,15 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
 
 def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
     """All limits of the instance hold for candidate k (closed forms above)."""
+    return within_limits(data, k) and meets_requirements(data, k, optimistic)
+
+
+def within_limits(data: DesignData, k: Candidate) -> bool:
+    """IT power, budget and buildings hold for candidate k (buildable without the
+    requirements, which do not depend on them)."""
     spend = tco_usd(data, k) if data.budget_basis == "tco" else capex_usd(data, k)
     return (within(it_power_w(data, k), data.it_power_cap_w)
-            and within(spend, data.budget_usd)
-            and meets_requirements(data, k, optimistic) and fits_buildings(data, k))
+            and within(spend, data.budget_usd) and fits_buildings(data, k))
 
 
 def objective_value(data: DesignData, k: Candidate) -> float:
@@ -109,11 +114,12 @@ def objective_value(data: DesignData, k: Candidate) -> float:
 def to_refine(data: DesignData) -> list[Candidate]:
     """Candidates not evaluated exactly whose bounds could make them optimal: buildable
     with their upper bounds, and (upper) objective value >= the best lower value LB."""
-    sure = [objective_value(data, k) for k in data.candidates if buildable(data, k)]
+    fit = [k for k in data.candidates if within_limits(data, k)]  # once for both tests
+    sure = [objective_value(data, k) for k in fit if meets_requirements(data, k)]
     best = max(sure, default=-math.inf)
     out = []
-    for k in data.candidates:
-        if k.exact or not buildable(data, k, optimistic=True):
+    for k in fit:
+        if k.exact or not meets_requirements(data, k, optimistic=True):
             continue
         if data.objective == "max_effective_throughput":
             value = k.effective_tokens_per_s_upper * (1 + GOODPUT_TOL)

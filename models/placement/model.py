@@ -42,6 +42,7 @@ enumerates the hub distributions instead and its bound enters as ``objective ≥
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -195,10 +196,18 @@ def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]]
     return tuple(hub), dict(sorted(local.items())), dict(sorted(remote.items()))
 
 
-def solve(problem: PlacementProblem, solver: cp_model.CpSolver) -> PlacementSolution:
+def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
+          first: cp_model.CpSolver | None = None) -> PlacementSolution:
     """Solve with ``solver``, a CP-SAT solver configured by the caller (the project's
     settings: ``solver.backends.cpsat.placement_solver``; with its deterministic workers
     and time the same problem gives the same placement).
+
+    ``first``: a quick first pass (``cpsat.placement_first_pass``). Its answer stands when
+    it is within ``solver``'s gap limit (one default CP-SAT worker finds the default
+    design's placement within 2% in a fraction of a second, where the interleaved workers
+    need seconds of deterministic time); otherwise ``solver`` solves from scratch, as
+    without it: hinted with the first pass's placement it ended further from the bound
+    (0.83% vs 0.55% at the default 30 s).
 
     The hub-enumeration bound (:mod:`models.placement.bound`), when the distributions are
     few enough to enumerate, enters as ``objective ≥ bound`` (valid, and it lets CP-SAT
@@ -209,11 +218,28 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver) -> PlacementSolu
     enumerated = hub_bound(problem)
     if enumerated is not None:
         model.Add(v["objective"] >= enumerated.bound)
-    code = solver.Solve(model)
+    spent = 0.0
+    if first is not None:
+        code = first.Solve(model)
+        spent = first.WallTime()
+        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            bound = max(first.BestObjectiveBound(),
+                        enumerated.bound if enumerated is not None else -math.inf)
+            gap = (first.ObjectiveValue() - bound) / max(abs(first.ObjectiveValue()), 1.0)
+            if gap <= solver.parameters.relative_gap_limit:
+                return _solution(problem, v, first, code, enumerated, spent)
+    return _solution(problem, v, solver, solver.Solve(model), enumerated,
+                     spent + solver.WallTime())
+
+
+def _solution(problem: PlacementProblem, v: dict, solver: cp_model.CpSolver, code: int,
+              enumerated, runtime_s: float) -> PlacementSolution:
+    """The placement of a finished solve (status from the objective against the larger of
+    CP-SAT's and the enumerated bound)."""
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
               cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")
     if status not in ("optimal", "feasible"):
-        return PlacementSolution(status, 0, 0, (), {}, {}, (), (), solver.WallTime())
+        return PlacementSolution(status, 0, 0, (), {}, {}, (), (), runtime_s)
     val = {name: {key: solver.Value(x) for key, x in v[name].items()}
            for name in ("hubs", "loc", "rem")}
     hub, local, remote = disaggregate(problem, v["types"], val["hubs"], val["loc"], val["rem"])
@@ -226,4 +252,4 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver) -> PlacementSolu
     # CP-SAT calls a stop at the gap limit OPTIMAL; only a closed gap is.
     status = "optimal" if objective <= bound else "feasible"
     return PlacementSolution(status, objective, bound, hub, local, remote, upper,
-                             upper_racks, solver.WallTime(), method)
+                             upper_racks, runtime_s, method)

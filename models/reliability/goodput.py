@@ -55,6 +55,7 @@ from models.reliability.rates import (
     failure_classes,
     interruption_band_per_h,
     node_failure_rate,
+    node_rate,
     scaled_rates,
 )
 from models.reliability.spares import (
@@ -79,13 +80,14 @@ def lost_work_s(segment_s: float, mtbf_s: float) -> float:
     return mtbf_s - segment_s / expm1(segment_s / mtbf_s)
 
 
-def choose_spares(inputs: ReliabilityInputs, rates: ReliabilityRates) -> int:
+def choose_spares(inputs: ReliabilityInputs, rates: ReliabilityRates, at_least: int = 0
+                  ) -> int:
     """The given spares, else the fewest meeting the availability target for node
-    failures (spares_needed over node_repair_h)."""
+    failures (spares_needed over node_repair_h; `at_least`: a hint, see there)."""
     if inputs.spare_nodes is not None:
         return inputs.spare_nodes
     return spares_needed(inputs.nodes, node_failure_rate(inputs, rates), rates.node_repair_h,
-                         inputs.availability_target)
+                         inputs.availability_target, at_least)
 
 
 def class_restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates,
@@ -97,17 +99,25 @@ def class_restart_s(inputs: ReliabilityInputs, rates: ReliabilityRates,
                      corrupted=c.corrupts_copies)
 
 
-def job_availability(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int) -> float:
+def _restart_kind(c: FailureClass) -> tuple[bool, bool, bool]:
+    """What class_restart_s reads of a class."""
+    return c.needs_spare, c.hang, c.corrupts_copies
+
+
+def job_availability(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int,
+                     classes: list[FailureClass] | None = None) -> float:
     """A: steady-state probability that at most `spares` nodes are out, so the job can run.
 
     Node failures put single nodes in repair: Binomial(N + s, p) of them (spares); a class
     that takes b > 1 nodes out at once (a leaf switch) has Poisson(rate x out_h) events
     in progress, each holding b nodes (M/G/inf, insensitive to the repair-time law):
-    A = sum_y P(Y = y) P(X <= s - b y)."""
-    lam = node_failure_rate(inputs, rates)
+    A = sum_y P(Y = y) P(X <= s - b y). `classes`: failure_classes(inputs, rates), if
+    already known."""
+    classes = failure_classes(inputs, rates) if classes is None else classes
+    lam = node_rate(classes, inputs.nodes)
     n = inputs.nodes
     dist = {0: 1.0}  # nodes held out by multi-node events -> probability
-    for c in failure_classes(inputs, rates):
+    for c in classes:
         if c.nodes_lost <= 1:
             continue
         mean = c.rate_per_h * c.out_h
@@ -125,16 +135,21 @@ def _exp(x: float) -> float:
     return exp(min(x, 700.0))
 
 
-def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int
-                  ) -> tuple[float, float, float]:
-    """(goodput, delta, tau) of a design with `spares` hot spares."""
-    classes = failure_classes(inputs, rates)
+def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: int,
+                  classes: list[FailureClass] | None = None) -> tuple[float, float, float]:
+    """(goodput, delta, tau) of a design with `spares` hot spares (`classes`:
+    failure_classes(inputs, rates), if already known)."""
+    classes = failure_classes(inputs, rates) if classes is None else classes
     mtbf_s = 3600.0 / sum(c.rate_per_h for c in classes)
     delta = checkpoint_write_s(inputs, rates)
     r = restart_s(inputs, rates)
     tau = daly_interval(delta, mtbf_s, r)
     total = sum(c.rate_per_h for c in classes)
-    q = sum(c.rate_per_h / total * _exp(-class_restart_s(inputs, rates, c) / mtbf_s)
+    restarts: dict[tuple, float] = {}  # R_i depends on the class's three flags only
+    for c in classes:
+        if _restart_kind(c) not in restarts:
+            restarts[_restart_kind(c)] = class_restart_s(inputs, rates, c)
+    q = sum(c.rate_per_h / total * _exp(-restarts[_restart_kind(c)] / mtbf_s)
             for c in classes)
     unplanned = tau * q / (mtbf_s * (_exp((tau + delta) / mtbf_s) - 1.0))
     period = tau + delta
@@ -142,7 +157,8 @@ def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
     stops_per_s = -expm1(-rates.planned.per_h / 3600.0 * period) / period
     r_p = restart_s(inputs, rates, planned=True)
     planned = stops_per_s * survives * mtbf_s * -expm1(-r_p / mtbf_s)
-    return job_availability(inputs, rates, spares) * unplanned / (1.0 + planned), delta, tau
+    return (job_availability(inputs, rates, spares, classes) * unplanned / (1.0 + planned),
+            delta, tau)
 
 
 def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityResult:
@@ -151,12 +167,12 @@ def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityRe
     classes = failure_classes(inputs, rates)
     per_h = sum(c.rate_per_h for c in classes)
     spares = choose_spares(inputs, rates)
-    value, delta, tau = goodput_value(inputs, rates, spares)
+    value, delta, tau = goodput_value(inputs, rates, spares, classes)
     band_h = interruption_band_per_h(inputs, rates)
     fixed = replace(inputs, spare_nodes=spares)
     ends = [goodput_value(fixed, scaled_rates(rates, max(b / per_h, 1e-6)), spares)[0]
             for b in band_h]
-    availability = spare_availability(inputs.nodes, spares, node_failure_rate(inputs, rates),
+    availability = spare_availability(inputs.nodes, spares, node_rate(classes, inputs.nodes),
                                       rates.node_repair_h)
     parts = restart_breakdown_s(inputs, rates)
     return ReliabilityResult(

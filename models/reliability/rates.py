@@ -257,8 +257,12 @@ def _link(rates: ReliabilityRates, kind: str) -> Rate:
 def node_failure_rate(inputs: ReliabilityInputs, rates: ReliabilityRates) -> float:
     """lambda_node: failures per node-hour that take a node out of the job (its GPUs,
     host, NICs, links; SDC drains it too)."""
-    return sum(c.rate_per_h for c in failure_classes(inputs, rates)
-               if c.nodes_lost == 1) / inputs.nodes
+    return node_rate(failure_classes(inputs, rates), inputs.nodes)
+
+
+def node_rate(classes: list[FailureClass], nodes: int) -> float:
+    """lambda_node from a design's failure classes: the single-node classes' rate / nodes."""
+    return sum(c.rate_per_h for c in classes if c.nodes_lost == 1) / nodes
 
 
 def interruption_breakdown(inputs: ReliabilityInputs, rates: ReliabilityRates) -> dict[str, float]:

@@ -50,20 +50,29 @@ def spare_availability(nodes: int, spares: int, node_failure_rate_per_h: float,
 
 
 def spares_needed(nodes: int, node_failure_rate_per_h: float, repair_h: float,
-                  target: float) -> int:
-    """Smallest s with A(s) >= target (A grows with s: doubling, then bisection)."""
+                  target: float, at_least: int = 0) -> int:
+    """Smallest s with A(s) >= target (A grows with s: doubling, then bisection).
+
+    `at_least`: a lower bound on the answer, e.g. the answer for fewer nodes (A falls
+    as nodes grow, so the answer does not). The search then gallops up from it; a hint
+    that is not a lower bound (A(at_least - 1) >= target) is ignored, so the answer is
+    the same with or without it."""
     if not 0.0 < target < 1.0:
         raise ValueError(f"target must lie in (0, 1) (got {target})")
 
     def enough(s: int) -> bool:
         return spare_availability(nodes, s, node_failure_rate_per_h, repair_h) >= target
 
-    if enough(0):
+    lo = max(at_least, 1) - 1  # the search keeps: not enough at lo, or lo == 0 unchecked
+    if lo > 0 and enough(lo):
+        lo = 0
+    if lo == 0 and enough(0):
         return 0
-    hi = 1
+    step = 1
+    hi = lo + step
     while not enough(hi):
-        hi *= 2
-    lo = hi // 2  # not enough at lo (or lo == 0, checked above)
+        lo, step = hi, 2 * step
+        hi = lo + step
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if enough(mid):

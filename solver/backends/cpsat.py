@@ -26,6 +26,25 @@ def placement_solver(options: SolveOptions) -> cp_model.CpSolver:
     return solver
 
 
+FIRST_PASS_DETERMINISTIC_S = 1.0
+"""Deterministic time of the placement's first pass (one default CP-SAT worker)."""
+
+
+def placement_first_pass(options: SolveOptions) -> cp_model.CpSolver:
+    """The placement's quick first pass: one worker, the same seed and gap, at most
+    FIRST_PASS_DETERMINISTIC_S of deterministic time (reproducible). Its placement stands
+    when within the gap; else `placement_solver` solves as before
+    (models.placement.model.solve)."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = options.seed
+    limit = min(FIRST_PASS_DETERMINISTIC_S, options.placement_time_limit_s)
+    solver.parameters.max_deterministic_time = limit
+    solver.parameters.max_time_in_seconds = WALL_CAP_FACTOR * limit
+    solver.parameters.relative_gap_limit = options.placement_gap
+    return solver
+
+
 MAPPING_TIME_LIMIT_S = 5.0
 """Deterministic time limit of the job mapping (a small model: it proves optimality in
 milliseconds on every shipped design)."""

@@ -1,50 +1,137 @@
-"""Benchmark: a 100-scenario sweep of the default instance (10 power x 10 budget levels).
+"""Benchmark: the 100-scenario sweep of the default instance (10 power x 10 budget levels)
+on every back-end, in one run.
 
-Reports the wall time of the sweep with shared candidates (built once per worker, each
-scenario re-solved with its own limits), and the time of rebuilding the candidates per
-scenario measured on a sample and extrapolated, so the speed-up of re-solving vs
-rebuilding is recorded. Run: python tests/benchmarks/bench_sweep.py [--backend processes]
+Rows: local (one process), processes (2 workers), Dask LocalCluster with 1 and 2 worker
+processes, and a Dask cluster of separate OS processes (`dask scheduler` and two
+`dask worker` processes, started here as subprocesses, as they would be on several
+machines) driven through the CLI exactly as a user would:
+``clusterplan sweep ... --backend dask --scheduler tcp://127.0.0.1:PORT``.
+Each row is a fresh sweep into its own folder (nothing resumed); its wall time includes
+starting the back-end (process pool, LocalCluster) but not the external cluster, which
+is up before the sweep starts, as a user's cluster is; the CLI row includes starting the
+CLI process itself. Speed-up = local wall / wall. The tables must be identical across
+back-ends (status, objective, design); the benchmark says so or fails.
+
+Run: python tests/benchmarks/bench_sweep.py [--only local,processes,...] [--scenarios 100]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from solver import sweep
+import pandas as pd
+
+from solver import sweep, sweeps
 from solver.loading import DEFAULT_INSTANCE
 
+ROOT = Path(__file__).resolve().parents[2]
 VARY = {"limits.it_power_mw": "100:190:10", "limits.budget_usd": "4e9:8.5e9:10"}
-SAMPLE = {"limits.it_power_mw": "120,180", "limits.budget_usd": "5e9"}
+COMPARED = ["id", "status", "objective", "gpu", "gpus", "nodes", "spare_nodes", "switch",
+            "tiers", "pods", "capex_usd", "effective_tokens_per_s"]
+ROWS = ("local", "processes-2", "dask-1", "dask-2", "dask-external-2")
+
+
+def vary(scenarios: int) -> dict[str, str]:
+    """VARY, or a smaller square grid for a quick run."""
+    if scenarios >= 100:
+        return VARY
+    n = max(1, round(scenarios ** 0.5))
+    return {"limits.it_power_mw": f"100:190:{n}", "limits.budget_usd": f"4e9:8.5e9:{n}"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subprocess.Popen]]:
+    """`dask scheduler` and `workers` single-threaded `dask worker` processes on loopback;
+    returns the scheduler address once every worker has registered."""
+    from dask.distributed import Client
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port",
+                               address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)]
+    procs += [subprocess.Popen(["dask", "worker", address, "--nworkers", "1", "--nthreads",
+                                "1", "--no-dashboard"], **quiet) for _ in range(workers)]
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with Client(address, timeout=5) as client:
+                client.wait_for_workers(workers, timeout=max(1, deadline - time.monotonic()))
+            return address, procs
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def run_cli(address: str, grid: dict[str, str], out: Path, env: dict[str, str]) -> pd.DataFrame:
+    """The sweep through the CLI, as a user runs it against a cluster."""
+    args = [sys.executable, "-c", "from solver.cli import main; main()", "sweep",
+            str(DEFAULT_INSTANCE), "--backend", "dask", "--scheduler", address,
+            "--out", str(out), "--json", "--quiet"]
+    for path, spec in grid.items():
+        args += ["--vary", f"{path}={spec}"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"CLI sweep failed ({done.returncode}): {done.stderr[-2000:]}")
+    return pd.read_parquet(json.loads(done.stdout)["table"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--backend", default="processes")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", default=",".join(ROWS), help="comma-separated rows")
+    ap.add_argument("--scenarios", type=int, default=100)
     args = ap.parse_args()
+    rows = [r for r in args.only.split(",") if r]
+    grid = vary(args.scenarios)
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    walls: dict[str, float] = {}
+    tables: dict[str, pd.DataFrame] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        shared = sweep(DEFAULT_INSTANCE, VARY, out=f"{tmp}/shared", backend=args.backend,
-                       workers=args.workers)
-        shared_s = time.perf_counter() - start
-        start = time.perf_counter()
-        rebuilt = sweep(DEFAULT_INSTANCE, SAMPLE, out=f"{tmp}/rebuilt", backend="local",
-                        share_candidates=False)
-        per_rebuild = (time.perf_counter() - start) / len(rebuilt)
-        start = time.perf_counter()
-        resolved = sweep(DEFAULT_INSTANCE, SAMPLE, out=f"{tmp}/resolved", backend="local")
-        local_shared = time.perf_counter() - start
-    same = (rebuilt[["objective", "gpus", "switch"]].values.tolist()
-            == resolved[["objective", "gpus", "switch"]].values.tolist())
-    print(f"100 scenarios, backend={args.backend} x{args.workers}: {shared_s:.1f} s wall "
-          f"({shared.attrs['solved']} solved, {shared.attrs['failed']} failed)")
-    print(f"rebuild per scenario (local, sample of {len(rebuilt)}): {per_rebuild:.2f} s "
-          f"-> 100 scenarios ~{100 * per_rebuild:.0f} s on one core")
-    print(f"shared candidates, same sample locally: {local_shared:.2f} s incl. one build; "
-          f"speed-up of the 100-scenario sweep vs rebuilding on one core: "
-          f"{100 * per_rebuild / shared_s:.1f}x (same rows on the sample: {same})")
+        for row in rows:
+            out = Path(tmp) / row
+            sweeps._CACHE.clear()  # each row starts cold, as a new CLI process does
+            if row == "dask-external-2":
+                address, procs = external_cluster(2, env)
+                try:
+                    start = time.perf_counter()
+                    tables[row] = run_cli(address, grid, out, env)
+                    walls[row] = time.perf_counter() - start
+                finally:
+                    for p in reversed(procs):
+                        p.terminate()
+                    for p in procs:
+                        p.wait(timeout=30)
+                continue
+            backend, _, workers = row.partition("-")
+            start = time.perf_counter()
+            tables[row] = sweep(DEFAULT_INSTANCE, grid, out=out, backend=backend,
+                                workers=int(workers or 1))
+            walls[row] = time.perf_counter() - start
+    n = len(next(iter(tables.values())))
+    first = next(iter(tables))
+    print(f"{n}-scenario sweep of {DEFAULT_INSTANCE.name}, {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'back-end':<18}{'wall s':>9}{'speed-up':>10}  same rows as {first}")
+    for row in rows:
+        same = tables[row][COMPARED].equals(tables[first][COMPARED])
+        speed = f"{walls['local'] / walls[row]:.2f}x" if "local" in walls else "-"
+        print(f"{row:<18}{walls[row]:>9.1f}{speed:>10}  {same}")
+    if not all(tables[r][COMPARED].equals(tables[first][COMPARED]) for r in rows):
+        raise SystemExit("back-ends disagree")
 
 
 if __name__ == "__main__":
