@@ -117,6 +117,74 @@ def _building_mw(inputs: Inputs, design: ChosenDesign, building: str) -> float:
             + f * design.network_w_per_building[building] / 1e6)
 
 
+RUNNER_UPS = 6
+"""Runner-up designs listed in the summary (the best of each other configuration)."""
+
+
+def runner_ups(data: DesignData, design: ChosenDesign) -> list[dict]:
+    """The best buildable design of every other technology choice (GPU, switch, tiers,
+    pods, oversubscription, rail-optimized, NIC attachment, recovery), best first, with
+    how much it loses on the objective against the chosen design; figures of a candidate
+    not evaluated exactly (``exact`` false) are the ladder's interpolation."""
+    def family(c: Candidate) -> tuple:
+        f = data.configs[c.config]
+        return (f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
+                f.nic_attachment, f.recovery)
+
+    chosen = design.candidate
+    best: dict[tuple, Candidate] = {}
+    for c in sorted(data.candidates, key=lambda c: c.key):
+        if family(c) == family(chosen) or not prune.buildable(data, c):
+            continue
+        f = family(c)
+        if f not in best or prune.objective_value(data, c) > prune.objective_value(data, best[f]):
+            best[f] = c
+    top = prune.objective_value(data, chosen)
+    rows = []
+    for c in sorted(best.values(), key=lambda c: (-prune.objective_value(data, c), c.key)):
+        f = data.configs[c.config]
+        value = prune.objective_value(data, c)
+        rows.append({
+            "gpu": f.gpu, "switch": f.switch, "tiers": c.tiers, "pods": f.pods,
+            "oversubscription": f.oversubscription, "rail_optimized": f.rail_optimized,
+            "nic_attachment": f.nic_attachment, "recovery": f.recovery, "gpus": c.gpus,
+            "effective_tokens_per_s": c.effective_tokens_per_s,
+            "capex_usd": prune.capex_usd(data, c), "it_mw": prune.it_power_w(data, c) / 1e6,
+            "exact": c.exact,
+            "loss": abs(top - value),
+            "loss_fraction": abs(top - value) / abs(top) if top else 0.0})
+    return rows[:RUNNER_UPS]
+
+
+def placed_limits(inputs: Inputs, design: ChosenDesign, binding: list[dict],
+                  pc: PowerCost, placement: dict[str, Any]) -> list[dict]:
+    """The limit rows re-stated on the placed design: critical IT and spend from the
+    placed BOM, each building's critical IT from its placed racks (x (1 + non-server IT
+    share)), racks per building counted. ``binding`` (the next size up breaks the limit)
+    stays the design stage's verdict, re-judged for a building: binding when its placed
+    headroom is less than one scalable unit."""
+    f = 1 + inputs.facility.non_server_it_fraction
+    spend = pc.tco_usd if inputs.limits.budget_basis == "tco" else pc.capex_usd
+    by_building: dict[str, float] = {}
+    for h in placement.get("halls", []):
+        b = h["hall"].split("/")[0]
+        by_building[b] = by_building.get(b, 0.0) + f * h["power_kw"] / 1e3
+    su_mw = _su_mw(inputs, design)
+    out = []
+    for row in binding:
+        name, value = row["name"], None
+        if name == "limits.it_power_mw":
+            value = pc.it_power_w / 1e6
+        elif name == "limits.budget_usd":
+            value = spend
+        elif name.startswith("site.buildings[") and name.endswith("].it_power_mw"):
+            value = by_building.get(name[len("site.buildings["):-len("].it_power_mw")], 0.0)
+            row = row | {"binding": row["limit"] - value < su_mw}
+        out.append(row if value is None else
+                   row | {"value": value, "slack": row["limit"] - value, "basis": "placed"})
+    return out
+
+
 def _next_size(data: DesignData, cand: Candidate) -> Candidate | None:
     same = [c for c in data.candidates if c.config == cand.config and c.nodes > cand.nodes]
     return min(same, key=lambda c: c.nodes) if same else None
@@ -228,8 +296,9 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
                    placed_lines: list[BomLine], racks: int,
                    placement: dict[str, Any]) -> dict[str, Any]:
     """The summary after placement: the placed media (by routed length) and rack count
-    replace the design's estimates in the BOM, power and cost are rolled up again, and
-    every limit is re-checked on them; the design's estimate is kept beside."""
+    replace the design's estimates in the BOM, media, power and cost are rolled up again,
+    and every limit is re-checked and re-stated on them (placed_limits); the design's
+    estimate is kept beside in ``design_estimate``."""
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
@@ -239,9 +308,15 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
     within = {"it_power_mw": prune.within(pc.it_power_w / 1e6, lim.it_power_mw),
               "budget_usd": prune.within(spend, lim.budget_usd)}
     return summary | {
+        "design": summary["design"] | {"media": [
+            {"link_class": m["link_class"], "medium": m["medium"], "kind": m["kind"],
+             "length_m": m["longest_m"], "links": m["links"]}
+            for m in placement.get("bom_media", [])] or summary["design"]["media"]},
         "bom": bom_rows(lines), **power_and_cost(pc),
+        "binding": placed_limits(inputs, design, summary["binding"], pc, placement),
         "throughput": placed_throughput(inputs, summary, design, placement),
         "design_estimate": {"bom": summary["bom"], "power": summary["power"],
+                            "binding": summary["binding"], "media": summary["design"]["media"],
                             "cost": summary["cost"], "throughput": summary["throughput"]},
         "placement": placement | {"within_limits": within},
         "verified": summary["verified"] and all(within.values()),
