@@ -112,25 +112,26 @@ def _facility_sheet(sheet, summary: dict[str, Any], inputs, bold) -> None:
 
 
 def _cable_sheet(sheet, placement, bold) -> None:
-    """Every cable bundle of the placed layout, longest first within a link class."""
-    head = ("from building", "from hall", "from row", "from position", "from rack",
-            "to building", "to hall", "to row", "to position", "to rack", "link class",
-            "medium", "length m", "links")
-    sheet.append(head)
+    """Every cable bundle of the placed layout (a position is building/hall Rrow Pslot),
+    by tier, longest first."""
+    sheet.append(("from rack", "from position", "to rack", "to position", "link class",
+                  "medium", "length m", "links"))
     if placement is None or not placement.runs:
         sheet.append(("no placement: run clusterplan solve without --no-place",))
         return
-    where = {r.id: r.position for r in placement.racks}
+    where = {r.id: _position_text(r.position) for r in placement.racks}
     for run in sorted(placement.runs, key=lambda c: (c.tier, -c.length_m, c.a, c.b)):
-        a, b = where[run.a], where[run.b]
-        sheet.append((a.building, a.hall, a.row, a.slot, run.a, b.building, b.hall, b.row,
-                      b.slot, run.b, run.link_class, run.medium, run.length_m, run.count))
+        sheet.append((run.a, where[run.a], run.b, where[run.b], run.link_class, run.medium,
+                      run.length_m, run.count))
     last = sheet.max_row
     sheet.append(())
-    sheet.append(("total links", None, None, None, None, None, None, None, None, None,
-                  None, None, None, f"=SUM(N2:N{last})"))
+    sheet.append(("total links", None, None, None, None, None, None, f"=SUM(H2:H{last})"))
     sheet.cell(sheet.max_row, 1).font = bold
-    _widths(sheet, (12, 10, 8, 12, 14, 12, 10, 8, 12, 14, 12, 12, 10, 8))
+    _widths(sheet, (14, 22, 16, 22, 12, 12, 10, 8))
+
+
+def _position_text(p) -> str:
+    return f"{p.building}/{p.hall} R{p.row} P{p.slot}"
 
 
 def _spares_sheet(sheet, summary: dict[str, Any], bold) -> None:

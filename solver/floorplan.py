@@ -46,7 +46,7 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection, PolyCollection
-    from matplotlib.colors import Normalize
+    from matplotlib.colors import Normalize, to_rgba
     from matplotlib.patches import Patch, Rectangle
     from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
@@ -76,17 +76,16 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     longest = sorted(result.runs, key=lambda c: (-c.length_m, c.link_class, c.a, c.b))
     where = {r.id: r.position for r in result.racks}
     between = result.inputs.inputs.site.cable_lengths.between_buildings_m
-    rack_kw = {}
     for ax, b in zip(axes[:, 0], buildings, strict=True):
         racks = by_building[b]
-        polys, faces = [], []
-        for r in racks:
-            h = geo[f"{b}/{r.position.hall}"].hall
-            polys.append(_rack_box(r.position.x_m, r.position.y_m, 0.9 * h.rack_pitch_m,
-                                   transpose))
-            faces.append(cmap(0.15 + 0.85 * norm(r.power_w / 1e3)) if r.role == "compute"
-                         else ROLE_COLOURS.get(r.role, "black"))
-            rack_kw[r.id] = r.power_w / 1e3
+        polys = [_rack_box(r.position.x_m, r.position.y_m,
+                           0.9 * geo[f"{b}/{r.position.hall}"].hall.rack_pitch_m, transpose)
+                 for r in racks]
+        kw = np.array([r.power_w / 1e3 for r in racks])
+        faces = cmap(0.15 + 0.85 * norm(kw))
+        for i, r in enumerate(racks):
+            if r.role != "compute":
+                faces[i] = to_rgba(ROLE_COLOURS.get(r.role, "black"))
         # free positions, faint
         free = []
         taken = {(r.position.hall, r.position.row, r.position.slot) for r in racks}
@@ -128,8 +127,7 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
         ax.set_xlim(-3, (d if transpose else w) + 3)
         ax.set_ylim((w if transpose else d) + 6, -6)
         ax.set_aspect("equal")
-        kw = sum(r.power_w for r in racks) / 1e3
-        ax.set_title(f"building {b}: {len(racks):,} racks, {kw / 1e3:,.1f} MW in racks",
+        ax.set_title(f"building {b}: {len(racks):,} racks, {kw.sum() / 1e3:,.1f} MW in racks",
                      fontsize=9, loc="left")
         ax.tick_params(labelsize=6)
         bar = _round_length(span / 8)
@@ -149,7 +147,7 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
                                    label="leaf switches inside the compute rack")]
     handles += [plt.Line2D([], [], ls="--", color="#0050a0",
                            label=f"longest runs in a building (top {LONGEST_LINKS})")]
-    fig.legend(handles=handles, loc="outside upper right", ncol=len(handles), fontsize=7,
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7,
                frameon=False)
     s = result.summary
     cross = [r for r in longest if where[r.a].building != where[r.b].building]

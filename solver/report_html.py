@@ -21,14 +21,14 @@ PICTURE_DEPTH = 3
 """Folder levels searched below the results folder for analysis pictures."""
 
 
-def write_report_html(result, folder: str | Path) -> Path:
+def write_report_html(result, folder: str | Path, pictures: str | Path | None = None) -> Path:
     """Write ``folder``/report.html for ``result`` (anything with ``to_dict()``, or the
-    document itself), embedding the pictures already in ``folder``."""
+    document itself), embedding the pictures in ``pictures`` (default ``folder``)."""
     from solver.outputs import write_file_atomically
 
     folder = Path(folder)
     summary = result if isinstance(result, dict) else result.to_dict()
-    html = report_html(summary, folder)
+    html = report_html(summary, Path(pictures) if pictures is not None else folder)
     return write_file_atomically(folder / "report.html",
                                  lambda tmp: tmp.write_text(html, encoding="utf-8"))
 
