@@ -179,7 +179,9 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: list[dict],
             value = spend
         elif name.startswith("site.buildings[") and name.endswith("].it_power_mw"):
             value = by_building.get(name[len("site.buildings["):-len("].it_power_mw")], 0.0)
-            row = row | {"binding": row["limit"] - value < su_mw}
+            row = row | {"binding": row["limit"] - value < su_mw, "note": (
+                f"placed rack power x (1 + non-server IT share {f - 1:g}), as the design "
+                "stage counts it; the placement caps rack power per hall")}
         out.append(row if value is None else
                    row | {"value": value, "slack": row["limit"] - value, "basis": "placed"})
     return out

@@ -121,7 +121,7 @@ def stacks_figure(summary: dict[str, Any]):
     import matplotlib.pyplot as plt
 
     capex, watts = stack_parts(summary)
-    fig, axes = plt.subplots(2, 1, figsize=(9, 3.2))
+    fig, axes = plt.subplots(2, 1, figsize=(9, 3.4))
     colours = plt.get_cmap("tab20").colors
     for ax, parts, scale, unit in ((axes[0], capex, 1e9, "capex [$B]"),
                                    (axes[1], watts, 1e6, "critical IT [MW]")):
@@ -130,7 +130,7 @@ def stacks_figure(summary: dict[str, Any]):
         for i, (name, value) in enumerate(parts):
             width = value / scale
             ax.barh(0, width, left=left, color=colours[i % len(colours)], label=name)
-            if width > 0.06 * total:
+            if width > 0.1 * total:
                 ax.text(left + width / 2, 0, f"{name}\n{width:,.2f}", ha="center",
                         va="center", fontsize=7)
             left += width
@@ -138,7 +138,7 @@ def stacks_figure(summary: dict[str, Any]):
         ax.set_xlim(0, total * 1.001)
         ax.set_xlabel(f"{unit}, total {total:,.3f}", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.legend(fontsize=6, ncol=6, loc="upper center", bbox_to_anchor=(0.5, 1.45),
+        ax.legend(fontsize=6, ncol=len(parts), loc="upper center", bbox_to_anchor=(0.5, 1.4),
                   frameon=False)
     fig.tight_layout()
     return fig
