@@ -178,6 +178,8 @@ def price_sources(inputs) -> dict[str, str]:
                          (inputs.switch, "price_usd"), (inputs.medium, "price_usd_per_end")):
         for key, part in table.items():
             out[key] = _source_text(part, field)
+    for key, part in inputs.medium.items():
+        out[f"{key} fibre"] = _source_text(part, "fiber_usd_per_link")
     for field in ("rack_usd", "storage_usd_per_node", "checkpoint_storage_usd_per_gbyte_s"):
         out[field] = _source_text(inputs.facility, field)
     return out
@@ -191,6 +193,8 @@ def price_source(line: dict[str, Any], sources: dict[str, str]) -> str:
     else its category's facility figure; '' when the catalog has none."""
     item = line["item"]
     first = item.split(" ")[0]
+    if item.startswith(f"{first} fibre") and f"{first} fibre" in sources:
+        return sources[f"{first} fibre"]
     if first in sources:
         return sources[first]
     if "checkpoint storage" in item:

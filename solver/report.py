@@ -124,7 +124,8 @@ RUNNER_UPS = 6
 def runner_ups(data: DesignData, design: ChosenDesign) -> list[dict]:
     """The best buildable design of every other technology choice (GPU, switch, tiers,
     pods, oversubscription, rail-optimized, NIC attachment, recovery), best first, with
-    how much it loses on the objective against the chosen design; figures of a candidate
+    how much it loses on the objective against the chosen design and how much more capex
+    it takes (a tie on the objective goes to the cheaper design); figures of a candidate
     not evaluated exactly (``exact`` false) are the ladder's interpolation."""
     def family(c: Candidate) -> tuple:
         f = data.configs[c.config]
@@ -151,6 +152,7 @@ def runner_ups(data: DesignData, design: ChosenDesign) -> list[dict]:
             "effective_tokens_per_s": c.effective_tokens_per_s,
             "capex_usd": prune.capex_usd(data, c), "it_mw": prune.it_power_w(data, c) / 1e6,
             "exact": c.exact,
+            "capex_more_usd": prune.capex_usd(data, c) - prune.capex_usd(data, chosen),
             "loss": abs(top - value),
             "loss_fraction": abs(top - value) / abs(top) if top else 0.0})
     return rows[:RUNNER_UPS]
