@@ -30,13 +30,14 @@ LONGEST_LINKS = 5
 """Cable runs drawn and listed (the longest first)."""
 
 
-def _rack_box(x: float, y: float, width: float, transpose: bool) -> np.ndarray:
-    """Corners of a rack whose position centre is (x, y) in the building frame, in plot
-    coordinates (x along the row, y across rows; swapped when ``transpose``)."""
-    xs = (x - width / 2, x + width / 2)
-    ys = (y - RACK_DEPTH_M / 2, y + RACK_DEPTH_M / 2)
-    box = np.array([(xs[0], ys[0]), (xs[1], ys[0]), (xs[1], ys[1]), (xs[0], ys[1])])
-    return box[:, ::-1] if transpose else box
+def _rack_boxes(xy: np.ndarray, width: np.ndarray, transpose: bool) -> np.ndarray:
+    """Corners (N, 4, 2) of racks whose position centres are ``xy`` (N, 2) in the building
+    frame, ``width`` (N,) along the row and RACK_DEPTH_M across, in plot coordinates (x
+    along the row, y across rows; swapped when ``transpose``)."""
+    dx = np.array([-0.5, 0.5, 0.5, -0.5])[None, :] * width[:, None]
+    dy = np.array([-0.5, -0.5, 0.5, 0.5])[None, :] * RACK_DEPTH_M
+    boxes = np.stack([xy[:, :1] + dx, xy[:, 1:] + np.broadcast_to(dy, dx.shape)], axis=2)
+    return boxes[:, :, ::-1] if transpose else boxes
 
 
 def floorplan_png(result: PlacementResult, path: str | Path) -> None:
@@ -63,9 +64,15 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     depth = [min(e) for e in extent.values()]
     width_in = 15.0
     heights = [max(1.2, width_in * d / span) + 0.6 for d in depth]
-    fig, axes = plt.subplots(len(buildings), 1, squeeze=False, layout="constrained",
-                             figsize=(width_in, sum(heights) + 1.2),
-                             gridspec_kw={"height_ratios": heights})
+    # a fixed layout (constrained layout would draw every text twice): title 0.55 in,
+    # the panels, colour bar and legend 1.1 in
+    height_in = sum(heights) + 1.65
+    fig, axes = plt.subplots(len(buildings), 1, squeeze=False,
+                             figsize=(width_in, height_in),
+                             gridspec_kw={"height_ratios": heights, "hspace": 0.35,
+                                          "top": 1 - 0.55 / height_in,
+                                          "bottom": 1.1 / height_in, "left": 0.035,
+                                          "right": 0.99})
     compute_kw = [r.power_w / 1e3 for r in result.racks if r.role == "compute"] or [0.0]
     norm = Normalize(vmin=min(compute_kw), vmax=max(max(compute_kw), min(compute_kw) + 1e-6))
     cmap = plt.get_cmap("YlOrRd")
@@ -78,24 +85,23 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     between = result.inputs.inputs.site.cable_lengths.between_buildings_m
     for ax, b in zip(axes[:, 0], buildings, strict=True):
         racks = by_building[b]
-        polys = [_rack_box(r.position.x_m, r.position.y_m,
-                           0.9 * geo[f"{b}/{r.position.hall}"].hall.rack_pitch_m, transpose)
-                 for r in racks]
+        polys = _rack_boxes(
+            np.array([(r.position.x_m, r.position.y_m) for r in racks]).reshape(-1, 2),
+            np.array([0.9 * geo[f"{b}/{r.position.hall}"].hall.rack_pitch_m for r in racks]),
+            transpose)
         kw = np.array([r.power_w / 1e3 for r in racks])
         faces = cmap(0.15 + 0.85 * norm(kw))
         for i, r in enumerate(racks):
             if r.role != "compute":
                 faces[i] = to_rgba(ROLE_COLOURS.get(r.role, "black"))
         # free positions, faint
-        free = []
         taken = {(r.position.hall, r.position.row, r.position.slot) for r in racks}
-        for h in (g for g in halls if g.building == b):
-            for row in range(h.hall.rows):
-                for slot in range(h.hall.positions_per_row):
-                    if (h.hall.name, row, slot) not in taken:
-                        p = h.position(row, slot)
-                        free.append(_rack_box(p.x_m, p.y_m, 0.9 * h.hall.rack_pitch_m,
-                                              transpose))
+        free_at = [(h.position(row, slot), h.hall.rack_pitch_m)
+                   for h in halls if h.building == b
+                   for row in range(h.hall.rows) for slot in range(h.hall.positions_per_row)
+                   if (h.hall.name, row, slot) not in taken]
+        free = _rack_boxes(np.array([(p.x_m, p.y_m) for p, _ in free_at]).reshape(-1, 2),
+                           np.array([0.9 * w for _, w in free_at]), transpose)
         ax.add_collection(PolyCollection(free, facecolors="#ececec", edgecolors="none"))
         ax.add_collection(PolyCollection(polys, facecolors=faces, edgecolors="none"))
         mor = [r.position for r in racks if r.role == "compute" and r.switches]
@@ -134,9 +140,9 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
         ax.add_artist(AnchoredSizeBar(ax.transData, bar, f"{bar:g} m", "lower right",
                                       pad=0.3, frameon=True, size_vertical=0.6,
                                       fontproperties={"size": 7}))
-    cbar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[:, 0].tolist(),
-                        orientation="horizontal", fraction=0.05, pad=0.04, aspect=70,
-                        shrink=0.6)
+    cax = fig.add_axes((0.3, 0.62 / height_in, 0.4, 0.12 / height_in))
+    cbar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax,
+                        orientation="horizontal")
     cbar.set_label("compute rack power [kW]", fontsize=8)
     cbar.ax.tick_params(labelsize=7)
     roles = sorted({r.role for r in result.racks} - {"compute"})
@@ -147,8 +153,8 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
                                    label="leaf switches inside the compute rack")]
     handles += [plt.Line2D([], [], ls="--", color="#0050a0",
                            label=f"longest runs in a building (top {LONGEST_LINKS})")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7,
-               frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7,
+               frameon=False, bbox_to_anchor=(0.5, 0.0))
     s = result.summary
     cross = [r for r in longest if where[r.a].building != where[r.b].building]
     note = (f"; {sum(r.count for r in cross):,} links between buildings, routed "
