@@ -3,6 +3,7 @@ plan, and every output file written from the final (placed) result."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -17,7 +18,7 @@ from solver import load_instance, solve
 from solver.bom_xlsx import write_bom_xlsx
 from solver.loading import INSTANCES_DIR
 from solver.outputs import write_solve_outputs
-from solver.report_html import stack_parts
+from solver.report_html import stack_parts, write_report_html
 
 # --- a small evaluator for the workbook's formulas ------------------------------------------
 
@@ -101,6 +102,22 @@ def test_a_price_change_moves_the_totals(tmp_path):
         qty * price)
     assert after["capex USD"] - before["capex USD"] == pytest.approx(qty * price)
     assert after["critical IT power W"] == pytest.approx(before["critical IT power W"])
+
+
+def test_report_embeds_the_analysis_pictures(tmp_path):
+    """A tornado picture under the results folder is embedded (base64) with its path; a
+    design-stage solve says it is not placed and shows no estimate section."""
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "two-buildings.toml"), place=False)
+    picture = tmp_path / "sweeps" / "tornado-20pct" / "tornado.png"
+    picture.parent.mkdir(parents=True)
+    png = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01"
+           b"\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f"
+           b"\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+    picture.write_bytes(png)
+    html = write_report_html(r, tmp_path).read_text()
+    assert "sweeps/tornado-20pct/tornado.png" in html
+    assert base64.b64encode(png).decode() in html
+    assert "design stage (not placed)" in html and 'id="estimate"' not in html
 
 
 def shipped_instances() -> list[Path]:
