@@ -135,6 +135,7 @@ def write_solve_outputs(result, out_dir: Path) -> list[Path]:
     """design.json (the --json document), bom.csv and summary.md of a solve
     (``solver.api.SolveResult``); with a placement also placement.csv, cables.csv and
     floorplan.png."""
+    out_dir = Path(out_dir)
     summary = result.to_dict()
     written = write_atomically(out_dir, {
         "design.json": json.dumps(summary, indent=2) + "\n",
