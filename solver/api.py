@@ -45,7 +45,13 @@ from solver.placement import PlacementResult, design_to_place, placed_bom_lines
 from solver.placement import place as place_design
 from solver.prepare import prepare
 from solver.reliability_inputs import DEFAULT_WORKLOAD, reliability_document
-from solver.report import binding_limits, summary_document, tables, with_placement
+from solver.report import (
+    binding_limits,
+    runner_ups,
+    summary_document,
+    tables,
+    with_placement,
+)
 from solver.results import (
     FabricDocument,
     PerfDocument,
@@ -160,6 +166,7 @@ def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candid
     summary = summary_document(inputs, design, exact, milp, verdict,
                                binding_limits(inputs, design, full),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
+    summary = dataclasses.replace(summary, runner_ups=runner_ups(full, design))
     return SolveResult(milp.status, summary, tables(inputs, design, summary), design,
                        tuple(notes), inputs)
 

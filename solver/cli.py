@@ -26,7 +26,7 @@ app = typer.Typer(
 )
 # Modules under solver/commands/ that register their commands on `app`.
 COMMAND_MODULES: tuple[str, ...] = (
-    "catalog", "fabric", "solve", "reliability", "perf", "sweep", "place")
+    "catalog", "fabric", "solve", "reliability", "perf", "sweep", "place", "report")
 
 
 @app.command()

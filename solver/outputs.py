@@ -1,5 +1,7 @@
-"""Write a solve's files atomically: results/<instance>/{design.json, bom.csv, summary.md}
-and, with a placement, placement.csv, cables.csv and floorplan.png.
+"""Write a solve's files atomically: results/<instance>/{design.json, bom.csv, summary.md,
+bom.xlsx, report.html} and, with a placement, placement.csv, cables.csv and floorplan.png.
+Every file is written from the final result (``result.to_dict()``: placed and re-checked
+when placed); the design stage's estimate appears only where labelled so.
 
 Files are written into a temporary folder beside the target and moved into place one by
 one with os.replace, so an interrupted run never leaves a half-written file.
@@ -8,17 +10,18 @@ one with os.replace, so an interrupted run never leaves a half-written file.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from solver.bom_xlsx import write_bom_xlsx
+from solver.floorplan import floorplan_png
 from solver.placement import CableRun, PlacementResult, Rack, cables_table
+from solver.report_html import write_report_html
 
 
 def default_out_dir(instance_name: str) -> Path:
@@ -102,28 +105,46 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"| Placement | {pl['racks_total']:,} racks in {len(pl['halls_used'])} "
                      f"halls, longest link {pl['max_link_m']:,.0f} m, capex with placed cabling "
                      f"${c['capex_usd'] / 1e9:.3f}B (design estimate ${est / 1e9:.3f}B) |")
-    lines += ["", "## Media", "", "| link class | medium | length m | links |", "|---|---|---|---|"]
-    lines += [f"| {m['link_class']} | {m['medium']} | {m['length_m']:g} | {m['links']:,} |"
-              for m in d["media"]]
-    lines += ["", "## Limits", "", "| limit | value | limit | binding |", "|---|---|---|---|"]
+    placed = "design_estimate" in summary
+    lines += _media_table("Media (as placed, longest routed length)" if placed else "Media",
+                          d["media"])
+    lines += ["", "## Limits" + (" (on the placed design)" if placed else ""), "",
+              "| limit | value | limit | binding |", "|---|---|---|---|"]
     lines += [f"| {b['name']} | {b['value']:,.3f} | {b['limit']:,.3f} | {b['binding']} |"
               for b in summary["binding"]]
+    if placed:
+        est = summary["design_estimate"]
+        lines += ["", "## Design-stage estimate (before placement)", "",
+                  "The design MILP's estimate, kept for comparison; every figure above is the "
+                  "placed, re-checked design.", "",
+                  f"- capex ${est['cost']['capex_usd'] / 1e9:.3f}B, critical IT "
+                  f"{est['power']['it_mw']:.1f} MW, effective "
+                  f"{est['throughput']['effective_tokens_per_s']:,.0f} tokens/s"]
+        lines += _media_table("Media (design-stage estimate)", est.get("media", []))
     return "\n".join(lines) + "\n"
+
+
+def _media_table(title: str, media: list[dict[str, Any]]) -> list[str]:
+    return ["", f"## {title}", "", "| link class | medium | length m | links |",
+            "|---|---|---|---|"] + [
+        f"| {m['link_class']} | {m['medium']} | {m['length_m']:g} | {m['links']:,} |"
+        for m in media]
 
 
 def write_solve_outputs(result, out_dir: Path) -> list[Path]:
     """design.json (the --json document), bom.csv and summary.md of a solve
     (``solver.api.SolveResult``); with a placement also placement.csv, cables.csv and
     floorplan.png."""
+    out_dir = Path(out_dir)
     summary = result.to_dict()
     written = write_atomically(out_dir, {
         "design.json": json.dumps(summary, indent=2) + "\n",
         "bom.csv": pd.DataFrame(summary["bom"]).to_csv(index=False),
         "summary.md": summary_markdown(summary),
     })
-    if result.placement is not None:
+    if result.placement is not None and result.placement.racks:
         written += write_placement_outputs(result.placement, out_dir)
-    return written
+    return [*written, write_bom_xlsx(result, out_dir), write_report_html(result, out_dir)]
 
 
 
@@ -146,67 +167,10 @@ def cables_csv(runs: list[CableRun]) -> str:
     return "\n".join(lines) + "\n"
 
 
-ROLE_COLOURS = {"leaf": "#1f77b4", "spine": "#2ca02c", "core": "#9467bd", "super": "#8c564b",
-                "hyper": "#e377c2", "apex": "#7f7f7f"}
-
-
-def floorplan_png(result: PlacementResult, path) -> None:
-    """Halls side by side, rows of positions; compute racks shaded by power (heat map),
-    switch racks coloured by role."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch, Rectangle
-
-    halls = result.inputs.halls
-    cols = min(len(halls), 3)
-    rows = math.ceil(len(halls) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 5 * rows), squeeze=False)
-    cmap = plt.get_cmap("YlOrRd")
-    heat = [r.power_w / 1e3 for r in result.racks if r.role == "compute"] or [1.0]
-    vmin, vmax = min(heat), max(heat)
-    by_hall: dict[str, list[Rack]] = defaultdict(list)
-    for r in result.racks:
-        by_hall[f"{r.position.building}/{r.position.hall}"].append(r)
-    for ax, h in zip(axes.flat, halls, strict=False):
-        ax.set_title(f"{h.key} ({h.hall.cooling}, {h.hall.hall_cap_kw / 1e3:,.1f} MW)",
-                     fontsize=9)
-        for row in range(h.hall.rows):
-            for slot in range(h.hall.positions_per_row):
-                ax.add_patch(Rectangle((slot, row), 0.9, 0.8, fc="#f2f2f2", ec="none"))
-        for r in by_hall[h.key]:
-            p = r.position
-            colour = (cmap(0.3 + 0.7 * (r.power_w / 1e3 - vmin) / max(vmax - vmin, 1e-9))
-                      if r.role == "compute"
-                      else ROLE_COLOURS.get(r.role, "black"))
-            ax.add_patch(Rectangle((p.slot, p.row), 0.9, 0.8, fc=colour, ec="none"))
-        ax.set_xlim(-0.5, h.hall.positions_per_row + 0.5)
-        ax.set_ylim(h.hall.rows + 0.5, -0.5)
-        ax.set_xlabel("position")
-        ax.set_ylabel("row")
-        ax.set_aspect(h.hall.row_pitch_m / h.hall.rack_pitch_m / 2)
-    for ax in list(axes.flat)[len(halls):]:
-        ax.axis("off")
-    legend = [Patch(color=cmap(0.9), label=f"compute (heat: kW, max {vmax:.0f})")]
-    roles = sorted({r.role for r in result.racks} - {"compute"})
-    legend += [Patch(color=ROLE_COLOURS.get(x, "black"), label=x) for x in roles]
-    fig.legend(handles=legend, loc="lower center", ncol=len(legend), fontsize=9)
-    s = result.summary
-    fig.suptitle(f"{result.inputs.inputs.name}: {s['racks_total']:,} racks, optics capex "
-                 f"${s['optics_capex_usd'] / 1e6:,.1f}M, longest link {s['max_link_m']:,.0f} m")
-    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def write_placement_outputs(result: PlacementResult, out_dir) -> list:
     """placement.csv, cables.csv (atomically) and floorplan.png into ``out_dir``."""
     out_dir = Path(out_dir)
     written = write_atomically(out_dir, {"placement.csv": placement_csv(result.racks),
                                          "cables.csv": cables_csv(result.runs)})
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".tmp-", suffix=".png")
-    os.close(fd)
-    floorplan_png(result, tmp)
-    os.replace(tmp, out_dir / "floorplan.png")
-    return [*written, out_dir / "floorplan.png"]
+    return [*written, write_file_atomically(out_dir / "floorplan.png",
+                                            lambda tmp: floorplan_png(result, tmp))]

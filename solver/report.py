@@ -15,7 +15,7 @@ from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.fabric import design_fabric
-from models.power_cost import BomLine, power_cost
+from models.power_cost import BomLine, PowerCost, power_cost
 from models.reliability import placed_media
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
@@ -29,6 +29,7 @@ from solver.results import (
     MilpThroughput,
     Objective,
     Power,
+    RunnerUp,
     SolverInfo,
     SolveSummary,
     Throughput,
@@ -136,6 +137,74 @@ def _building_mw(inputs: Inputs, design: ChosenDesign, building: str) -> float:
             + f * design.network_w_per_building[building] / 1e6)
 
 
+RUNNER_UPS = 6
+"""Runner-up designs listed in the summary (the best of each other configuration)."""
+
+
+def runner_ups(data: DesignData, design: ChosenDesign) -> tuple[RunnerUp, ...]:
+    """The best buildable design of every other technology choice (GPU, switch, tiers,
+    pods, oversubscription, rail-optimized, NIC attachment, recovery), best first, with
+    how much it loses on the objective against the chosen design and how much more capex
+    it takes (a tie on the objective goes to the cheaper design); figures of a candidate
+    not evaluated exactly (``exact`` false) are the ladder's interpolation."""
+    def family(c: Candidate) -> tuple:
+        f = data.configs[c.config]
+        return (f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
+                f.nic_attachment, f.recovery)
+
+    chosen = design.candidate
+    best: dict[tuple, Candidate] = {}
+    for c in sorted(data.candidates, key=lambda c: c.key):
+        if family(c) == family(chosen) or not prune.buildable(data, c):
+            continue
+        f = family(c)
+        if f not in best or prune.objective_value(data, c) > prune.objective_value(data, best[f]):
+            best[f] = c
+    top = prune.objective_value(data, chosen)
+    rows = []
+    for c in sorted(best.values(), key=lambda c: (-prune.objective_value(data, c), c.key)):
+        f = data.configs[c.config]
+        value = prune.objective_value(data, c)
+        rows.append(RunnerUp(
+            f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
+            f.nic_attachment, f.recovery, c.gpus, c.effective_tokens_per_s,
+            prune.capex_usd(data, c), prune.it_power_w(data, c) / 1e6, c.exact,
+            prune.capex_usd(data, c) - prune.capex_usd(data, chosen), abs(top - value),
+            abs(top - value) / abs(top) if top else 0.0))
+    return tuple(rows[:RUNNER_UPS])
+
+
+def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRow, ...],
+                  pc: PowerCost, placement: dict[str, Any]) -> tuple[BindingRow, ...]:
+    """The limit rows re-stated on the placed design: critical IT and spend from the
+    placed BOM, each building's critical IT from its placed racks (x (1 + non-server IT
+    share)), racks per building counted. ``binding`` (the next size up breaks the limit)
+    stays the design stage's verdict, re-judged for a building: binding when its placed
+    headroom is less than one scalable unit."""
+    f = 1 + inputs.facility.non_server_it_fraction
+    spend = pc.tco_usd if inputs.limits.budget_basis == "tco" else pc.capex_usd
+    by_building: dict[str, float] = {}
+    for h in placement.get("halls", []):
+        b = h["hall"].split("/")[0]
+        by_building[b] = by_building.get(b, 0.0) + f * h["power_kw"] / 1e3
+    su_mw = _su_mw(inputs, design)
+    out = []
+    for row in binding:
+        name, value = row.name, None
+        if name == "limits.it_power_mw":
+            value = pc.it_power_w / 1e6
+        elif name == "limits.budget_usd":
+            value = spend
+        elif name.startswith("site.buildings[") and name.endswith("].it_power_mw"):
+            value = by_building.get(name[len("site.buildings["):-len("].it_power_mw")], 0.0)
+            row = dataclasses.replace(row, binding=row.limit - value < su_mw, note=(
+                f"placed rack power x (1 + non-server IT share {f - 1:g}), as the design "
+                "stage counts it; the placement caps rack power per hall"))
+        out.append(row if value is None else dataclasses.replace(
+            row, value=value, slack=row.limit - value, basis="placed"))
+    return tuple(out)
+
+
 def _next_size(data: DesignData, cand: Candidate) -> Candidate | None:
     same = [c for c in data.candidates if c.config == cand.config and c.nodes > cand.nodes]
     return min(same, key=lambda c: c.nodes) if same else None
@@ -226,8 +295,9 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                    placed_lines: list[BomLine], racks: int,
                    placement: dict[str, Any]) -> SolveSummary:
     """The summary after placement: the placed media (by routed length) and rack count
-    replace the design's estimates in the BOM, power and cost are rolled up again, and
-    every limit is re-checked on them; the design's estimate is kept beside."""
+    replace the design's estimates in the BOM, media, power and cost are rolled up again,
+    and every limit is re-checked and re-stated on them (placed_limits); the design's
+    estimate is kept beside in ``design_estimate``."""
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
@@ -236,11 +306,18 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     within = {"it_power_mw": prune.within(pc.it_power_w / 1e6, lim.it_power_mw),
               "budget_usd": prune.within(spend, lim.budget_usd)}
+    placed_media_rows = tuple(MediaRow(m["link_class"], m["medium"], m["kind"],
+                                       m["longest_m"], m["links"])
+                              for m in placement.get("bom_media", []))
     return dataclasses.replace(
-        summary, bom=bom_rows(lines), power=Power.of(pc), cost=Cost.of(pc),
+        summary, design=dataclasses.replace(summary.design,
+                                            media=placed_media_rows or summary.design.media),
+        bom=bom_rows(lines), power=Power.of(pc), cost=Cost.of(pc),
+        binding=placed_limits(inputs, design, summary.binding, pc, placement),
         throughput=placed_throughput(inputs, summary, design, placement),
         design_estimate=DesignEstimate(summary.bom, summary.power, summary.cost,
-                                       summary.throughput),
+                                       summary.throughput, summary.binding,
+                                       summary.design.media),
         placement=placement | {"within_limits": within},
         verified=summary.verified and all(within.values()))
 

@@ -212,6 +212,8 @@ class BindingRow(Document):
     binding: bool
     note: str | None = field(default=None, metadata=OPTIONAL)
     scalable_units: int | None = field(default=None, metadata=OPTIONAL)
+    basis: str | None = field(default=None, metadata=OPTIONAL)
+    """"placed" when value and slack are re-stated on the placed design."""
     """Building rows: the scalable units placed there."""
 
 
@@ -238,12 +240,40 @@ class SolverInfo(Document):
 
 @dataclass(frozen=True)
 class DesignEstimate(Document):
-    """The design's BOM, power, cost and throughput before placement replaced its media."""
+    """The design's BOM, power, cost, throughput, limits and media before placement
+    replaced its media."""
 
     bom: tuple[BomRow, ...]
     power: Power
     cost: Cost
     throughput: Throughput
+    binding: tuple[BindingRow, ...]
+    media: tuple[MediaRow, ...]
+
+
+@dataclass(frozen=True)
+class RunnerUp(Document):
+    """The best buildable design of another technology choice and what it loses."""
+
+    gpu: str
+    switch: str
+    tiers: int
+    pods: int
+    oversubscription: float
+    rail_optimized: bool
+    nic_attachment: str
+    recovery: str
+    gpus: int
+    effective_tokens_per_s: float
+    capex_usd: float
+    it_mw: float
+    exact: bool
+    """False: the figures are the size ladder's interpolation, not an exact evaluation."""
+    capex_more_usd: float
+    """Its capex minus the chosen design's [USD]."""
+    loss: float
+    """What it loses on the objective, in the objective's unit."""
+    loss_fraction: float
 
 
 @dataclass(frozen=True)
@@ -268,6 +298,8 @@ class SolveSummary(Document):
     verification: Verification
     notes: tuple[str, ...]
     solver: SolverInfo
+    runner_ups: tuple[RunnerUp, ...] = ()
+    """The best design of each other technology choice, best first (solver.report)."""
     design_estimate: DesignEstimate | None = field(default=None, metadata=OPTIONAL)
     """After a successful placement: the design's own BOM, power, cost and throughput."""
     placement: Mapping[str, Any] | None = field(default=None, metadata=OPTIONAL)

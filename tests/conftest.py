@@ -26,8 +26,16 @@ def cli():
 
 
 @pytest.fixture(scope="session")
-def default_solve_json(cli, tmp_path_factory) -> dict:
-    """`clusterplan solve instances/h100-100k.toml --json` (with placement), run once."""
-    out = cli("solve", DEFAULT_INSTANCE, "--json", "--out", tmp_path_factory.mktemp("default"))
+def default_solve_run(cli, tmp_path_factory) -> tuple[Path, dict]:
+    """`clusterplan solve instances/h100-100k.toml --json --out FOLDER` (with placement),
+    run once: the output folder and the JSON document."""
+    folder = tmp_path_factory.mktemp("default")
+    out = cli("solve", DEFAULT_INSTANCE, "--json", "--out", folder)
     assert out.exit_code == 0, out.output
-    return json.loads(out.stdout)
+    return folder, json.loads(out.stdout)
+
+
+@pytest.fixture(scope="session")
+def default_solve_json(default_solve_run) -> dict:
+    """The default solve's JSON document (default_solve_run)."""
+    return default_solve_run[1]

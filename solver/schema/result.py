@@ -107,7 +107,13 @@ SOLVED["properties"] |= {
     "placement": {"anyOf": [PLACEMENT | {"required": [*PLACEMENT["required"],
                                                       "within_limits"]}, FAILED]},
     "design_estimate": obj({"bom": array(BOM_LINE), "power": POWER, "cost": COST},
-                           "The design's BOM, power and cost before placement.")}
+                           "The design's BOM, power and cost before placement."),
+    "runner_ups": array(obj({"switch": STR, "gpus": INT, "effective_tokens_per_s": NUM,
+                             "capex_usd": NUM, "capex_more_usd": NUM, "loss": NUM,
+                             "loss_fraction": NUM,
+                             "exact": BOOL},
+                            "The best design of another technology choice and what it "
+                            "loses on the objective (solver.report.runner_ups)."))}
 UNSOLVED = obj({"status": {"enum": ["infeasible", "no_solution"]}, "instance": STR,
                 "diagnosis": array(STR), "notes": array(STR), "verified": BOOL,
                 "solver": obj({"backend": STR, "runtime_s": NUM, "gap": {"type": "null"},

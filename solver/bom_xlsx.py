@@ -1,0 +1,210 @@
+"""bom.xlsx: the procurement workbook of a solve, totals as live spreadsheet formulas.
+
+Sheets: BOM (every line with its price source; cost, power, capex, opex and TCO as
+formulas over the lines and the Facility sheet, so a buyer who changes a unit price sees
+the totals move), Cable schedule (every cable bundle from rack/position to
+rack/position with link class, medium and routed length; placed solves only), Spares,
+Facility (the facility figures the totals use, per-hall placed power) and Assumptions
+(every catalog figure of the parts used, with its source).
+
+The formulas are models.power_cost's, written out in the sheet:
+  equipment capex = SUMPRODUCT(quantity, unit price);  equipment W = SUMPRODUCT(quantity,
+  unit W);  IT W = equipment W x (1 + non-server IT share);  facility build = IT MW x $/MW;
+  capex = equipment + facility build;  opex/yr = IT kW x PUE x 8760 h x $/kWh;
+  TCO = capex + years x opex.
+Generic over BOM rows and categories: any line the summary's ``bom`` lists is a row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from models.power_cost import HOURS_PER_YEAR
+
+FACILITY_FIELDS = ("non_server_it_fraction", "build_usd_per_mw", "pue",
+                   "electricity_usd_per_kwh")
+"""Facility figures the BOM sheet's totals refer to (Facility!B2:B6 with years)."""
+BOM_HEADER = ("item", "category", "quantity", "unit price USD", "cost USD", "unit power W",
+              "power W", "price source")
+
+
+def write_bom_xlsx(result, folder: str | Path) -> Path:
+    """Write ``folder``/bom.xlsx for a solve (``solver.api.SolveResult``: its ``to_dict()``
+    document, resolved inputs for the sources and, when placed, the cable runs)."""
+    from solver.outputs import write_file_atomically
+
+    path = Path(folder) / "bom.xlsx"
+    book = bom_workbook(result.to_dict(), result.inputs, result.placement)
+    return write_file_atomically(path, lambda tmp: book.save(tmp))
+
+
+def bom_workbook(summary: dict[str, Any], inputs, placement=None):
+    """The workbook (openpyxl) of a solved ``summary``; ``inputs`` (models.design.inputs
+    .Inputs) gives the facility figures and the sources; ``placement`` (PlacementResult)
+    the cable schedule."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    book = Workbook()
+    bom = book.active
+    bom.title = "BOM"
+    bold = Font(bold=True)
+    sources = price_sources(inputs)
+    bom.append(BOM_HEADER)
+    lines = summary["bom"]
+    for i, line in enumerate(lines, start=2):
+        unit_w = line["power_w"] / line["quantity"] if line["quantity"] else 0.0
+        bom.append([line["item"], line["category"], line["quantity"], line["unit_cost_usd"],
+                    f"=C{i}*D{i}", unit_w, f"=C{i}*F{i}", price_source(line, sources)])
+    last = len(lines) + 1
+    r = last + 2
+    totals = [
+        ("equipment capex USD", f"=SUMPRODUCT(C2:C{last},D2:D{last})"),
+        ("equipment power W", f"=SUMPRODUCT(C2:C{last},F2:F{last})"),
+        ("critical IT power W", f"=B{r + 1}*(1+Facility!B2)"),
+        ("facility build USD", f"=B{r + 2}/1000000*Facility!B3"),
+        ("capex USD", f"=B{r}+B{r + 3}"),
+        ("facility power W", f"=B{r + 2}*Facility!B4"),
+        ("annual opex USD", f"=B{r + 2}*Facility!B4*{HOURS_PER_YEAR:g}/1000*Facility!B5"),
+        ("TCO USD", f"=B{r + 4}+Facility!B6*B{r + 6}"),
+    ]
+    for k, (label, formula) in enumerate(totals):
+        bom.cell(r + k, 1, label).font = bold
+        bom.cell(r + k, 2, formula).number_format = "#,##0"
+    for col in ("D", "E", "G"):
+        for row in range(2, last + 1):
+            bom[f"{col}{row}"].number_format = "#,##0"
+    _widths(bom, (44, 12, 12, 14, 16, 12, 14, 60))
+    _facility_sheet(book.create_sheet("Facility"), summary, inputs, bold)
+    _cable_sheet(book.create_sheet("Cable schedule"), placement, bold)
+    _spares_sheet(book.create_sheet("Spares"), summary, bold)
+    _assumptions_sheet(book.create_sheet("Assumptions"), summary, inputs, bold)
+    for sheet in book.worksheets:
+        for cell in sheet[1]:
+            cell.font = bold
+        sheet.freeze_panes = "A2"
+    return book
+
+
+def _widths(sheet, widths) -> None:
+    for i, w in enumerate(widths):
+        sheet.column_dimensions[chr(ord("A") + i)].width = w
+
+
+def _facility_sheet(sheet, summary: dict[str, Any], inputs, bold) -> None:
+    """B2:B6: the figures the BOM totals use; then per-hall placed power."""
+    fac = inputs.facility
+    sheet.append(("figure", "value", "source"))
+    for name in FACILITY_FIELDS:
+        sheet.append((name, getattr(fac, name), _source_text(fac, name)))
+    sheet.append(("years", inputs.years, _source_text(fac, "years")))
+    halls = summary.get("placement", {}).get("halls", [])
+    if halls:
+        sheet.append(())
+        sheet.append(("hall", "power cap kW", "placed rack power kW", "rows",
+                      "positions per row"))
+        sheet.cell(sheet.max_row, 1).font = bold
+        for h in halls:
+            sheet.append((h["hall"], h["power_cap_kw"], h["power_kw"], h["rows"],
+                          h["positions_per_row"]))
+    _widths(sheet, (28, 16, 80, 8, 18))
+
+
+def _cable_sheet(sheet, placement, bold) -> None:
+    """Every cable bundle of the placed layout (a position is building/hall Rrow Pslot),
+    by tier, longest first."""
+    sheet.append(("from rack", "from position", "to rack", "to position", "link class",
+                  "medium", "length m", "links"))
+    if placement is None or not placement.runs:
+        sheet.append(("no placement: run clusterplan solve without --no-place",))
+        return
+    where = {r.id: _position_text(r.position) for r in placement.racks}
+    for run in sorted(placement.runs, key=lambda c: (c.tier, -c.length_m, c.a, c.b)):
+        sheet.append((run.a, where[run.a], run.b, where[run.b], run.link_class, run.medium,
+                      run.length_m, run.count))
+    last = sheet.max_row
+    sheet.append(())
+    sheet.append(("total links", None, None, None, None, None, None, f"=SUM(H2:H{last})"))
+    sheet.cell(sheet.max_row, 1).font = bold
+    _widths(sheet, (14, 22, 16, 22, 12, 12, 10, 8))
+
+
+def _position_text(p) -> str:
+    return f"{p.building}/{p.hall} R{p.row} P{p.slot}"
+
+
+def _spares_sheet(sheet, summary: dict[str, Any], bold) -> None:
+    d = summary["design"]
+    rel = summary["throughput"].get("reliability", {})
+    sheet.append(("spare", "quantity", "note"))
+    sheet.append((f"{d['gpu']} hot spare nodes", d["spare_nodes"],
+                  "included in the BOM's node line (training nodes + spares)"))
+    sheet.append(("GPUs in spare nodes",
+                  d["spare_nodes"] * (d["gpus"] // d["nodes"] if d["nodes"] else 0), ""))
+    if "availability" in rel:
+        sheet.append(("P(enough healthy nodes)", rel["availability"],
+                      "reliability model: spares cover failed nodes over the repair time"))
+    _widths(sheet, (34, 12, 70))
+
+
+def _assumptions_sheet(sheet, summary: dict[str, Any], inputs, bold) -> None:
+    """Every numeric catalog figure of the parts the design uses, with its source."""
+    sheet.append(("part", "figure", "value", "kind", "by", "source", "note"))
+    for part in used_parts(summary, inputs):
+        for name in part.numeric_fields():
+            src = part.sources.get(name)
+            value = getattr(part, name)
+            sheet.append((part.id, name, value if isinstance(value, int | float) else str(value),
+                          getattr(src, "kind", ""), getattr(src, "by", "") or "",
+                          getattr(src, "url", "") or "", getattr(src, "note", "") or ""))
+    _widths(sheet, (22, 30, 14, 12, 18, 60, 80))
+
+
+def used_parts(summary: dict[str, Any], inputs) -> list:
+    """Catalog items behind the design: GPU system, NIC, switch, media, facility."""
+    d = summary["design"]
+    media = sorted({m["medium"] for m in d["media"]}
+                   | {m["medium"] for m in summary.get("placement", {}).get("bom_media", [])})
+    parts = [inputs.gpu[d["gpu"]], inputs.nic[d["nic"]], inputs.switch[d["switch"]]]
+    parts += [inputs.medium[m] for m in media if m in inputs.medium]
+    return parts + [inputs.facility]
+
+
+def price_sources(inputs) -> dict[str, str]:
+    """Catalog id (and facility figure) -> the source of its price."""
+    out = {}
+    for table, field in ((inputs.gpu, "node_price_usd"), (inputs.nic, "price_usd"),
+                         (inputs.switch, "price_usd"), (inputs.medium, "price_usd_per_end")):
+        for key, part in table.items():
+            out[key] = _source_text(part, field)
+    for key, part in inputs.medium.items():
+        out[f"{key} fibre"] = _source_text(part, "fiber_usd_per_link")
+    for field in ("rack_usd", "storage_usd_per_node", "checkpoint_storage_usd_per_gbyte_s"):
+        out[field] = _source_text(inputs.facility, field)
+    return out
+
+
+CATEGORY_SOURCE = {"rack": "rack_usd", "storage": "storage_usd_per_node"}
+
+
+def price_source(line: dict[str, Any], sources: dict[str, str]) -> str:
+    """The source of a BOM line's unit price: its catalog item (the item's first word),
+    else its category's facility figure; '' when the catalog has none."""
+    item = line["item"]
+    first = item.split(" ")[0]
+    if item.startswith(f"{first} fibre") and f"{first} fibre" in sources:
+        return sources[f"{first} fibre"]
+    if first in sources:
+        return sources[first]
+    if "checkpoint storage" in item:
+        return sources.get("checkpoint_storage_usd_per_gbyte_s", "")
+    return sources.get(CATEGORY_SOURCE.get(line["category"], ""), "")
+
+
+def _source_text(part, field: str) -> str:
+    src = getattr(part, "sources", {}).get(field)
+    if src is None:
+        return ""
+    parts = [getattr(src, "kind", ""), getattr(src, "by", "") or "", getattr(src, "url", "")]
+    return " · ".join(str(p) for p in parts if p)

@@ -1,0 +1,153 @@
+"""report.html: one self-contained page per solve (no network access needed to view it).
+
+Built from the ``--json`` document (``result.to_dict()`` or a design.json) and the
+pictures beside it in the results folder: the design summary, why this design (limits,
+runner-up designs and how much they lose), cost and power stacks, the BOM, the floor
+plan, reliability (interruptions by cause, restart breakdown, goodput), parallelism and
+job mapping, and any sweep, tornado, Pareto or marginal-value pictures found under the
+folder. Pictures are embedded as base64 PNG/SVG, CSS and the table-sorting script are
+inline. ``clusterplan report design.json`` writes it again from a saved solve.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+TEMPLATE = "report.html.j2"
+PICTURE_DEPTH = 3
+"""Folder levels searched below the results folder for analysis pictures."""
+
+
+def write_report_html(result, folder: str | Path, pictures: str | Path | None = None) -> Path:
+    """Write ``folder``/report.html for ``result`` (anything with ``to_dict()``, or the
+    document itself), embedding the pictures in ``pictures`` (default ``folder``)."""
+    from solver.outputs import write_file_atomically
+
+    folder = Path(folder)
+    summary = result if isinstance(result, dict) else result.to_dict()
+    html = report_html(summary, Path(pictures) if pictures is not None else folder)
+    return write_file_atomically(folder / "report.html",
+                                 lambda tmp: tmp.write_text(html, encoding="utf-8"))
+
+
+def report_html(summary: dict[str, Any], folder: Path | None = None) -> str:
+    """The page as a string (module doc)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("solver", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True)
+    env.filters |= {"num": _num, "usd": _usd, "pct": lambda x: f"{x:.1%}"}
+    pictures = found_pictures(folder) if folder is not None else []
+    floorplan = next((p for p in pictures if p["name"] == "floorplan.png"), None)
+    return env.get_template(TEMPLATE).render(
+        s=summary, placed="placement" in summary and "racks_total" in summary["placement"],
+        stacks=_svg_uri(stacks_figure(summary)) if "bom" in summary else None,
+        causes=_causes(summary), floorplan=floorplan,
+        analyses=[p for p in pictures if p is not floorplan],
+        restart=_restart(summary))
+
+
+def found_pictures(folder: Path) -> list[dict[str, str]]:
+    """PNG pictures in ``folder`` and up to PICTURE_DEPTH levels below, sorted by path,
+    each with its data URI."""
+    out = []
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.rglob("*.png")):
+        rel = path.relative_to(folder)
+        if len(rel.parts) > PICTURE_DEPTH or any(p.startswith(".") for p in rel.parts):
+            continue
+        uri = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+        out.append({"name": str(rel), "uri": uri})
+    return out
+
+
+def _num(x: Any, digits: int = 0) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return str(x)
+    return f"{x:,.{digits}f}"
+
+
+def _usd(x: float) -> str:
+    """$1.234B / $12.3M / $1,234."""
+    if abs(x) >= 1e9:
+        return f"${x / 1e9:,.3f}B"
+    if abs(x) >= 1e6:
+        return f"${x / 1e6:,.1f}M"
+    return f"${x:,.0f}"
+
+
+def _causes(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    rel = summary.get("throughput", {}).get("reliability", {})
+    causes = rel.get("interruptions_per_day_by_cause", {})
+    return sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _restart(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    rel = summary.get("throughput", {}).get("reliability", {})
+    return list(rel.get("restart_breakdown_s", {}).items())
+
+
+def stack_parts(summary: dict[str, Any]) -> tuple[list[tuple[str, float]],
+                                                  list[tuple[str, float]]]:
+    """Capex [USD] and critical IT power [W] by BOM category, with the facility build
+    and the non-server IT share; each sums to the summary's capex and IT power."""
+    cost: dict[str, float] = {}
+    power: dict[str, float] = {}
+    for line in summary["bom"]:
+        cost[line["category"]] = cost.get(line["category"], 0.0) + line["cost_usd"]
+        power[line["category"]] = power.get(line["category"], 0.0) + line["power_w"]
+    c, p = summary["cost"], summary["power"]
+    capex = sorted(cost.items(), key=lambda kv: -kv[1]) + [
+        ("facility build", c["facility_capex_usd"])]
+    watts = sorted(((k, v) for k, v in power.items() if v > 0), key=lambda kv: -kv[1])
+    watts.append(("non-server IT", p["it_mw"] * 1e6 - sum(power.values())))
+    return capex, watts
+
+
+def stacks_figure(summary: dict[str, Any]):
+    """Two stacked horizontal bars: capex by category [$B] and critical IT by category
+    [MW]."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    capex, watts = stack_parts(summary)
+    fig, axes = plt.subplots(2, 1, figsize=(9, 3.4))
+    colours = plt.get_cmap("tab20").colors
+    for ax, parts, scale, unit in ((axes[0], capex, 1e9, "capex [$B]"),
+                                   (axes[1], watts, 1e6, "critical IT [MW]")):
+        left = 0.0
+        total = sum(v for _, v in parts) / scale
+        for i, (name, value) in enumerate(parts):
+            width = value / scale
+            ax.barh(0, width, left=left, color=colours[i % len(colours)], label=name)
+            if width > 0.1 * total:
+                ax.text(left + width / 2, 0, f"{name}\n{width:,.2f}", ha="center",
+                        va="center", fontsize=7)
+            left += width
+        ax.set_yticks([])
+        ax.set_xlim(0, total * 1.001)
+        ax.set_xlabel(f"{unit}, total {total:,.3f}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6, ncol=len(parts), loc="upper center", bbox_to_anchor=(0.5, 1.4),
+                  frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def _svg_uri(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

@@ -1,0 +1,248 @@
+"""report.html in a real headless browser, bom.xlsx totals against design.json, the floor
+plan, and every output file written from the final (placed) result."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from solver import load_instance, solve
+from solver.bom_xlsx import write_bom_xlsx
+from solver.loading import INSTANCES_DIR
+from solver.outputs import write_solve_outputs
+from solver.report_html import stack_parts, write_report_html
+
+# --- a small evaluator for the workbook's formulas ------------------------------------------
+
+_REF = re.compile(r"(?:(\w+)!)?\$?([A-Z]+)\$?(\d+)")
+_RANGE = re.compile(r"(?:(\w+)!)?([A-Z]+)(\d+):([A-Z]+)(\d+)")
+
+
+def cell_value(book, sheet: str, ref: str) -> float:
+    """A cell's value; a formula is evaluated (SUMPRODUCT, SUM, + - * / and cell refs)."""
+    value = book[sheet][ref].value
+    if not (isinstance(value, str) and value.startswith("=")):
+        return value
+    expr = value[1:]
+
+    def column(sheet_name, col, lo, hi):
+        return [cell_value(book, sheet_name or sheet, f"{col}{r}")
+                for r in range(int(lo), int(hi) + 1)]
+
+    def sumproduct(m: re.Match) -> str:
+        a, b = (_RANGE.fullmatch(x.strip()) for x in m.group(1).split(","))
+        xs = column(a.group(1), a.group(2), a.group(3), a.group(5))
+        ys = column(b.group(1), b.group(2), b.group(3), b.group(5))
+        return repr(sum(x * y for x, y in zip(xs, ys, strict=True)))
+
+    def sum_range(m: re.Match) -> str:
+        a = _RANGE.fullmatch(m.group(1).strip())
+        return repr(sum(column(a.group(1), a.group(2), a.group(3), a.group(5))))
+
+    expr = re.sub(r"SUMPRODUCT\(([^)]*)\)", sumproduct, expr)
+    expr = re.sub(r"SUM\(([^)]*)\)", sum_range, expr)
+    expr = _REF.sub(lambda m: repr(cell_value(book, m.group(1) or sheet,
+                                              f"{m.group(2)}{m.group(3)}")), expr)
+    assert re.fullmatch(r"[0-9eE.+\-*/() ]+", expr), expr
+    return eval(expr)  # noqa: S307 - digits and operators only (asserted above)
+
+
+def totals(book) -> dict[str, float]:
+    """The BOM sheet's labelled totals (column A label, column B formula), evaluated."""
+    bom = book["BOM"]
+    out = {}
+    for row in range(2, bom.max_row + 1):
+        label, formula = bom[f"A{row}"].value, bom[f"B{row}"].value
+        if isinstance(formula, str) and formula.startswith("="):
+            out[label] = cell_value(book, "BOM", f"B{row}")
+    return out
+
+
+def assert_workbook_matches(path: Path, doc: dict) -> dict[str, float]:
+    """Formula totals of bom.xlsx equal design.json to the dollar and the watt."""
+    book = load_workbook(path)
+    t = totals(book)
+    c, p = doc["cost"], doc["power"]
+    assert t["equipment capex USD"] == pytest.approx(c["equipment_capex_usd"], abs=1.0)
+    assert t["capex USD"] == pytest.approx(c["capex_usd"], abs=1.0)
+    assert t["facility build USD"] == pytest.approx(c["facility_capex_usd"], abs=1.0)
+    assert t["TCO USD"] == pytest.approx(c["tco_usd"], abs=1.0)
+    assert t["annual opex USD"] == pytest.approx(c["annual_opex_usd"], abs=1.0)
+    assert t["critical IT power W"] == pytest.approx(p["it_mw"] * 1e6, abs=1.0)
+    assert t["facility power W"] == pytest.approx(p["facility_mw"] * 1e6, abs=1.0)
+    assert t["equipment power W"] == pytest.approx(sum(x["power_w"] for x in doc["bom"]),
+                                                   abs=1.0)
+    # each line's cost is a live formula over its own quantity and price
+    bom = book["BOM"]
+    for row, line in enumerate(doc["bom"], start=2):
+        assert bom[f"A{row}"].value == line["item"]
+        assert bom[f"E{row}"].value == f"=C{row}*D{row}"
+        assert cell_value(book, "BOM", f"E{row}") == pytest.approx(line["cost_usd"], abs=0.01)
+    return t
+
+
+def test_a_price_change_moves_the_totals(tmp_path):
+    """The totals are formulas: doubling a unit price moves capex by quantity x price."""
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "two-buildings.toml"), place=False)
+    path = write_bom_xlsx(r, tmp_path)
+    book = load_workbook(path)
+    before = totals(book)
+    qty, price = book["BOM"]["C2"].value, book["BOM"]["D2"].value
+    book["BOM"]["D2"].value = 2 * price
+    after = totals(book)
+    assert after["equipment capex USD"] - before["equipment capex USD"] == pytest.approx(
+        qty * price)
+    assert after["capex USD"] - before["capex USD"] == pytest.approx(qty * price)
+    assert after["critical IT power W"] == pytest.approx(before["critical IT power W"])
+
+
+def test_report_embeds_the_analysis_pictures(tmp_path):
+    """A tornado picture under the results folder is embedded (base64) with its path; a
+    design-stage solve says it is not placed and shows no estimate section."""
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "two-buildings.toml"), place=False)
+    picture = tmp_path / "sweeps" / "tornado-20pct" / "tornado.png"
+    picture.parent.mkdir(parents=True)
+    png = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01"
+           b"\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f"
+           b"\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+    picture.write_bytes(png)
+    html = write_report_html(r, tmp_path).read_text()
+    assert "sweeps/tornado-20pct/tornado.png" in html
+    assert base64.b64encode(png).decode() in html
+    assert "design stage (not placed)" in html and 'id="estimate"' not in html
+
+
+def shipped_instances() -> list[Path]:
+    """Every shipped instance with a design (the infeasible example has none)."""
+    return sorted(p for p in [*INSTANCES_DIR.glob("*.toml"), *INSTANCES_DIR.glob("tiny/*.toml")]
+                  if "infeasible" not in p.name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("instance", shipped_instances(), ids=lambda p: p.stem)
+def test_bom_xlsx_agrees_with_design_json(instance, tmp_path):
+    """Every shipped instance, design stage (--no-place; the placed default is below)."""
+    r = solve(load_instance(instance), place=False)
+    write_solve_outputs(r, tmp_path)
+    doc = json.loads((tmp_path / "design.json").read_text())
+    assert_workbook_matches(tmp_path / "bom.xlsx", doc)
+    assert (tmp_path / "report.html").is_file()
+
+
+def test_placed_outputs_agree(tmp_path):
+    """A placed solve: bom.xlsx and report.html from the placed result; the cable schedule
+    holds every placed link."""
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "two-buildings.toml"))
+    assert r.placement is not None and r.placement.racks
+    write_solve_outputs(r, tmp_path)
+    doc = json.loads((tmp_path / "design.json").read_text())
+    assert_workbook_matches(tmp_path / "bom.xlsx", doc)
+    book = load_workbook(tmp_path / "bom.xlsx")
+    cables = book["Cable schedule"]
+    total_row = next(r for r in range(2, cables.max_row + 1)
+                     if cables[f"A{r}"].value == "total links")
+    assert cell_value(book, "Cable schedule", f"H{total_row}") == sum(
+        c["count"] for c in doc["placement"]["cables"])
+    assert (tmp_path / "floorplan.png").stat().st_size > 10_000
+
+
+def test_default_solve_outputs_agree(default_solve_run):
+    """The default instance with placement: workbook totals, placed media and limits."""
+    folder, doc = default_solve_run
+    assert_workbook_matches(folder / "bom.xlsx", doc)
+    # one source of truth: media and per-building limits are the placed ones
+    assert {m["medium"] for m in doc["design"]["media"]} == {
+        m["medium"] for m in doc["placement"]["bom_media"]}
+    summary_md = (folder / "summary.md").read_text()
+    assert "## Design-stage estimate (before placement)" in summary_md
+    f = doc["power"]["it_mw"] / (sum(x["power_w"] for x in doc["bom"]) / 1e6)
+    placed_mw = {}
+    for h in doc["placement"]["halls"]:
+        b = h["hall"].split("/")[0]
+        placed_mw[b] = placed_mw.get(b, 0.0) + f * h["power_kw"] / 1e3
+    for row in doc["binding"]:
+        m = re.fullmatch(r"site\.buildings\[(.+)\]\.it_power_mw", row["name"])
+        if m:
+            assert row["value"] == pytest.approx(placed_mw[m.group(1)], rel=1e-9)
+            assert row["basis"] == "placed"
+
+
+def test_stacks_add_up_to_the_summary(default_solve_json):
+    capex, watts = stack_parts(default_solve_json)
+    assert sum(v for _, v in capex) == pytest.approx(default_solve_json["cost"]["capex_usd"])
+    assert sum(v for _, v in watts) == pytest.approx(default_solve_json["power"]["it_mw"] * 1e6)
+
+
+def test_runner_ups_lose(default_solve_json):
+    """Every runner-up is another technology choice and loses (or ties) on the objective."""
+    ups = default_solve_json["runner_ups"]
+    assert ups
+    d = default_solve_json["design"]
+    chosen = (d["switch"], d["rail_optimized"], d["recovery"], d["pods"], d["tiers"])
+    for r in ups:
+        assert (r["switch"], r["rail_optimized"], r["recovery"], r["pods"], r["tiers"]) != chosen
+        assert r["loss"] >= 0
+    assert [r["loss"] for r in ups] == sorted(r["loss"] for r in ups)
+
+
+# --- report.html in a real headless browser ------------------------------------------------
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install -y chromium); CI installs it")
+    return path
+
+
+def browse(html: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    args = [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr", "--v=0", *extra, html.as_uri()]
+    return subprocess.run(args, capture_output=True, text=True, timeout=180)
+
+
+def test_report_renders_in_chromium(default_solve_run, tmp_path):
+    folder, doc = default_solve_run
+    html = folder / "report.html"
+    text = html.read_text()
+    assert not re.search(r"""(src|href)=["']https?:""", text), "the report loads no network"
+    dom = browse(html, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    errors = [line for line in dom.stderr.splitlines()
+              if "CONSOLE" in line or "Uncaught" in line]
+    assert not errors, errors
+    page = dom.stdout
+    assert 'data-ready="1"' in page, "the page's script did not run to the end"
+    assert f"{doc['throughput']['effective_tokens_per_s']:,.0f}" in page
+    assert f"${doc['cost']['capex_usd'] / 1e9:,.3f}B" in page
+    assert f"{doc['power']['it_mw']:,.1f} MW" in page
+    assert page.count("data:image/png;base64,") >= 1  # the floor plan, embedded
+    shot = tmp_path / "report.png"
+    out = browse(html, tmp_path, "--window-size=1280,2400", f"--screenshot={shot}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 50_000
+
+
+def test_report_command_rebuilds_from_design_json(cli, default_solve_run, tmp_path):
+    folder, doc = default_solve_run
+    out = cli("report", folder / "design.json", "--out", tmp_path, "--json")
+    assert out.exit_code == 0, out.output
+    text = (tmp_path / "report.html").read_text()
+    assert f"{doc['throughput']['effective_tokens_per_s']:,.0f}" in text
+    assert 'alt="floor plan"' in text  # the picture beside design.json, embedded
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"status": "optimal"}')
+    out = cli("report", bad)
+    assert out.exit_code == 3 and "design: missing" in out.output
