@@ -96,7 +96,7 @@ def period_data(inst: Instance) -> tuple[PeriodData, ...]:
         end = p.end if p.end is not None else inst.periods[i + 1].start
         years = (p.start - first).days / 365.25
         out.append(PeriodData(
-            name=p.name, days=float((end - p.start).days), discount=(1 + rate) ** -years,
+            name=p.name, start=p.start.isoformat(), days=float((end - p.start).days), discount=(1 + rate) ** -years,
             building_w={b: mw * 1e6 for b, mw in power[i].items()},
             it_power_cap_w=min(inst.limits.it_power_mw, sum(power[i].values())) * 1e6,
             budget_usd=p.budget_usd,
@@ -339,7 +339,7 @@ def period_tokens(pp: PeriodPlan) -> float:
 
 # --- the document ----------------------------------------------------------------------
 
-def cluster_document(c: Cluster, design: DesignData) -> dict[str, Any]:
+def cluster_document(c: Cluster, design: DesignData, spend: float) -> dict[str, Any]:
     cfg = design.configs[c.plan.config]
     op = c.operating
     return {
@@ -356,6 +356,7 @@ def cluster_document(c: Cluster, design: DesignData) -> dict[str, Any]:
         "scalable_units_per_building": c.su_owned,
         "scalable_units_operating_per_building": c.su_operating,
         "decommissioned": op is None or op.nodes < c.owned.nodes,
+        "spend_usd": spend,
     }
 
 
@@ -366,10 +367,14 @@ def periods_document(inputs: Inputs, design: DesignData, plan: tuple[PeriodPlan,
     flops_per_token = arch_of(inputs.workload).model_flops_per_token
     for t, pp in enumerate(plan):
         equipment, facility = spend_usd(inputs, plan, t)
+        now = cumulative_equipment_usd(inputs, plan, t, t)
+        before = cumulative_equipment_usd(inputs, plan, t - 1, t) if t > 0 else {}
+        bought = {k: v - before.get(k, 0.0) for k, v in now.items()}
         tokens = period_tokens(pp)
         cumulative += tokens
         out.append({
-            "name": pp.period.name, "days": pp.period.days, "discount": pp.period.discount,
+            "name": pp.period.name, "start": pp.period.start,
+            "days": pp.period.days, "discount": pp.period.discount,
             "energised_mw": sum(pp.period.building_w.values()) / 1e6,
             "it_mw": operating_it_w(inputs, pp) / 1e6, "facility_built_mw": pp.facility_mw,
             "budget_usd": pp.period.budget_usd,
@@ -381,7 +386,8 @@ def periods_document(inputs: Inputs, design: DesignData, plan: tuple[PeriodPlan,
             "tokens": tokens, "cumulative_tokens": cumulative,
             "cumulative_flops": cumulative * flops_per_token,
             "demand_tokens": pp.period.demand_tokens or None,
-            "clusters": [cluster_document(c, design) for c in pp.clusters],
+            "clusters": [cluster_document(c, design, bought[c.plan.key])
+                         for c in pp.clusters],
             "verified": verdicts[t].ok, "check_failures": verdicts[t].failures,
         })
     return out

@@ -24,6 +24,8 @@ SECONDS_PER_DAY = 86400.0
 @dataclass(frozen=True)
 class PeriodData:
     name: str
+    start: str
+    """ISO date the period starts."""
     days: float
     """Length of the period [days]."""
     discount: float
