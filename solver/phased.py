@@ -49,6 +49,9 @@ from solver.schema import Instance
 
 MAX_REFINE_ROUNDS = 50
 """Rounds of exact evaluation before giving up on exactness (never reached in tests)."""
+CHECK_SHARE = 0.1
+"""Share of the time limit kept for the checks and documents after the MILP rounds: the
+time limit covers the whole phased solve, candidates included."""
 
 
 # --- from the instance to the data -----------------------------------------------------
@@ -135,34 +138,41 @@ class PeriodPlan:
 
 
 def solve_plan(data: PhasedData, inputs: Inputs, evaluators: Evaluators,
-               full: DesignData, options: SolveOptions
+               full: DesignData, options: SolveOptions, deadline: float
                ) -> tuple[MilpOutcome, PhasedData, pyo.ConcreteModel | None, int]:
     """Solve, evaluating operating rungs exactly until the optimum rests on exact values;
-    then the cheapest among optima. Returns the outcome, the data with the exact rungs,
-    the solved model and the number of refinement rounds."""
-    runtime = 0.0
-    for rounds in range(MAX_REFINE_ROUNDS):
+    then the cheapest among optima. Every round runs until ``deadline``
+    (time.perf_counter()); a round stopped there keeps its incumbent, whose operating
+    rungs are then evaluated exactly (the reported gap is against the MILP's bound, which
+    bounds the true optimum because every inexact rung is over-valued). Returns the
+    outcome, the data with the exact rungs, the solved model and the refinement rounds."""
+    runtime, rounds = 0.0, 0
+    while True:
         model = build_model(data)
-        outcome = solve_milp(model, options)
+        left = max(deadline - time.perf_counter(), 1.0)
+        outcome = solve_milp(model, dataclasses.replace(options, time_limit_s=left))
         runtime += outcome.runtime_s
         if not outcome.status.has_solution:
             return dataclasses.replace(outcome, runtime_s=runtime), data, None, rounds
         inexact = {k.key: k for plan in data.plans for t in model.PERIODS
                    if (j := top_rung(model, model.op, plan, t)) is not None
                    and not (k := plan.ladder[j]).exact}
-        if not inexact:
+        if inexact:
+            data = with_candidates(data, {key: exact_candidate(inputs, evaluators, full, k)
+                                          for key, k in sorted(inexact.items())})
+        if not inexact or outcome.status != Status.OPTIMAL or rounds >= MAX_REFINE_ROUNDS:
             break
-        data = with_candidates(data, {key: exact_candidate(inputs, evaluators, full, k)
-                                      for key, k in sorted(inexact.items())})
-    else:
-        outcome = dataclasses.replace(outcome, status=Status.FEASIBLE)
-    if outcome.status == Status.OPTIMAL:
+        rounds += 1
+    if outcome.status == Status.OPTIMAL and not inexact:
         add_tiebreak(model, outcome.objective)
-        second = solve_milp(model, options)
+        left = max(deadline - time.perf_counter(), 1.0)
+        second = solve_milp(model, dataclasses.replace(options, time_limit_s=left))
         runtime += second.runtime_s
         if not second.status.has_solution:  # keep stage one's solution
             model = build_model(data)
             solve_milp(model, options)
+    elif outcome.status == Status.OPTIMAL:
+        outcome = dataclasses.replace(outcome, status=Status.FEASIBLE)
     return dataclasses.replace(outcome, runtime_s=runtime), data, model, rounds
 
 
@@ -457,7 +467,9 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
         return _without_plan(inputs, Status.INFEASIBLE, base | {"diagnosis": [
             "no GPU system fits the site's largest energised power and budget"] + notes},
             options, start)
-    outcome, data, model, rounds = solve_plan(data, inputs, evaluators, full, options)
+    deadline = start + options.time_limit_s * (1 - CHECK_SHARE)
+    outcome, data, model, rounds = solve_plan(data, inputs, evaluators, full, options,
+                                              deadline)
     if model is None:
         diagnosis = (["no build-out meets every period's power, cash flow and demand"]
                      if outcome.status == Status.INFEASIBLE else [])
@@ -482,13 +494,24 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
                    "flops": periods[-1]["cumulative_flops"],
                    "discount_rate_per_year": inst.objective.discount_rate_per_year},
         "solver": {"backend": "milp-highs", "termination": outcome.termination,
-                   "gap": outcome.gap, "milp_runtime_s": outcome.runtime_s,
+                   "gap": proven_gap(outcome, value, objective), "milp_runtime_s":
+                   outcome.runtime_s,
                    "exact_refinement_rounds": rounds,
                    "runtime_s": round(time.perf_counter() - start, 3),
                    "time_limit_s": options.time_limit_s},
     }
     tables = {"bom": bom_table(inputs, plan), "cash_flow": cash_flow_table(periods)}
     return SolveResult(outcome.status, summary, tables, None, tuple(notes), inputs)
+
+
+def proven_gap(outcome: MilpOutcome, value: float, objective: str) -> float | None:
+    """(bound - value) / |value| with the MILP's bound (an upper bound on the tokens, or a
+    lower bound on the cost, of every plan) and the exactly evaluated plan's value."""
+    if outcome.best_bound is None or not value:
+        return None
+    scale = TOKENS_UNIT if objective.endswith("tokens") else 1e6
+    diff = outcome.best_bound * scale - value
+    return max(0.0, diff if objective.endswith("tokens") else -diff) / abs(value)
 
 
 def _without_plan(inputs: Inputs, status: Status, summary: dict[str, Any],
