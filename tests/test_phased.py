@@ -221,3 +221,25 @@ def test_periods_are_validated_with_field_names():
     text = str(err.value)
     assert "periods[2].end" in text and "periods[0].it_power_mw.nowhere" in text
     assert "gb300-nvl72" in text
+
+
+# --- CLI, sweeps -------------------------------------------------------------------------
+
+def test_solve_writes_timeline_and_sweeps_vary_period_fields(cli, tmp_path):
+    import json
+
+    path = tmp_path / "tiny-phased.json"
+    path.write_text(json.dumps(TINY))
+    out = cli("solve", path, "--json", "--out", tmp_path / "solve")
+    assert out.exit_code == 0, out.output
+    assert [p["name"] for p in json.loads(out.stdout)["periods"]] == ["p1", "p2", "p3"]
+    for name in ("design.json", "bom_by_period.csv", "cash_flow.csv", "timeline.png"):
+        assert (tmp_path / "solve" / name).stat().st_size > 0
+    out = cli("sweep", path, "--vary", "periods.1.budget_usd=12e6,25e6", "--workers", "1",
+              "--out", tmp_path / "sweep", "--json")
+    assert out.exit_code == 0, out.output
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "sweep" / "table.csv").sort_values("periods.1.budget_usd")
+    assert list(table["status"]) == ["optimal", "optimal"]
+    assert table["objective"].iloc[0] < table["objective"].iloc[1]
