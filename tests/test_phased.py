@@ -232,7 +232,14 @@ def test_solve_writes_timeline_and_sweeps_vary_period_fields(cli, tmp_path):
     path.write_text(json.dumps(TINY))
     out = cli("solve", path, "--json", "--out", tmp_path / "solve")
     assert out.exit_code == 0, out.output
-    assert [p["name"] for p in json.loads(out.stdout)["periods"]] == ["p1", "p2", "p3"]
+    doc = json.loads(out.stdout)
+    assert [p["name"] for p in doc["periods"]] == ["p1", "p2", "p3"]
+    import jsonschema
+
+    from solver.schema.result import DOCUMENTS, result_document_schema
+
+    schema = result_document_schema() | DOCUMENTS["solve"]
+    jsonschema.Draft202012Validator(schema).validate(doc)
     for name in ("design.json", "bom_by_period.csv", "cash_flow.csv", "timeline.png"):
         assert (tmp_path / "solve" / name).stat().st_size > 0
     out = cli("sweep", path, "--vary", "periods.1.budget_usd=12e6,25e6", "--workers", "1",
