@@ -34,7 +34,6 @@ from models.phased.data import (
     PeriodData,
     PhasedData,
     Plan,
-    capex_in,
     node_quantity,
     plans_of,
     with_candidates,
@@ -99,7 +98,8 @@ def period_data(inst: Instance) -> tuple[PeriodData, ...]:
         end = p.end if p.end is not None else inst.periods[i + 1].start
         years = (p.start - first).days / 365.25
         out.append(PeriodData(
-            name=p.name, start=p.start.isoformat(), days=float((end - p.start).days), discount=(1 + rate) ** -years,
+            name=p.name, start=p.start.isoformat(), days=float((end - p.start).days),
+            discount=(1 + rate) ** -years,
             building_w={b: mw * 1e6 for b, mw in power[i].items()},
             it_power_cap_w=min(inst.limits.it_power_mw, sum(power[i].values())) * 1e6,
             budget_usd=p.budget_usd,

@@ -156,7 +156,7 @@ def test_tiny_answer_buys_over_periods_and_switches_generation():
     assert gens[0] == {"h100-sxm"}  # only H100 is purchasable first
     assert "b200" in gens[2]
     spend = [p["spend_usd"]["total"] for p in s["periods"]]
-    assert all(x <= p["budget_usd"] * (1 + 1e-9) for x, p in zip(spend, s["periods"]))
+    assert all(x <= p["budget_usd"] * (1 + 1e-9) for x, p in zip(spend, s["periods"], strict=True))
 
 
 # --- one period = today's answer -------------------------------------------------------
@@ -250,3 +250,23 @@ def test_solve_writes_timeline_and_sweeps_vary_period_fields(cli, tmp_path):
     table = pd.read_csv(tmp_path / "sweep" / "table.csv").sort_values("periods.1.budget_usd")
     assert list(table["status"]) == ["optimal", "optimal"]
     assert table["objective"].iloc[0] < table["objective"].iloc[1]
+
+
+def test_min_capex_meets_demand_and_impossible_demand_exits_4(cli, tmp_path):
+    import json
+
+    doc = copy.deepcopy(TINY)
+    doc["objective"]["kind"] = "min_capex"
+    doc["periods"][2]["demand_tokens"] = 5e16
+    s = phased(doc)
+    assert s["status"] == "optimal" and s["verified"]
+    assert s["periods"][-1]["cumulative_tokens"] >= 5e16
+    cheaper = copy.deepcopy(doc)
+    cheaper["periods"][2]["demand_tokens"] = 2e16
+    assert phased(cheaper)["objective"]["value"] <= s["objective"]["value"]
+    doc["periods"][2]["demand_tokens"] = 1e20
+    path = tmp_path / "impossible.json"
+    path.write_text(json.dumps(doc))
+    out = cli("solve", path, "--out", tmp_path / "out")
+    assert out.exit_code == 4
+    assert not (tmp_path / "out").exists()

@@ -231,7 +231,7 @@ class Instance(StrictModel):
                 problems.append(f"choices.fabrics[{i}].switch: unknown switch '{f.switch}' "
                                 f"(known: {', '.join(sorted(self.catalog.switch))})")
         if self.objective.kind != "max_effective_throughput" and not (
-            self.objective.required_tokens_per_s or self.limits.deadline_days
+            self.objective.required_tokens_per_s or self.limits.deadline_days or self.periods
         ):
             problems.append(f"objective.kind: '{self.objective.kind}' needs "
                             "objective.required_tokens_per_s or limits.deadline_days")

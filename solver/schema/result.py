@@ -187,8 +187,9 @@ PHASED = obj({
     "`solve --json` of an instance with [[periods]] (a phased build-out): what is bought "
     "and operating in each period; gap is proven against the MILP's bound.")
 
-DOCUMENTS = {"solve": {"anyOf": [SOLVED, UNSOLVED, PHASED]}, "place": {"anyOf": [PLACEMENT, FAILED]},
-             "fabric": FABRIC, "perf": PERF, "reliability": RELIABILITY}
+DOCUMENTS = {"solve": {"anyOf": [SOLVED, UNSOLVED, PHASED]},
+             "place": {"anyOf": [PLACEMENT, FAILED]}, "fabric": FABRIC, "perf": PERF,
+             "reliability": RELIABILITY}
 """The document of each command (solve: also design.json)."""
 
 
