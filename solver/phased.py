@@ -224,7 +224,7 @@ def check_plan(inputs: Inputs, design: DesignData, plan: tuple[PeriodPlan, ...],
     """Per period: every operating cluster through solver.checker.check_design (fabric,
     media, parts, building power on the period's energisation), then the limits that
     couple clusters and periods (phased_checks)."""
-    out = []
+    out, exact_of = [], {}
     for t, pp in enumerate(plan):
         checks: list[Check] = []
         p_inputs = period_inputs(inputs, pp.period)
@@ -233,7 +233,10 @@ def check_plan(inputs: Inputs, design: DesignData, plan: tuple[PeriodPlan, ...],
                 continue
             chosen = ChosenDesign(design.configs[c.plan.config], c.operating, c.su_operating,
                                   c.network_w, c.network_racks)
-            exact = exact_candidate(inputs, evaluators, full, c.operating)
+            if c.operating.key not in exact_of:
+                exact_of[c.operating.key] = exact_candidate(inputs, evaluators, full,
+                                                            c.operating)
+            exact = exact_of[c.operating.key]
             verdict = check_design(p_inputs, chosen, dataclasses.replace(
                 design, required_effective_tokens_per_s=0.0, min_goodput=0.0), exact)
             checks += [dataclasses.replace(x, name=f"{c.plan.gpu}:{x.name}")
