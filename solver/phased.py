@@ -48,7 +48,7 @@ from solver.schema import Instance
 
 MAX_REFINE_ROUNDS = 50
 """Rounds of exact evaluation before giving up on exactness (never reached in tests)."""
-CHECK_SHARE = 0.1
+CHECK_SHARE = 0.2
 """Share of the time limit kept for the checks and documents after the MILP rounds: the
 time limit covers the whole phased solve, candidates included."""
 

@@ -5,7 +5,7 @@ process.
 Run: python tests/benchmarks/bench_phased.py
 
 Target (issue 17): under 60 s on a 2-core machine. The solve's --time-limit (default 60 s)
-covers the whole phased solve: the MILP rounds stop at 90% of it and report their proven
+covers the whole phased solve: the MILP rounds stop at 80% of it and report their proven
 gap against the MILP's bound.
 """
 
