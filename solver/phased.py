@@ -352,7 +352,8 @@ def period_tokens(pp: PeriodPlan) -> float:
 
 # --- the document ----------------------------------------------------------------------
 
-def cluster_document(c: Cluster, design: DesignData, spend: float) -> dict[str, Any]:
+def cluster_document(c: Cluster, design: DesignData, spend: float, it_fraction: float
+                     ) -> dict[str, Any]:
     cfg = design.configs[c.plan.config]
     op = c.operating
     return {
@@ -370,6 +371,7 @@ def cluster_document(c: Cluster, design: DesignData, spend: float) -> dict[str, 
         "scalable_units_operating_per_building": c.su_operating,
         "decommissioned": op is None or op.nodes < c.owned.nodes,
         "spend_usd": spend,
+        "it_mw": (1 + it_fraction) * sum(x.power_w for x in op.lines) / 1e6 if op else 0.0,
     }
 
 
@@ -399,7 +401,8 @@ def periods_document(inputs: Inputs, design: DesignData, plan: tuple[PeriodPlan,
             "tokens": tokens, "cumulative_tokens": cumulative,
             "cumulative_flops": cumulative * flops_per_token,
             "demand_tokens": pp.period.demand_tokens or None,
-            "clusters": [cluster_document(c, design, bought[c.plan.key])
+            "clusters": [cluster_document(c, design, bought[c.plan.key],
+                                          inputs.facility.non_server_it_fraction)
                          for c in pp.clusters],
             "verified": verdicts[t].ok, "check_failures": verdicts[t].failures,
         })

@@ -46,16 +46,12 @@ def timeline_png(summary: dict[str, Any], path: Path) -> None:
     axes[0].set_ylabel("GPUs operating [thousands]")
     axes[0].set_title("Capacity by generation")
 
-    power = {g: [0.0] * len(x) for g in by_generation(periods, "gpus_operating")}
-    for t, p in enumerate(periods):
-        total = sum(c["gpus_operating"] for c in p["clusters"]) or 1
-        for c in p["clusters"]:  # the period's IT power split by operating GPUs
-            power[c["gpu"]][t] += p["it_mw"] * c["gpus_operating"] / total
+    power = by_generation(periods, "it_mw")
     stacked(axes[1], power, 1.0)
     axes[1].step(x, [p["energised_mw"] for p in periods], "k--", where="mid",
                  label="energised")
     axes[1].set_ylabel("critical IT [MW]")
-    axes[1].set_title("Power (split by operating GPUs)")
+    axes[1].set_title("Critical IT power")
 
     spend = {g: [0.0] * len(x) for g in power}
     for t, p in enumerate(periods):

@@ -160,7 +160,7 @@ PHASED_CLUSTER = obj({
     "tokens_per_s": NUM, "goodput": NUM, "effective_tokens_per_s": NUM,
     "scalable_units_per_building": {"type": "object", "additionalProperties": INT},
     "scalable_units_operating_per_building": {"type": "object", "additionalProperties": INT},
-    "decommissioned": BOOL, "spend_usd": NUM},
+    "decommissioned": BOOL, "spend_usd": NUM, "it_mw": NUM},
     "One GPU system's cluster in one period: what is owned (bought so far) and operating.")
 
 PERIOD = obj({
