@@ -41,6 +41,7 @@ from solver.diagnose import diagnose, unmet_requirements
 from solver.fabric_inputs import fabric_document
 from solver.job_mapping import map_job
 from solver.perf_inputs import DEGREES, perf_document
+from solver.phased import solve_phased
 from solver.placement import PlacementResult, design_to_place, placed_bom_lines
 from solver.placement import place as place_design
 from solver.prepare import prepare
@@ -206,7 +207,11 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
     ``candidates_of``: design data built by ``build_design_data`` for an instance that
     differs from ``inst`` only in ``limits`` and whose limits are at least as large
     (sweeps reuse it); the limits of ``inst`` are applied to it.
+    An instance with ``[[periods]]`` is a phased build-out (solver.phased.solve_phased):
+    its summary has a ``periods`` list instead of one design (no placement).
     """
+    if inst.periods:  # a phased build-out: what to buy in each period (solver.phased)
+        return solve_phased(inst, options, evaluators)
     start = time.perf_counter()
     options = options or SolveOptions()
     inputs = prepare(inst)

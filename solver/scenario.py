@@ -46,6 +46,8 @@ from solver.schema import Instance
 
 _RELATIVE = re.compile(r"^(?:±|\+-|\+/-)\s*([0-9.]+)\s*%\s*:\s*([0-9]+)$")
 _INDEX = re.compile(r"^\[([^\]]+)\]")
+_DOTTED_INDEX = re.compile(r"^(-?\d+)(?=[.\[]|$)")
+"""A list index written as a path segment: periods.2.budget_usd."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def scenario_id(instance: Instance, values: dict[str, Any],
 def _split(node: Any, rest: str, path: str) -> tuple[Any, str]:
     """The child of `node` named at the head of `rest`, and the rest after it."""
     if isinstance(node, list):
-        m = _INDEX.match(rest)
+        m = _INDEX.match(rest) or _DOTTED_INDEX.match(rest)
         if not m:
             raise InvalidInstance([f"{path}: expected [index] or [name] after a list"])
         key, tail = m.group(1), rest[m.end():]

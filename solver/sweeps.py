@@ -195,6 +195,8 @@ def summary_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
     """The table columns of one solve summary."""
     if status not in SOLVED:
         return {"status": status, "error": "; ".join(s.get("diagnosis", [])) or None}
+    if "periods" in s:
+        return phased_row(status, s)
     d, p, c, t = s["design"], s["power"], s["cost"], s["throughput"]
     return {
         "status": status, "objective": s["objective"]["value"],
@@ -207,6 +209,22 @@ def summary_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
         "goodput": t["goodput"], "mfu": t["mfu"],
         "binding": ",".join(b["name"] for b in s["binding"] if b["binding"]),
         "verified": s["verified"],
+    }
+
+
+def phased_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
+    """The table columns of a phased build-out (solver.phased): the objective, the GPU
+    systems operating in the last period, peak IT power, total spend, last-period
+    throughput."""
+    last = s["periods"][-1]
+    operating = [c for c in last["clusters"] if c["gpus_operating"]]
+    return {
+        "status": status, "objective": s["objective"]["value"],
+        "objective_name": s["objective"]["name"],
+        "gpu": "+".join(c["gpu"] for c in operating), "gpus": last["gpus_operating"],
+        "it_mw": max(p["it_mw"] for p in s["periods"]),
+        "capex_usd": s["totals"]["spend_usd"],
+        "effective_tokens_per_s": last["effective_tokens_per_s"], "verified": s["verified"],
     }
 
 

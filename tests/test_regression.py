@@ -26,7 +26,10 @@ sys.path.insert(0, str(ROOT))  # so `python tests/test_regression.py` imports th
 from solver.cli import app  # noqa: E402
 
 VALUES = Path(__file__).with_name("regression_values.py")
-SHIPPED = sorted([*ROOT.glob("instances/*.toml"), *ROOT.glob("instances/tiny/*.toml")])
+SHIPPED = sorted(p for p in [*ROOT.glob("instances/*.toml"), *ROOT.glob("instances/tiny/*.toml")]
+                 if "[[periods]]" not in p.read_text(encoding="utf-8"))
+"""Phased build-outs (campus-phased) are left out: their solve stops at the time limit with a
+proven gap, so the incumbent depends on machine speed; tests/test_phased.py checks them."""
 DEFAULT = ROOT / "instances" / "h100-100k.toml"
 REL = 1e-9  # floats may differ by rounding order only
 

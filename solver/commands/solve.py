@@ -133,6 +133,16 @@ def register(app: typer.Typer) -> None:
             result = solve_instance(inst, place=not no_place, options=SolveOptions(
                 time_limit, gap, threads, placement_time_limit_s=min(time_limit, 30.0)))
             fail_on_status(result, as_json, time_limit)
+            if "periods" in result.summary:  # a phased build-out (solver.phased)
+                from solver.phased_outputs import render_phased, write_phased_outputs
+
+                written = write_phased_outputs(result, out or default_out_dir(inst.name))
+                if as_json:
+                    emit_json(result.to_dict())
+                else:
+                    render_phased(result.summary, stdout)
+                stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
+                return
             written = write_solve_outputs(result, out or default_out_dir(inst.name))
             if as_json:
                 emit_json(result.to_dict())

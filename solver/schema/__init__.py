@@ -9,6 +9,8 @@ from solver.schema.instance import (
     Instance,
     Limits,
     Objective,
+    Period,
+    PeriodPrice,
     Reliability,
     Site,
 )
@@ -16,6 +18,7 @@ from solver.schema.workload import MoE, Workload
 
 __all__ = [
     "Building", "CableLengths", "Catalog", "Choices", "FabricChoice", "Facility", "GpuSystem",
-    "Instance", "Limits", "Medium", "MoE", "Nic", "Objective", "Reliability", "Site", "Source",
+    "Instance", "Limits", "Medium", "MoE", "Nic", "Objective", "Period",
+    "PeriodPrice", "Reliability", "Site", "Source",
     "Switch", "Workload",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -9,6 +10,7 @@ from pydantic import Field, model_validator
 from solver.schema.catalog import (
     Catalog,
     Fraction,
+    NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
     Slug,
@@ -128,6 +130,9 @@ class Objective(StrictModel):
     reliability_model = 'overhead'."""
     years: PositiveInt | None = None
     """TCO horizon [years]; default from the catalog's facility."""
+    discount_rate_per_year: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
+    """Phased build-out ([[periods]]): tokens trained and money spent in a period starting
+    y years after the first are weighted by (1 + rate)^-y."""
 
 
 class FailureRateMultipliers(StrictModel):
@@ -163,6 +168,39 @@ class Reliability(StrictModel):
     objective.reliability_model = 'overhead' (the reliability model sizes spares itself)."""
 
 
+class PeriodPrice(StrictModel):
+    """The price of a GPU system in one period, with where it comes from."""
+
+    node_price_usd: PositiveFloat
+    """One node (an 8-GPU server, or an NVL72 rack) without back-end NICs [USD]."""
+    source: str = Field(min_length=1)
+    """Where the figure comes from (URL and note)."""
+
+
+class Period(StrictModel):
+    """One period of a phased build-out: what is energised, what may be spent and bought,
+    and what must have been trained by its end."""
+
+    name: Slug
+    start: datetime.date
+    end: datetime.date | None = None
+    """End of the period; required on the last one (the horizon), otherwise the next
+    period's start."""
+    it_power_mw: dict[Slug, NonNegativeFloat] = {}
+    """Critical IT power energised per building during the period [MW]; a building not
+    listed is fully energised (its site.buildings it_power_mw)."""
+    budget_usd: PositiveFloat
+    """Capital spent in this period (cash-flow limit) [USD]: equipment bought plus
+    facility built."""
+    gpus: list[Slug] | None = None
+    """GPU systems purchasable in the period (a subset of choices.gpus); None: all."""
+    prices: dict[Slug, PeriodPrice] = {}
+    """Node price of a GPU system in this period, replacing the catalog's."""
+    demand_tokens: PositiveFloat | None = None
+    """Effective training tokens that must have been trained, cumulatively, by the end of
+    this period."""
+
+
 CatalogOverrides = dict[str, dict[str, dict[str, Any]]]
 
 
@@ -178,6 +216,8 @@ class Instance(StrictModel):
     reliability: Reliability = Reliability()
     catalog: Catalog
     """The shipped catalog with the instance's overrides applied."""
+    periods: list[Period] = []
+    """A phased build-out (solver.phased); empty: one design bought at once."""
 
     @model_validator(mode="after")
     def _choices_in_catalog(self) -> Instance:
@@ -191,7 +231,7 @@ class Instance(StrictModel):
                 problems.append(f"choices.fabrics[{i}].switch: unknown switch '{f.switch}' "
                                 f"(known: {', '.join(sorted(self.catalog.switch))})")
         if self.objective.kind != "max_effective_throughput" and not (
-            self.objective.required_tokens_per_s or self.limits.deadline_days
+            self.objective.required_tokens_per_s or self.limits.deadline_days or self.periods
         ):
             problems.append(f"objective.kind: '{self.objective.kind}' needs "
                             "objective.required_tokens_per_s or limits.deadline_days")
@@ -201,9 +241,50 @@ class Instance(StrictModel):
         if self.reliability.profile not in profiles:
             problems.append(f"reliability.profile: unknown profile '{self.reliability.profile}'"
                             f" (known: {', '.join(profiles)})")
+        problems += self._period_problems()
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _period_problems(self) -> list[str]:
+        """Periods in time order, ending at a horizon, naming known GPUs and buildings."""
+        out: list[str] = []
+        periods = self.periods
+        if not periods:
+            return out
+        names = [p.name for p in periods]
+        out += [f"periods: duplicate period name '{n}'" for n in sorted(set(names))
+                if names.count(n) > 1]
+        if self.objective.kind == "min_tco" or self.limits.budget_basis == "tco":
+            out.append("periods: a phased build-out budgets capex per period; objective.kind "
+                       "'min_tco' and limits.budget_basis 'tco' are not supported with periods")
+        if self.objective.kind == "min_capex" and not any(p.demand_tokens for p in periods):
+            out.append("objective.kind: 'min_capex' with periods needs demand_tokens in a "
+                       "period")
+        buildings = {b.name: b.it_power_mw for b in self.site.buildings}
+        for i, p in enumerate(periods):
+            where = f"periods[{i}]"
+            nxt = periods[i + 1].start if i + 1 < len(periods) else None
+            if nxt is not None and nxt <= p.start:
+                out.append(f"periods[{i + 1}].start: {nxt} is not after {where}.start "
+                           f"{p.start}")
+            if nxt is None and p.end is None:
+                out.append(f"{where}.end: the last period needs an end (the horizon)")
+            if p.end is not None and p.end <= p.start:
+                out.append(f"{where}.end: {p.end} is not after its start {p.start}")
+            if p.end is not None and nxt is not None and p.end != nxt:
+                out.append(f"{where}.end: {p.end} differs from the next period's start {nxt}")
+            for b, mw in sorted(p.it_power_mw.items()):
+                if b not in buildings:
+                    out.append(f"{where}.it_power_mw.{b}: unknown building (known: "
+                               f"{', '.join(sorted(buildings))})")
+                elif mw > buildings[b]:
+                    out.append(f"{where}.it_power_mw.{b}: {mw:g} MW is above the building's "
+                               f"{buildings[b]:g} MW")
+            for g in sorted(set(p.gpus or []) | set(p.prices)):
+                if g not in self.choices.gpus:
+                    out.append(f"{where}: GPU system '{g}' is not in choices.gpus")
+        return out
 
     @property
     def years(self) -> int:

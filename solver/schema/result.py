@@ -159,8 +159,43 @@ RELIABILITY = obj({
 RELIABILITY["properties"]["simulated"] = obj({"goodput": NUM, "ci_low": NUM, "ci_high": NUM,
                                               "runs": INT, "days": NUM, "seed": INT})
 
-DOCUMENTS = {"solve": {"anyOf": [SOLVED, UNSOLVED]}, "place": {"anyOf": [PLACEMENT, FAILED]},
-             "fabric": FABRIC, "perf": PERF, "reliability": RELIABILITY}
+PHASED_CLUSTER = obj({
+    "plan": STR, "gpu": STR, "switch": STR, "nic": STR, "tiers": INT, "pods": INT,
+    "rail_optimized": BOOL, "recovery": STR, "gpus_owned": INT, "nodes_owned": INT,
+    "spare_nodes_owned": INT, "gpus_operating": INT, "switches_per_tier_owned": array(INT),
+    "tokens_per_s": NUM, "goodput": NUM, "effective_tokens_per_s": NUM,
+    "scalable_units_per_building": {"type": "object", "additionalProperties": INT},
+    "scalable_units_operating_per_building": {"type": "object", "additionalProperties": INT},
+    "decommissioned": BOOL, "spend_usd": NUM, "it_mw": NUM},
+    "One GPU system's cluster in one period: what is owned (bought so far) and operating.")
+
+PERIOD = obj({
+    "name": STR, "start": STR, "days": NUM, "discount": NUM, "energised_mw": NUM,
+    "it_mw": NUM, "facility_built_mw": NUM, "budget_usd": NUM,
+    "spend_usd": obj({"equipment": NUM, "facility": NUM, "total": NUM}),
+    "gpus_operating": INT, "effective_tokens_per_s": NUM, "tokens": NUM,
+    "cumulative_tokens": NUM, "cumulative_flops": NUM, "demand_tokens": nullable(NUM),
+    "clusters": array(PHASED_CLUSTER), "verified": BOOL, "check_failures": array(STR)},
+    "One period of a phased build-out, checked independently.")
+
+PHASED = obj({
+    "status": STATUS, "instance": STR, "verified": BOOL, "notes": array(STR),
+    "diagnosis": array(STR),
+    "objective": obj({"name": {"enum": ["discounted_cumulative_effective_tokens",
+                                        "discounted_capex_usd"]}, "value": NUM,
+                      "milp_value": NUM}),
+    "periods": array(PERIOD),
+    "totals": obj({"spend_usd": NUM, "tokens": NUM, "flops": NUM,
+                   "discount_rate_per_year": NUM}),
+    "solver": obj({"backend": STR, "termination": STR, "gap": nullable(NUM),
+                   "milp_runtime_s": NUM, "exact_refinement_rounds": INT, "runtime_s": NUM,
+                   "time_limit_s": NUM})},
+    "`solve --json` of an instance with [[periods]] (a phased build-out): what is bought "
+    "and operating in each period; gap is proven against the MILP's bound.")
+
+DOCUMENTS = {"solve": {"anyOf": [SOLVED, UNSOLVED, PHASED]},
+             "place": {"anyOf": [PLACEMENT, FAILED]}, "fabric": FABRIC, "perf": PERF,
+             "reliability": RELIABILITY}
 """The document of each command (solve: also design.json)."""
 
 

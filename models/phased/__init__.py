@@ -1,0 +1,1 @@
+"""Phased build-out: a multi-period design MILP over the single-period candidates."""

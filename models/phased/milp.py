@@ -1,0 +1,250 @@
+"""The phased build-out MILP (Pyomo): what to buy in each period, carried forward.
+
+Indices: plans p (models.phased.data.Plan) with rungs j = 0..n_p-1 (ascending size),
+periods t = 0..T-1, buildings b. Variables:
+  own[p,j,t] in {0,1}   rung j of plan p has been bought by period t
+  op[p,j,t]  in {0,1}   rung j of plan p operates (trains) in period t
+  su_own[b,p,t], su_op[b,p,t] in Z+   scalable units of p owned / operating in b
+  net_mw[b,t], net_racks[b,t] >= 0    network power / racks operating in b
+  fac_mw[t] >= 0        facility (critical IT MW) built by period t
+Ladders (the delta formulation of models.design.milp, per period):
+  own[p,j,t] <= own[p,j-1,t],  op[p,j,t] <= op[p,j-1,t],  op <= own
+  a quantity of the operating cluster = sum_j (a_j - a_{j-1}) op[p,j,t]
+Carried forward and decommissioned:
+  own[p,j,t-1] <= own[p,j,t]                       bought parts stay bought
+  op[p,j,t] <= op[p,j,t-1] + own[p,j,t] - own[p,j,t-1]
+                                                   a rung stopped stays stopped
+                                                   (decommissioned, its power freed)
+  su_own[b,p,t-1] <= su_own[b,p,t];  su_op <= su_own  equipment does not move
+  own[p,j,t] <= own[p,j,t-1] when p's GPU system is not purchasable in t
+  sum_{p of GPU g} own[p,0,T-1] <= 1               one cluster (pod set) per generation
+Limits per period t:
+  building:  (1+f) (sum_p su_w_p su_op[b,p,t] + net_mw[b,t]) <= P_{b,t}
+  campus:    (1+f) sum_p equipment_mw(op_p,t) <= P_t;   fac_mw[t] >= that, non-decreasing
+  space:     sum_p su_racks_p su_op[b,p,t] + net_racks[b,t] <= R_b
+  spend_t = sum_{p,j} dcapex_t[p,j] (own[p,j,t] - own[p,j,t-1])
+            + c_MW (fac_mw[t] - fac_mw[t-1]) <= B_t;   sum_t spend_t <= B
+  GPUs:      sum_p gpus(op_p,t) <= max_gpus
+  demand:    sum_{s<=t} seconds_s sum_p tokens(op_p,s) >= D_t
+Objective: maximise sum_t discount_t seconds_t sum_p tokens(op_p,t)  [Ttokens]
+           or minimise sum_t discount_t spend_t  [M$]
+with tokens the candidates' effective tokens/s (upper bounds where not exact:
+models.phased.data.optimistic_tokens_per_s). Money in M$, power in MW, tokens in 1e12.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyomo.environ as pyo
+
+from models.design.data import Candidate
+from models.phased.data import PhasedData, Plan, capex_in, optimistic_tokens_per_s
+
+TOKENS_UNIT = 1e12
+"""Tokens in the model are counted in units of 1e12 (Ttokens)."""
+
+
+def rung_sum(m: pyo.ConcreteModel, var: pyo.Var, t: int,
+             attr: Callable[[Plan, Candidate], float], plans: list[Plan] | None = None
+             ) -> pyo.Expression:
+    """sum_{p,j} (a_j - a_{j-1}) var[p,j,t] for a = attr(plan, rung)."""
+    terms = []
+    for plan in plans or m.data.plans:
+        previous = 0.0
+        for j, k in enumerate(plan.ladder):
+            value = attr(plan, k)
+            if value != previous:
+                terms.append((value - previous) * var[plan.key, j, t])
+            previous = value
+    return pyo.quicksum(terms)
+
+
+def add_core(m: pyo.ConcreteModel, data: PhasedData) -> None:
+    """Sets, variables, ladders, carrying forward and the per-period expressions."""
+    m.data = data
+    plans = {p.key: p for p in data.plans}
+    m.plan = plans
+    m.PLANS = pyo.Set(initialize=sorted(plans), ordered=True)
+    m.PERIODS = pyo.Set(initialize=list(range(len(data.periods))), ordered=True)
+    m.BUILDINGS = pyo.Set(initialize=[b.name for b in data.design.buildings], ordered=True)
+    m.RUNGS = pyo.Set(initialize=[(p, j, t) for p in m.PLANS for j in range(len(plans[p].ladder))
+                                  for t in m.PERIODS], dimen=3, ordered=True)
+    m.PLACED = pyo.Set(initialize=[(b, p, t) for b in m.BUILDINGS for p in m.PLANS
+                                   for t in m.PERIODS], dimen=3, ordered=True)
+    m.own = pyo.Var(m.RUNGS, domain=pyo.Binary, doc="rung bought by the period")
+    m.op = pyo.Var(m.RUNGS, domain=pyo.Binary, doc="rung operating in the period")
+    m.su_own = pyo.Var(m.PLACED, domain=pyo.NonNegativeIntegers)
+    m.su_op = pyo.Var(m.PLACED, domain=pyo.NonNegativeIntegers)
+    m.net_mw = pyo.Var(m.BUILDINGS, m.PERIODS, domain=pyo.NonNegativeReals)
+    m.net_racks = pyo.Var(m.BUILDINGS, m.PERIODS, domain=pyo.NonNegativeReals)
+    m.fac_mw = pyo.Var(m.PERIODS, domain=pyo.NonNegativeReals, doc="facility built [MW IT]")
+
+    @m.Constraint(m.RUNGS)
+    def own_order(m, p, j, t):
+        return m.own[p, j, t] <= m.own[p, j - 1, t] if j > 0 else pyo.Constraint.Skip
+
+    @m.Constraint(m.RUNGS)
+    def op_order(m, p, j, t):
+        return m.op[p, j, t] <= m.op[p, j - 1, t] if j > 0 else pyo.Constraint.Skip
+
+    @m.Constraint(m.RUNGS)
+    def op_owned(m, p, j, t):
+        return m.op[p, j, t] <= m.own[p, j, t]
+
+    @m.Constraint(m.RUNGS)
+    def kept(m, p, j, t):
+        return m.own[p, j, t - 1] <= m.own[p, j, t] if t > 0 else pyo.Constraint.Skip
+
+    @m.Constraint(m.RUNGS)
+    def stopped_stays_stopped(m, p, j, t):
+        if t == 0:
+            return pyo.Constraint.Skip
+        return m.op[p, j, t] <= m.op[p, j, t - 1] + m.own[p, j, t] - m.own[p, j, t - 1]
+
+    @m.Constraint(m.RUNGS)
+    def purchasable(m, p, j, t):
+        if plans[p].gpu in data.periods[t].purchasable:
+            return pyo.Constraint.Skip
+        return m.own[p, j, t] <= (m.own[p, j, t - 1] if t > 0 else 0)
+
+    last = len(data.periods) - 1
+    gens = sorted({p.gpu for p in data.plans})
+
+    @m.Constraint(gens, doc="one cluster per GPU system")
+    def one_cluster(m, g):
+        return pyo.quicksum(m.own[p.key, 0, last] for p in data.plans if p.gpu == g) <= 1
+
+    m.gpus = pyo.Expression(m.PERIODS, rule=lambda m, t: rung_sum(m, m.op, t, lambda p, k: k.gpus))
+    m.equipment_mw = pyo.Expression(m.PERIODS, rule=lambda m, t: rung_sum(
+        m, m.op, t, lambda p, k: k.equipment_power_w / 1e6))
+    f = 1 + data.design.non_server_it_fraction
+    m.it_power_mw = pyo.Expression(m.PERIODS, rule=lambda m, t: f * m.equipment_mw[t])
+    m.tokens_per_s = pyo.Expression(m.PERIODS, rule=lambda m, t: rung_sum(
+        m, m.op, t, lambda p, k: optimistic_tokens_per_s(k)))
+    m.ttokens = pyo.Expression(m.PERIODS, rule=lambda m, t: m.tokens_per_s[t]
+                               * data.periods[t].seconds / TOKENS_UNIT)
+
+    def owned_capex(t_price: int, t_owned: int) -> pyo.Expression:
+        period = data.periods[t_price]
+        return rung_sum(m, m.own, t_owned,
+                        lambda p, k: capex_in(data, period, p, k) / 1e6)
+
+    def spend(m, t):
+        equipment = owned_capex(t, t) - (owned_capex(t, t - 1) if t > 0 else 0)
+        facility = m.fac_mw[t] - (m.fac_mw[t - 1] if t > 0 else 0)
+        return equipment + data.design.build_usd_per_mw * facility / 1e6
+    m.spend_musd = pyo.Expression(m.PERIODS, rule=spend, doc="capital spent in the period [M$]")
+
+
+def add_limits(m: pyo.ConcreteModel, data: PhasedData) -> None:
+    """Buildings, campus power, facility, space, budget, GPU cap and demand per period."""
+    f = 1 + data.design.non_server_it_fraction
+    cfg = {p.key: data.design.configs[p.config] for p in data.plans}
+
+    @m.Constraint(m.PLANS, m.PERIODS)
+    def su_owned(m, p, t):
+        return pyo.quicksum(m.su_own[b, p, t] for b in m.BUILDINGS) == rung_sum(
+            m, m.own, t, lambda _p, k: k.su_count, [m.plan[p]])
+
+    @m.Constraint(m.PLANS, m.PERIODS)
+    def su_operating(m, p, t):
+        return pyo.quicksum(m.su_op[b, p, t] for b in m.BUILDINGS) == rung_sum(
+            m, m.op, t, lambda _p, k: k.su_count, [m.plan[p]])
+
+    @m.Constraint(m.PLACED)
+    def su_stays(m, b, p, t):
+        return m.su_own[b, p, t - 1] <= m.su_own[b, p, t] if t > 0 else pyo.Constraint.Skip
+
+    @m.Constraint(m.PLACED)
+    def su_op_owned(m, b, p, t):
+        return m.su_op[b, p, t] <= m.su_own[b, p, t]
+
+    @m.Constraint(m.PERIODS)
+    def network_placed(m, t):
+        return pyo.quicksum(m.net_mw[b, t] for b in m.BUILDINGS) == rung_sum(
+            m, m.op, t, lambda p, k: k.network_power_w / 1e6)
+
+    @m.Constraint(m.BUILDINGS, m.PERIODS, doc="energised building IT power [MW]")
+    def building_power(m, b, t):
+        su_mw = pyo.quicksum(cfg[p].su_nodes * cfg[p].node_power_w / 1e6 * m.su_op[b, p, t]
+                             for p in m.PLANS)
+        return f * (su_mw + m.net_mw[b, t]) <= data.periods[t].building_w[b] / 1e6
+
+    @m.Constraint(m.PERIODS)
+    def it_power(m, t):
+        return m.it_power_mw[t] <= data.periods[t].it_power_cap_w / 1e6
+
+    @m.Constraint(m.PERIODS)
+    def facility_covers(m, t):
+        return m.fac_mw[t] >= m.it_power_mw[t]
+
+    @m.Constraint(m.PERIODS)
+    def facility_stays(m, t):
+        return m.fac_mw[t - 1] <= m.fac_mw[t] if t > 0 else pyo.Constraint.Skip
+
+    @m.Constraint(m.PERIODS)
+    def network_racks_placed(m, t):
+        return pyo.quicksum(m.net_racks[b, t] for b in m.BUILDINGS) == rung_sum(
+            m, m.op, t, lambda p, k: k.network_racks)
+
+    limited = [b for b in data.design.buildings if b.max_racks is not None]
+    m.space = pyo.Constraint([(b.name, t) for b in limited for t in m.PERIODS], rule=lambda
+                             m, b, t: pyo.quicksum(cfg[p].su_racks * m.su_op[b, p, t]
+                                                   for p in m.PLANS) + m.net_racks[b, t]
+                             <= {x.name: x.max_racks for x in limited}[b])
+
+    @m.Constraint(m.PERIODS, doc="cash flow [M$]")
+    def budget(m, t):
+        return m.spend_musd[t] <= data.periods[t].budget_usd / 1e6
+
+    m.budget_total = pyo.Constraint(expr=pyo.quicksum(m.spend_musd[t] for t in m.PERIODS)
+                                    <= data.budget_total_usd / 1e6)
+    if data.design.max_gpus is not None:
+        m.gpu_cap = pyo.Constraint(m.PERIODS, rule=lambda m, t: m.gpus[t]
+                                   <= data.design.max_gpus)
+    demanded = [t for t in m.PERIODS if data.periods[t].demand_tokens > 0]
+    m.demand = pyo.Constraint(demanded, rule=lambda m, t: pyo.quicksum(
+        m.ttokens[s] for s in m.PERIODS if s <= t)
+        >= data.periods[t].demand_tokens / TOKENS_UNIT)
+
+
+def discounted_ttokens(m: pyo.ConcreteModel) -> pyo.Expression:
+    return pyo.quicksum(m.data.periods[t].discount * m.ttokens[t] for t in m.PERIODS)
+
+
+def discounted_spend_musd(m: pyo.ConcreteModel) -> pyo.Expression:
+    return pyo.quicksum(m.data.periods[t].discount * m.spend_musd[t] for t in m.PERIODS)
+
+
+def build_model(data: PhasedData) -> pyo.ConcreteModel:
+    """The phased MILP; objective by data.design.objective (max effective throughput:
+    discounted cumulative tokens; min_capex: discounted spend)."""
+    if not data.plans:
+        raise ValueError("no candidate designs to choose from")
+    m = pyo.ConcreteModel(name="clusterplan-phased")
+    add_core(m, data)
+    add_limits(m, data)
+    if data.design.objective == "max_effective_throughput":
+        m.objective = pyo.Objective(expr=discounted_ttokens(m), sense=pyo.maximize)
+    else:
+        m.objective = pyo.Objective(expr=discounted_spend_musd(m), sense=pyo.minimize)
+    return m
+
+
+def add_tiebreak(m: pyo.ConcreteModel, best: float, rel_tol: float = 1e-9) -> None:
+    """Second stage: keep stage one's optimum, then the cheapest (max tokens) or the most
+    tokens (min capex) among optima."""
+    m.objective.deactivate()
+    if m.data.design.objective == "max_effective_throughput":
+        m.stage_one = pyo.Constraint(expr=discounted_ttokens(m) >= best * (1 - rel_tol))
+        m.objective_tiebreak = pyo.Objective(expr=discounted_spend_musd(m), sense=pyo.minimize)
+    else:
+        m.stage_one = pyo.Constraint(expr=discounted_spend_musd(m) <= best * (1 + rel_tol))
+        m.objective_tiebreak = pyo.Objective(expr=discounted_ttokens(m), sense=pyo.maximize)
+
+
+def top_rung(m: pyo.ConcreteModel, var: pyo.Var, plan: Plan, t: int) -> int | None:
+    """Index of the largest rung of `plan` set in `var` at period t (None: none)."""
+    on = [j for j in range(len(plan.ladder)) if pyo.value(var[plan.key, j, t]) > 0.5]
+    return max(on) if on else None
