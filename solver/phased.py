@@ -43,7 +43,7 @@ from solver.backends import SolveOptions
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import REL_TOL, Check, CheckResult, check_design
 from solver.prepare import prepare
-from solver.results import Status
+from solver.results import PhasedSummary, Status
 from solver.schema import Instance
 
 MAX_REFINE_ROUNDS = 50
@@ -489,7 +489,7 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
     value = (sum(p["discount"] * p["tokens"] for p in periods)
              if full.objective == "max_effective_throughput"
              else sum(p["discount"] * p["spend_usd"]["total"] for p in periods))
-    summary = base | {
+    summary = PhasedSummary(**base, **{
         "status": outcome.status, "verified": all(v.ok for v in verdicts),
         "objective": {"name": objective, "value": value,
                       "milp_value": outcome.objective * (TOKENS_UNIT if objective.endswith(
@@ -505,7 +505,7 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
                    "exact_refinement_rounds": rounds,
                    "runtime_s": round(time.perf_counter() - start, 3),
                    "time_limit_s": options.time_limit_s},
-    }
+    })
     tables = {"bom": bom_table(inputs, plan), "cash_flow": cash_flow_table(periods)}
     return SolveResult(outcome.status, summary, tables, None, tuple(notes), inputs)
 
@@ -524,7 +524,7 @@ def _without_plan(inputs: Inputs, status: Status, summary: dict[str, Any],
                   options: SolveOptions, start: float):
     from solver.api import SolveResult
 
-    summary = summary | {"status": status, "verified": False, "periods": [], "solver": {
+    document = PhasedSummary(**summary, status=status, verified=False, periods=(), solver={
         "backend": "milp-highs", "runtime_s": round(time.perf_counter() - start, 3),
-        "gap": None, "time_limit_s": options.time_limit_s}}
-    return SolveResult(status, summary, {}, None, tuple(summary["notes"]), inputs)
+        "gap": None, "time_limit_s": options.time_limit_s})
+    return SolveResult(status, document, {}, None, tuple(summary["notes"]), inputs)

@@ -329,6 +329,25 @@ class UnsolvedSummary(Document):
     solver: UnsolvedSolver
 
 
+@dataclass(frozen=True)
+class PhasedSummary(Document):
+    """The ``clusterplan solve --json`` document of a phased build-out (solver.phased):
+    what to buy and run in each period; the period rows are
+    solver.phased.periods_document's (their schema: solver.schema.result)."""
+
+    instance: str
+    notes: tuple[str, ...]
+    diagnosis: tuple[str, ...]
+    status: Status
+    verified: bool
+    """Every period's running clusters passed the independent checker."""
+    periods: tuple[Mapping[str, Any], ...]
+    solver: Mapping[str, Any]
+    objective: Mapping[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    """Discounted cumulative effective tokens, or discounted spend [USD]."""
+    totals: Mapping[str, Any] | None = field(default=None, metadata=OPTIONAL)
+
+
 # --- fabric -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
