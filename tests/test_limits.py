@@ -22,7 +22,8 @@ from solver.sweeps import REUSABLE_PATHS
 NOT_LIMITS = {
     "objective.kind", "objective.performance", "objective.assumed_mfu",
     "objective.reliability_model", "objective.overhead_fraction",
-    "objective.throughput_quantile", "objective.years", "reliability.availability_target",
+    "objective.throughput_quantile", "objective.years", "objective.discount_rate_per_year",
+    "reliability.availability_target",
     "reliability.spare_fraction", "reliability.profile",
     "reliability.failure_rate_multipliers",
     f"{BUILDING}.name", f"{BUILDING}.halls",
