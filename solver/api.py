@@ -35,7 +35,8 @@ from models.placement.assemble import DesignToPlace
 from solver.backends import SolveOptions
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import CheckResult, check_design
-from solver.diagnose import diagnose, unmet_requirements
+from solver.deadline import TimeLimitReached
+from solver.diagnose import diagnose, far_beyond_limits, unmet_requirements
 from solver.fabric_inputs import fabric_document
 from solver.job_mapping import map_job
 from solver.perf_inputs import DEGREES, perf_document
@@ -185,20 +186,34 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
     """
     start = time.perf_counter()
     options = options or SolveOptions()
+    stage = options.deadline.enter
+    stage("prepare")
     inputs = prepare(inst)
-    evaluators = evaluators or default_evaluators(inputs)
-    full, notes = candidates(inputs, evaluators, candidates_of)
-    data = prune(full, exact_bound=extra_constraints is None)
-    if not data.candidates:
-        return _infeasible(inputs, evaluators, options, start, notes)
-    milp = design_milp(data, options, inputs, extra_constraints)
-    if milp.outcome.status == Status.INFEASIBLE:
-        return _infeasible(inputs, evaluators, options, start, notes)
-    if milp.design is None:
-        return _without_design(inputs, Status.NO_SOLUTION, options, start, notes)
-    exact, verdict = check(inputs, evaluators, full, data, milp.design)
-    result = report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
-    return place_stage(result, options) if place else result
+    notes: list[str] = []
+    try:
+        evaluators = evaluators or default_evaluators(inputs)
+        stage("candidate generation")
+        full, notes = candidates(inputs, evaluators, candidates_of)
+        data = prune(full, exact_bound=extra_constraints is None)
+        if not data.candidates:
+            return _infeasible(inputs, evaluators, options, start, notes)
+        stage("the design MILP")
+        milp = design_milp(data, options, inputs, extra_constraints)
+        if milp.outcome.status == Status.INFEASIBLE:
+            return _infeasible(inputs, evaluators, options, start, notes)
+        if milp.design is None:
+            return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [
+                f"the design MILP found no design within {options.time_limit_s:g} s"])
+        stage("the independent check")
+        exact, verdict = check(inputs, evaluators, full, data, milp.design)
+        stage("the report")
+        result = report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
+        if place:
+            stage("placement")
+            return place_stage(result, options)
+        return result
+    except TimeLimitReached as exc:
+        return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [str(exc)])
 
 
 def place(inst: Instance | Inputs, design: DesignToPlace | None = None,
@@ -211,10 +226,13 @@ def place(inst: Instance | Inputs, design: DesignToPlace | None = None,
         if solved.design is None:
             return PlacementResult(solved.status, {
                 "status": solved.status,
-                "diagnosis": f"the instance has no design to place ({solved.status})"})
+                "diagnosis": f"the instance has no design to place ({solved.status}): "
+                             + "; ".join(solved.summary["diagnosis"])})
         inputs, design = solved.inputs, design_to_place(solved.design, solved.inputs)
     else:
+        options.deadline.enter("prepare")
         inputs = inst if isinstance(inst, Inputs) else prepare(inst)
+    options.deadline.enter("placement")
     return place_design(inputs, design, options)
 
 
@@ -266,6 +284,10 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
 def _infeasible(inputs: Inputs, evaluators: Evaluators, options: SolveOptions, start: float,
                 notes: list[str]) -> SolveResult:
     """Diagnose on candidates generated past the power and budget limits."""
+    options.deadline.enter("the infeasibility diagnosis")
+    far = far_beyond_limits(inputs)
+    if far:
+        return _without_design(inputs, Status.INFEASIBLE, options, start, notes, far)
     relaxed_all, _ = build_design_data(inputs, evaluators, relax_limits=True)
     relaxed = elastic_candidates(relaxed_all)
     diagnosis = (diagnose(relaxed, options) if relaxed.candidates

@@ -8,6 +8,7 @@ progress and errors go to stderr. Exit codes: 0 result, 1 internal error, 2 usag
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -91,7 +92,14 @@ for _module in COMMAND_MODULES:
     importlib.import_module(f"solver.commands.{_module}").register(app)
 
 
+def _terminate(signum, frame) -> None:
+    """SIGTERM ends a command like Ctrl-C: one line, exit 130 (cli_common.run; typer
+    maps an interrupt outside a command body to exit 130 too)."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         app()
     except SystemExit:

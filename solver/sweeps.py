@@ -70,7 +70,7 @@ from solver.loading import (
     read_document,
     read_instance_document,
 )
-from solver.outputs import default_out_dir, write_file_atomically
+from solver.outputs import check_out_location, default_out_dir, write_file_atomically
 from solver.prepare import prepare
 from solver.scenario import (
     Scenario,
@@ -340,21 +340,6 @@ def check_sweep_name(name: str) -> str:
         raise UsageError(f"--name: a plain folder name inside the results folder, without "
                          f"'/', '\\', control characters, '.' or '..' (got {name!r})")
     return name
-
-
-def check_out_location(folder: Path) -> None:
-    """`folder` is, or can be created as, a writable folder (exit 3 naming it); checked
-    before any work and without creating anything."""
-    if folder.exists() and not folder.is_dir():
-        raise InvalidInstance([f"{folder}: exists and is not a folder"], "--out")
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise InvalidInstance([f"{folder}: cannot be created, {probe} is not a folder"],
-                              "--out")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise InvalidInstance([f"{folder}: {probe} is not writable"], "--out")
 
 
 _HELD: set[Path] = set()
