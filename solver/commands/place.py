@@ -99,8 +99,8 @@ def register(app: typer.Typer) -> None:
 def _is_design(path: Path) -> bool:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InvalidInstance([f"{path}: {exc}"], "design") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InvalidInstance([f"{path}: {exc or type(exc).__name__}"], "design") from None
     return isinstance(doc, dict) and "design" in doc and "instance" in doc
 
 
