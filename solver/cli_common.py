@@ -46,22 +46,14 @@ def safe(text: object) -> str:
     return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)))
 
 
-INTERRUPTED_EXIT = 130
-"""Exit code after Ctrl-C or SIGTERM (128 + SIGINT, the shell's convention)."""
-
-
 def run(action: Callable[[], Any], deadline: Deadline | None = None) -> Any:
     """Run a command body; map clusterplan errors to messages and exit codes. With a
-    ``deadline`` the body is stopped when it is spent (exit 5). Ctrl-C and SIGTERM end it
-    with one line and exit 130 (output sets are written whole or not at all)."""
+    ``deadline`` the body is stopped when it is spent (exit 5)."""
     try:
         if deadline is None:
             return action()
         with deadline.alarm():
             return action()
-    except KeyboardInterrupt:
-        stderr.print("[bold red]interrupted[/]: nothing was written", highlight=False)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
     except InvalidInstance as exc:
         stderr.print(f"[bold red]invalid input[/] {safe(exc.source)}:", highlight=False)
         for problem in exc.problems:

@@ -72,11 +72,13 @@ def output_set(out_dir: Path, replaces: Iterable[str] = ()) -> Iterator[Path]:
     ``out_dir`` (os.replace, fsynced first) with Ctrl-C and SIGTERM held off, and the
     files named in ``replaces`` that were not written this time are removed; then the
     stage is removed. When the block raises (anything, KeyboardInterrupt included) the
-    stage is removed and ``out_dir`` keeps its old files. Stages left by a process that
+    stage is removed and ``out_dir`` keeps its old files (or, if this call created it,
+    is removed again). Stages left by a process that
     was killed (kill -9) are removed by the next set written into the folder. A write
     that fails for lack of room or permission is an output-location problem (exit 3
     naming the folder). Subfolders of the stage are not moved: a set is flat files.
     """
+    created = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         _remove_dead_stages(out_dir)
@@ -88,11 +90,16 @@ def output_set(out_dir: Path, replaces: Iterable[str] = ()) -> Iterator[Path]:
         yield stage
         with _signals_held():
             _commit(stage, out_dir, replaces)
-    except OSError as exc:
-        raise InvalidInstance([f"{out_dir}: cannot write: {exc.strerror or exc}"],
-                              "--out") from None
-    finally:
+    except BaseException as exc:
         shutil.rmtree(stage, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()  # only if still empty
+        if isinstance(exc, OSError):
+            raise InvalidInstance([f"{out_dir}: cannot write: {exc.strerror or exc}"],
+                                  "--out") from None
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
 
 
 def _commit(stage: Path, out_dir: Path, replaces: Iterable[str]) -> None:
