@@ -48,6 +48,7 @@ import json
 import math
 import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -429,9 +430,14 @@ def _run_local(tasks: list[Task], workers: int, scheduler: str | None
 
 def _watch_coordinator() -> None:
     """Process-pool initializer: a daemon thread ends the worker as soon as its parent
-    (the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on.
+    (the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on; a
+    worker ignores Ctrl-C and ends on SIGTERM (the coordinator's _stop_workers).
     The check runs every 0.5 s; a solve that holds the GIL delays it to its time limit."""
     parent = os.getppid()
+    # Ctrl-C reaches the whole process group: the coordinator handles it and ends the
+    # workers with SIGTERM, which ends them quietly (not the CLI's KeyboardInterrupt).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -452,9 +458,21 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None
         try:
             for fut in as_completed(futures):
                 yield _result_or_error(fut.result, futures[fut])
+        except BaseException:  # Ctrl-C, SIGTERM, an error: stop now, not after the solves
+            _stop_workers(pool)
+            raise
         finally:
             for fut in futures:
                 fut.cancel()
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End a pool's worker processes at once (the executor's own shutdown waits for the
+    running scenarios to finish); the pool then fails its futures as broken. No future
+    may be cancelled before: Python 3.11's pool raises on failing a cancelled one."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=True)
 
 
 def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
