@@ -43,7 +43,12 @@ from solver.perf_inputs import DEGREES, perf_document
 from solver.placement import PlacementResult, design_to_place, placed_bom_lines
 from solver.placement import place as place_design
 from solver.prepare import prepare
-from solver.reliability_inputs import DEFAULT_WORKLOAD, reliability_document
+from solver.reliability_inputs import (
+    DEFAULT_WORKLOAD,
+    MAX_EVENTS_PER_RUN,
+    MAX_SIMULATED_RUNS,
+    reliability_document,
+)
 from solver.report import binding_limits, summary_document, tables, with_placement
 from solver.results import Status
 from solver.schema import Instance
@@ -264,12 +269,15 @@ def reliability(gpu: str, gpus: int, *, workload: str = DEFAULT_WORKLOAD,
                 switch: str | None = None, rail_optimized: bool = True,
                 checkpoint_gbps: float | None = None, recovery: str = "storage",
                 simulate_runs: int | None = None, days: float = 30.0, seed: int = 0,
-                profile: str = "default") -> dict[str, Any]:
+                profile: str = "default", max_runs: int = MAX_SIMULATED_RUNS,
+                max_events: float = MAX_EVENTS_PER_RUN) -> dict[str, Any]:
     """Interruptions (with their band), checkpoint interval, restart and its parts, spares
     and goodput of a job on ``gpus`` GPUs under a failure-rate ``profile`` (with
-    ``simulate_runs``, a seeded Monte-Carlo estimate beside)."""
+    ``simulate_runs``, a seeded Monte-Carlo estimate beside; refused above ``max_runs``
+    runs or ``max_events`` events per run)."""
     return reliability_document(gpu, gpus, workload, switch, rail_optimized, checkpoint_gbps,
-                                recovery, simulate_runs, days, seed, profile)
+                                recovery, simulate_runs, days, seed, profile, max_runs,
+                                max_events)
 
 
 def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
