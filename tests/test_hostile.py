@@ -105,8 +105,10 @@ HOSTILE_VALUES = st.one_of(
 
 
 def leaf_paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
-    """Every path to a value of `doc` (tables and arrays included)."""
+    """Every path to a value of `doc` (tables and arrays included) up to 6 levels."""
     paths = [prefix] if prefix else []
+    if len(prefix) >= 6:
+        return paths
     if isinstance(doc, dict):
         for key, value in doc.items():
             paths += leaf_paths(value, (*prefix, key))
@@ -143,7 +145,7 @@ def mutated(draw, base: dict[str, Any]) -> dict[str, Any]:
         elif kind == "invent" and isinstance(parent, dict):
             parent[draw(st.sampled_from(["nope", "[/]", "x" * 100]))] = 1
         elif kind == "nest":
-            parent[path[-1]] = nested(draw(st.sampled_from([40, 3000])))
+            parent[path[-1]] = nested(draw(st.sampled_from([40, 500])))
         else:
             parent[path[-1]] = draw(HOSTILE_VALUES)
     return doc

@@ -71,15 +71,20 @@ def register(app: typer.Typer) -> None:
             design = None
             if source is not None and source.suffix == ".json" and _is_design(source):
                 summary = json.loads(source.read_text(encoding="utf-8"))
-                inst = load_instance(instance or INSTANCES_DIR / f"{summary['instance']}.toml")
-                design = design_from_summary(summary)
+                inst = load_instance(instance or _untrusted(
+                    source, lambda: INSTANCES_DIR / f"{summary['instance']}.toml"))
+                design = _untrusted(source, lambda: design_from_summary(summary))
             else:
                 inst = load_instance(source)
             target = out or default_out_dir(inst.name)
             check_out_location(target)
-            result = place_api(inst, design, SolveOptions(
-                time_limit, placement_time_limit_s=placement_limit(time_limit),
-                deadline=deadline))
+
+            def placed():
+                return place_api(inst, design, SolveOptions(
+                    time_limit, placement_time_limit_s=placement_limit(time_limit),
+                    deadline=deadline))
+
+            result = placed() if design is None else _untrusted(source, placed)
             if not result.status.has_solution:
                 if as_json:
                     emit_json(result.to_dict())
@@ -94,6 +99,18 @@ def register(app: typer.Typer) -> None:
             stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
 
         run(body, deadline)
+
+
+def _untrusted(source: Path, action):
+    """Run `action` on a design read from `source`; the errors that a malformed design
+    raises (a missing key, a wrong type or value) are invalid input (exit 3), not an
+    internal error. A stopgap until design.json has a typed schema of its own."""
+    try:
+        return action()
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError
+            ) as exc:
+        raise InvalidInstance([f"{source}: not a design clusterplan can place "
+                               f"({type(exc).__name__}: {exc})"], "design") from None
 
 
 def _is_design(path: Path) -> bool:
