@@ -407,3 +407,27 @@ def test_wrong_types_are_not_coerced(tmp_path, line, named):
 def test_bad_flags_are_refused(args):
     res = invoke([*args, "--json"])
     assert res.exit_code in (2, 3) and res.stdout == ""
+
+
+def test_a_solve_replaces_the_whole_output_set_or_nothing(tmp_path, monkeypatch):
+    """solve wrote placement.csv/cables.csv, rendered the floor plan (~9 s), then
+    design.json: an interruption left new files beside old ones and a .tmp-*.png."""
+    import solver.outputs
+
+    out = tmp_path / "out"
+    assert invoke(["solve", TINY, "--out", out, "--json"], out).exit_code == 0
+    placed = _files(out)
+    assert {"design.json", "placement.csv", "floorplan.png"} <= set(placed)
+
+    def interrupted(result, path):
+        Path(path).write_bytes(b"half a picture")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solver.outputs, "floorplan_png", interrupted)
+    res = CliRunner().invoke(app, ["solve", str(TINY), "--out", str(out)])
+    assert res.exit_code == 130 and _files(out) == placed
+    assert not list(tmp_path.rglob(".tmp-*"))
+    monkeypatch.undo()
+    # a --no-place solve replaces the set: the older placement does not stay beside it
+    assert invoke(["solve", TINY, "--no-place", "--out", out], out).exit_code == 0
+    assert sorted(_files(out)) == ["bom.csv", "design.json", "summary.md"]
