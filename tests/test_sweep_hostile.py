@@ -120,6 +120,18 @@ def test_source_digest_follows_every_source_file(tmp_path):
 
 # --- 2. a failing scenario is a row; the sweep goes on ---------------------------------
 
+def fail_on_five_mw(monkeypatch) -> None:
+    """Make the sweep's solve raise (a stand-in for a bug) on scenarios of 5 MW."""
+    real_solve = solver.sweeps.solve
+
+    def fails_on_five(inst, **kwargs):
+        if inst.limits.it_power_mw == 5:
+            raise ValueError("injected failure")
+        return real_solve(inst, **kwargs)
+
+    monkeypatch.setattr(solver.sweeps, "solve", fails_on_five)
+
+
 def test_odd_radix_is_refused_before_any_solve(tmp_path):
     """An odd radix (no fat tree splits it) is invalid input: exit 3 naming the path."""
     res = cli("sweep", str(SMALL), "--vary", f"{RADIX}=128,3,256", "--out", str(tmp_path),
@@ -131,14 +143,7 @@ def test_odd_radix_is_refused_before_any_solve(tmp_path):
 def test_failing_scenario_is_recorded_and_retried(tmp_path, monkeypatch):
     """A scenario whose solve raises (here an injected bug on 5 MW) is an error row with
     its reason; the others are solved and the table written; a re-run retries it."""
-    real_solve = solver.sweeps.solve
-
-    def fails_on_five(inst, **kwargs):
-        if inst.limits.it_power_mw == 5:
-            raise ValueError("radix must be an even number, injected")
-        return real_solve(inst, **kwargs)
-
-    monkeypatch.setattr(solver.sweeps, "solve", fails_on_five)
+    fail_on_five_mw(monkeypatch)
     res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3,5,7", "--out",
               str(tmp_path), "--json", "--quiet")
     assert res.exit_code == 0
@@ -365,14 +370,7 @@ def test_backends_agree_and_resume(tmp_path, monkeypatch):
     scenario files makes each re-solve exactly those two."""
     from dask.distributed import LocalCluster
 
-    real_solve = solver.sweeps.solve
-
-    def fails_on_five(inst, **kwargs):
-        if inst.limits.it_power_mw == 5:
-            raise ValueError("injected failure")
-        return real_solve(inst, **kwargs)
-
-    monkeypatch.setattr(solver.sweeps, "solve", fails_on_five)
+    fail_on_five_mw(monkeypatch)
     vary = {"limits.it_power_mw": "3,5", "limits.budget_usd": "1e8,1.5e8"}
     local = sweep(SMALL, vary, out=tmp_path / "local")
     assert local["status"].tolist().count("error") == 2
