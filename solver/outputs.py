@@ -69,14 +69,17 @@ def output_set(out_dir: Path, replaces: Iterable[str] = ()) -> Iterator[Path]:
 
     ``stage`` is an empty folder inside ``out_dir`` (same file system: renames are
     atomic). When the block ends normally, every file written into it is moved into
-    ``out_dir`` (os.replace, fsynced first) with Ctrl-C and SIGTERM held off, and the
-    files named in ``replaces`` that were not written this time are removed; then the
-    stage is removed. When the block raises (anything, KeyboardInterrupt included) the
-    stage is removed and ``out_dir`` keeps its old files (or, if this call created it,
-    is removed again). Stages left by a process that
-    was killed (kill -9) are removed by the next set written into the folder. A write
-    that fails for lack of room or permission is an output-location problem (exit 3
-    naming the folder). Subfolders of the stage are not moved: a set is flat files.
+    ``out_dir`` (os.replace, fsynced first) with Ctrl-C, SIGTERM and the deadline's
+    alarm held off, the files named in ``replaces`` that were not written this time are
+    removed, and the stage is removed. When the block raises (anything, KeyboardInterrupt
+    included) the stage is removed and ``out_dir`` keeps its old files (or, if this call
+    created it, is removed again). Stages left by a killed process (kill -9) are removed
+    by the next set written into the folder. A write that fails for lack of room or
+    permission is an output-location problem (exit 3 naming the folder). Subfolders of
+    the stage are not moved: a set is flat files.
+
+    Writers that add files to a solve's set (report.html, bom.xlsx) write them into the
+    stage inside ``write_solve_outputs`` and add their names to ``SOLVE_FILES``.
     """
     created = not out_dir.exists()
     try:
@@ -115,11 +118,12 @@ def _commit(stage: Path, out_dir: Path, replaces: Iterable[str]) -> None:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM delivered only after the block (main thread; elsewhere a no-op)."""
+    """SIGINT, SIGTERM and SIGALRM (the command's deadline, solver.deadline) delivered only
+    after the block (main thread; elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGALRM}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         yield
