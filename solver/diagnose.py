@@ -83,8 +83,9 @@ def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
     smallest = min(data.candidates, key=lambda k: k.gpus)
     if data.max_gpus is not None and smallest.gpus > data.max_gpus:
         return [f"limits.max_gpus {data.max_gpus:,} is below the smallest design in `choices`"
-                f" ({smallest.gpus:,} GPUs: one scalable unit of {smallest.nodes:,} nodes "
-                f"on {smallest.config})"]
+                f" ({smallest.gpus:,} GPUs: one scalable unit of {smallest.nodes:,} "
+                f"{data.configs[smallest.config].gpu} nodes on "
+                f"{data.configs[smallest.config].switch})"]
     best_tput = max(k.effective_tokens_per_s for k in data.candidates)
     largest = max(k.gpus for k in data.candidates)
     within = (f" within limits.max_gpus {data.max_gpus:,}" if data.max_gpus is not None

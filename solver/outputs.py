@@ -13,6 +13,7 @@ removed. Single files that are rewritten in place (sweep tables) use
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import math
 import os
@@ -106,14 +107,21 @@ def output_set(out_dir: Path, replaces: Iterable[str] = ()) -> Iterator[Path]:
 
 
 def _commit(stage: Path, out_dir: Path, replaces: Iterable[str]) -> None:
+    """Move the staged files into ``out_dir`` under an flock on the folder, so two
+    commands writing one folder at once leave one set or the other, never a mix."""
     names = sorted(p.name for p in stage.iterdir() if p.is_file())
     for name in names:
         with open(stage / name, "rb") as fh:
             os.fsync(fh.fileno())
-    for name in names:
-        os.replace(stage / name, out_dir / name)
-    for stale in sorted(set(replaces) - set(names)):
-        (out_dir / stale).unlink(missing_ok=True)
+    folder = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        for name in names:
+            os.replace(stage / name, out_dir / name)
+        for stale in sorted(set(replaces) - set(names)):
+            (out_dir / stale).unlink(missing_ok=True)
+    finally:
+        os.close(folder)  # releases the lock
 
 
 @contextlib.contextmanager
