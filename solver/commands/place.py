@@ -57,13 +57,13 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Place racks on the floor plan; cable media from routed lengths (CP-SAT)."""
+        deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import place as place_api
         from solver.backends import SolveOptions
         from solver.loading import INSTANCES_DIR, load_instance
         from solver.outputs import check_out_location, default_out_dir, write_placement_outputs
         from solver.placement import design_from_summary
 
-        deadline = Deadline(time_limit)
 
         def body():
             if out is not None:

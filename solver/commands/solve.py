@@ -132,12 +132,12 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
+        deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import solve as solve_instance
         from solver.backends import SolveOptions
         from solver.loading import load_instance
         from solver.outputs import check_out_location, default_out_dir, write_solve_outputs
 
-        deadline = Deadline(time_limit)
 
         def body():
             if out is not None:
