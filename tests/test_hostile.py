@@ -346,7 +346,7 @@ def test_unusable_out_is_refused_before_any_work(tmp_path, where, monkeypatch):
 @pytest.mark.parametrize("text", [
     "a = " + "[" * 100_000 + "]" * 100_000,          # RecursionError in the TOML parser
     "a = " + "[" * 200 + "]" * 200,                  # parses; deeper than the schema allows
-])
+], ids=["100000-deep", "200-deep"])
 def test_deeply_nested_documents_exit_3(tmp_path, text):
     for suffix, body in ((".toml", text), (".json", text.removeprefix("a = "))):
         path = tmp_path / f"deep{suffix}"
