@@ -36,8 +36,9 @@ from models.placement.assemble import DesignToPlace
 from solver.backends import SolveOptions
 from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import CheckResult, check_design
+from solver.deadline import TimeLimitReached
 from solver.design_file import placeable_design
-from solver.diagnose import diagnose, unmet_requirements
+from solver.diagnose import diagnose, far_beyond_limits, unmet_requirements
 from solver.fabric_inputs import fabric_document
 from solver.job_mapping import map_job
 from solver.perf_inputs import DEGREES, perf_document
@@ -45,7 +46,12 @@ from solver.phased import solve_phased
 from solver.placement import PlacementResult, design_to_place, placed_bom_lines
 from solver.placement import place as place_design
 from solver.prepare import prepare
-from solver.reliability_inputs import DEFAULT_WORKLOAD, reliability_document
+from solver.reliability_inputs import (
+    DEFAULT_WORKLOAD,
+    MAX_EVENTS_PER_RUN,
+    MAX_SIMULATED_RUNS,
+    reliability_document,
+)
 from solver.report import (
     binding_limits,
     runner_ups,
@@ -214,20 +220,34 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
         return solve_phased(inst, options, evaluators)
     start = time.perf_counter()
     options = options or SolveOptions()
+    stage = options.deadline.enter
+    stage("prepare")
     inputs = prepare(inst)
-    evaluators = evaluators or default_evaluators(inputs)
-    full, notes = candidates(inputs, evaluators, candidates_of)
-    data = prune(full, exact_bound=extra_constraints is None)
-    if not data.candidates:
-        return _infeasible(inputs, evaluators, options, start, notes)
-    milp = design_milp(data, options, inputs, extra_constraints)
-    if milp.outcome.status == Status.INFEASIBLE:
-        return _infeasible(inputs, evaluators, options, start, notes)
-    if milp.design is None:
-        return _without_design(inputs, Status.NO_SOLUTION, options, start, notes)
-    exact, verdict = check(inputs, evaluators, full, data, milp.design)
-    result = report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
-    return place_stage(result, options) if place else result
+    notes: list[str] = []
+    try:
+        evaluators = evaluators or default_evaluators(inputs)
+        stage("candidate generation")
+        full, notes = candidates(inputs, evaluators, candidates_of)
+        data = prune(full, exact_bound=extra_constraints is None)
+        if not data.candidates:
+            return _infeasible(inputs, evaluators, options, start, notes)
+        stage("the design MILP")
+        milp = design_milp(data, options, inputs, extra_constraints)
+        if milp.outcome.status == Status.INFEASIBLE:
+            return _infeasible(inputs, evaluators, options, start, notes)
+        if milp.design is None:
+            return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [
+                f"the design MILP found no design within {options.time_limit_s:g} s"])
+        stage("the independent check")
+        exact, verdict = check(inputs, evaluators, full, data, milp.design)
+        stage("the report")
+        result = report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
+        if place:
+            stage("placement")
+            return place_stage(result, options)
+        return result
+    except TimeLimitReached as exc:
+        return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [str(exc)])
 
 
 def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = None,
@@ -243,12 +263,15 @@ def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = N
         if solved.design is None:
             return PlacementResult(solved.status, {
                 "status": solved.status,
-                "diagnosis": f"the instance has no design to place ({solved.status})"})
+                "diagnosis": f"the instance has no design to place ({solved.status}): "
+                             + "; ".join(solved.summary["diagnosis"])})
         inputs, design = solved.inputs, design_to_place(solved.design, solved.inputs)
     else:
+        options.deadline.enter("prepare")
         inputs = inst if isinstance(inst, Inputs) else prepare(inst)
         if isinstance(design, DesignFile):
             design = placeable_design(inputs, design)
+    options.deadline.enter("placement")
     return place_design(inputs, design, options)
 
 
@@ -280,12 +303,15 @@ def reliability(gpu: str, gpus: int, *, workload: str = DEFAULT_WORKLOAD,
                 switch: str | None = None, rail_optimized: bool = True,
                 checkpoint_gbps: float | None = None, recovery: str = "storage",
                 simulate_runs: int | None = None, days: float = 30.0, seed: int = 0,
-                profile: str = "default") -> ReliabilityDocument:
+                profile: str = "default", max_runs: int = MAX_SIMULATED_RUNS,
+                max_events: float = MAX_EVENTS_PER_RUN) -> ReliabilityDocument:
     """Interruptions (with their band), checkpoint interval, restart and its parts, spares
     and goodput of a job on ``gpus`` GPUs under a failure-rate ``profile`` (with
-    ``simulate_runs``, a seeded Monte-Carlo estimate beside)."""
+    ``simulate_runs``, a seeded Monte-Carlo estimate beside; refused above ``max_runs``
+    runs or ``max_events`` events per run)."""
     return reliability_document(gpu, gpus, workload, switch, rail_optimized, checkpoint_gbps,
-                                recovery, simulate_runs, days, seed, profile)
+                                recovery, simulate_runs, days, seed, profile, max_runs,
+                                max_events)
 
 
 def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
@@ -300,6 +326,10 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
 def _infeasible(inputs: Inputs, evaluators: Evaluators, options: SolveOptions, start: float,
                 notes: list[str]) -> SolveResult:
     """Diagnose on candidates generated past the power and budget limits."""
+    options.deadline.enter("the infeasibility diagnosis")
+    far = far_beyond_limits(inputs)
+    if far:
+        return _without_design(inputs, Status.INFEASIBLE, options, start, notes, far)
     relaxed_all, _ = build_design_data(inputs, evaluators, relax_limits=True)
     relaxed = elastic_candidates(relaxed_all)
     diagnosis = (diagnose(relaxed, options) if relaxed.candidates

@@ -8,6 +8,7 @@ progress and errors go to stderr. Exit codes: 0 result, 1 internal error, 2 usag
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -91,10 +92,25 @@ for _module in COMMAND_MODULES:
     importlib.import_module(f"solver.commands.{_module}").register(app)
 
 
+INTERRUPTED_EXIT = 130
+"""Exit code after Ctrl-C or SIGTERM (128 + SIGINT, the shell's convention)."""
+
+
+def _terminate(signum, frame) -> None:
+    """SIGTERM ends a command like Ctrl-C."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    """The `clusterplan` script. Ctrl-C or SIGTERM: one line and exit 130 (typer turns the
+    KeyboardInterrupt into exit 130; output sets are written whole or not at all)."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         app()
-    except SystemExit:
+    except SystemExit as exc:
+        if exc.code == INTERRUPTED_EXIT:
+            stderr.print("[bold red]interrupted[/] (output files are written as whole "
+                         "sets: none is half-written)", highlight=False)
         raise
     except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
         stderr.print("[bold red]internal error:[/]", escape(f"{type(exc).__name__}: {exc}"),

@@ -14,12 +14,27 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from solver.deadline import Deadline
 from solver.errors import ClusterplanError, InvalidInstance
 
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+COMMAND_TIME_LIMIT_S = 900.0
+"""Default wall-clock budget of a whole solve or place [s]: generous, so that the default
+instance's placement (up to 10x its 30 s of deterministic time on a loaded machine) fits."""
+TimeLimitOpt = Annotated[float, typer.Option(
+    "--time-limit", min=0.1, max=1e7,
+    help="Wall-clock budget of the whole command [s]: every stage (loading, candidates, "
+         "MILP, diagnosis, placement, output files); exit 5 when spent.")]
+
+
+def placement_limit(time_limit: float) -> float:
+    """CP-SAT's deterministic time for a placement: the usual 30 s, at most the budget."""
+    from solver.backends import SolveOptions
+
+    return min(time_limit, SolveOptions.placement_time_limit_s)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -31,10 +46,14 @@ def safe(text: object) -> str:
     return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)))
 
 
-def run(action: Callable[[], Any]) -> Any:
-    """Run a command body; map clusterplan errors to messages and exit codes."""
+def run(action: Callable[[], Any], deadline: Deadline | None = None) -> Any:
+    """Run a command body; map clusterplan errors to messages and exit codes. With a
+    ``deadline`` the body is stopped when it is spent (exit 5)."""
     try:
-        return action()
+        if deadline is None:
+            return action()
+        with deadline.alarm():
+            return action()
     except InvalidInstance as exc:
         stderr.print(f"[bold red]invalid input[/] {safe(exc.source)}:", highlight=False)
         for problem in exc.problems:

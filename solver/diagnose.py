@@ -13,10 +13,47 @@ import math
 
 import pyomo.environ as pyo
 
+from models.design.candidates import max_nodes, node_power_w
 from models.design.data import DesignData
+from models.design.inputs import Inputs
 from models.design.milp import build_model
 from solver.backends import SolveOptions
 from solver.backends.highs import solve_milp
+
+FAR_FACTOR = 4
+"""A requirement more than this many times the largest size the limits allow is
+diagnosed from lower bounds (the relaxed candidates reach 4x the limits, see
+models.design.candidates.max_nodes; beyond, their ladders take hours)."""
+
+
+def far_beyond_limits(inputs: Inputs) -> list[str]:
+    """When limits.min_gpus is more than FAR_FACTOR times the largest design any choice
+    could fit in the power and budget limits: what it needs at least, in the instance's
+    terms (servers, NICs and facility build only: a lower bound); else []."""
+    limits, fac = inputs.limits, inputs.facility
+    if not limits.min_gpus or not inputs.configs:
+        return []
+    largest = max(max_nodes(inputs, p) * p.gpu.gpus_per_node for p in inputs.configs)
+    if limits.min_gpus <= FAR_FACTOR * largest:
+        return []
+
+    def need(p) -> tuple[float, float]:
+        nodes = math.ceil(limits.min_gpus / p.gpu.gpus_per_node)
+        it_w = nodes * node_power_w(p) * (1 + fac.non_server_it_fraction)
+        usd = (nodes * (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd)
+               + fac.build_usd_per_mw * it_w / 1e6)
+        return it_w, usd
+
+    it_w, usd = min(need(p) for p in inputs.configs)
+    msgs = [f"limits.min_gpus {limits.min_gpus:,} is far beyond the largest design the "
+            f"limits allow (about {largest:,} GPUs)"]
+    if it_w > limits.it_power_mw * 1e6:
+        msgs.append(f"limits.it_power_mw {limits.it_power_mw:g} cannot host it; needs >= "
+                    f"{ceil_to(it_w / 1e6, 0):,.0f} (servers and NICs alone)")
+    if usd > limits.budget_usd:
+        msgs.append(f"limits.budget_usd {limits.budget_usd:,.0f} cannot buy it; needs >= "
+                    f"{math.ceil(usd):,} (servers, NICs and facility build alone)")
+    return msgs
 
 
 def requirement_text(data: DesignData) -> str:
@@ -39,7 +76,16 @@ def ceil_to(value: float, digits: int) -> float:
 def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
     """Why no design meets the requirements at any power or budget (e.g. max_gpus)."""
     if not data.candidates:
+        if data.min_gpus:
+            return [f"limits.min_gpus {data.min_gpus:,} is beyond every fabric in `choices`: "
+                    + "; ".join(notes)]
         return ["no configuration in `choices` yields a buildable design: " + "; ".join(notes)]
+    smallest = min(data.candidates, key=lambda k: k.gpus)
+    if data.max_gpus is not None and smallest.gpus > data.max_gpus:
+        return [f"limits.max_gpus {data.max_gpus:,} is below the smallest design in `choices`"
+                f" ({smallest.gpus:,} GPUs: one scalable unit of {smallest.nodes:,} "
+                f"{data.configs[smallest.config].gpu} nodes on "
+                f"{data.configs[smallest.config].switch})"]
     best_tput = max(k.effective_tokens_per_s for k in data.candidates)
     largest = max(k.gpus for k in data.candidates)
     within = (f" within limits.max_gpus {data.max_gpus:,}" if data.max_gpus is not None
@@ -64,6 +110,8 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
     m = build_model(data, elastic=True)
     outcome = solve_milp(m, dataclasses.replace(options, gap=1e-6))
     need = requirement_text(data)
+    if outcome.status == "no_solution" and options.deadline.expired():
+        raise options.deadline.reached()
     if outcome.status not in ("optimal", "feasible"):
         return [f"no configuration in `choices` can meet {need} at any power or budget "
                 "(check limits.max_gpus, choices and the workload)"]

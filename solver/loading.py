@@ -60,12 +60,35 @@ def read_document(path: Path) -> dict[str, Any]:
             data = json.loads(text, parse_constant=_reject_constant)
         else:
             data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, ValueError) as exc:
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, ValueError, RecursionError) as exc:
         kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
-        raise InvalidInstance([f"{path}: not valid {kind}: {exc}"], str(path)) from None
+        why = f"nested too deeply ({type(exc).__name__})" if isinstance(
+            exc, RecursionError) else str(exc)
+        raise InvalidInstance([f"{path}: not valid {kind}: {why}"], str(path)) from None
     if not isinstance(data, dict):
         raise InvalidInstance([f"{path}: the document must be a table/object"], str(path))
+    if nesting_depth(data) > MAX_NESTING:
+        raise InvalidInstance([f"{path}: nested deeper than {MAX_NESTING} levels"], str(path))
     return data
+
+
+MAX_NESTING = 32
+"""Deepest nesting of tables and arrays an input document may have (the schema's own is
+under 10; deeper input would exhaust Python's recursion in validation)."""
+
+
+def nesting_depth(value: Any) -> int:
+    """Levels of tables/arrays in `value`, counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_NESTING:
+                return deepest
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                   else item))
+    return deepest
 
 
 def _reject_constant(name: str) -> float:
@@ -155,6 +178,9 @@ def apply_overrides(raw: dict[str, Any], overrides: Any) -> tuple[dict[str, Any]
                 continue
             for field, value in fields.items():
                 if field == "sources":
+                    if not isinstance(value, dict):
+                        problems.append(f"{where}.sources: must be a table of sources by field")
+                        continue
                     target.setdefault("sources", {}).update(value)
                     continue
                 target[field] = value

@@ -1,27 +1,47 @@
-"""Write a solve's files atomically: results/<instance>/{design.json, bom.csv, summary.md,
-bom.xlsx, report.html} and, with a placement, placement.csv, cables.csv and floorplan.png.
-Every file is written from the final result (``result.to_dict()``: placed and re-checked
-when placed); the design stage's estimate appears only where labelled so.
+"""Output files of a command, written as one set, never half: results/<instance>/
+{design.json, bom.csv, summary.md, bom.xlsx, report.html} and, with a placement,
+placement.csv, cables.csv and floorplan.png. Every file is written from the final result
+(``result.to_dict()``: placed and re-checked when placed); the design stage's estimate
+appears only where labelled so.
 
-Files are written into a temporary folder beside the target and moved into place one by
-one with os.replace, so an interrupted run never leaves a half-written file.
+The one API for writers is ``output_set`` (a context manager): check the location before
+any work with ``check_out_location``, then write every file of the set into the staging
+folder it yields; on success the whole set is renamed into place, on any failure
+(an error, Ctrl-C, a full disk) nothing in the target changes and the staging folder is
+removed. Single files that are rewritten in place (sweep tables) use
+``write_file_atomically``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import shutil
+import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from solver.bom_xlsx import write_bom_xlsx
+from solver.errors import InvalidInstance
 from solver.floorplan import floorplan_png
 from solver.placement import CableRun, PlacementResult, Rack, cables_table
 from solver.report_html import write_report_html
+
+PLACEMENT_FILES = ("placement.csv", "cables.csv", "floorplan.png")
+"""The files of a placement (``place``; also part of a solve's set)."""
+SOLVE_FILES = ("design.json", "bom.csv", "summary.md", "bom.xlsx", "report.html",
+               *PLACEMENT_FILES)
+"""The files of a solve's set: a solve removes the ones it does not write this time (a
+``--no-place`` solve removes an older placement), so a folder never mixes two solves.
+Writers that add a file to a solve's set add its name here."""
+STAGE_PREFIX = ".tmp-set-"
 
 
 def default_out_dir(instance_name: str) -> Path:
@@ -29,16 +49,116 @@ def default_out_dir(instance_name: str) -> Path:
     return Path.cwd() / "results" / instance_name
 
 
-def write_atomically(out_dir: Path, files: dict[str, str]) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".tmp-") as tmp:
-        for name, text in files.items():
-            (Path(tmp) / name).write_text(text, encoding="utf-8")
-        for name in files:
-            os.replace(Path(tmp) / name, out_dir / name)
-            written.append(out_dir / name)
-    return written
+def check_out_location(folder: Path) -> None:
+    """`folder` is, or can be created as, a writable folder (exit 3 naming --out); checked
+    before any work and without creating anything."""
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInstance([f"{folder}: exists and is not a folder"], "--out")
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InvalidInstance([f"{folder}: cannot be created, {probe} is not a folder"],
+                              "--out")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InvalidInstance([f"{folder}: {probe} is not writable"], "--out")
+
+
+@contextlib.contextmanager
+def output_set(out_dir: Path, replaces: Iterable[str] = ()) -> Iterator[Path]:
+    """Write a set of output files as a whole.
+
+        with output_set(out_dir, replaces=SOLVE_FILES) as stage:
+            (stage / "design.json").write_text(text)
+            figure.savefig(stage / "floorplan.png")
+
+    ``stage`` is an empty folder inside ``out_dir`` (same file system: renames are
+    atomic). When the block ends normally, every file written into it is moved into
+    ``out_dir`` (os.replace, fsynced first) with Ctrl-C, SIGTERM and the deadline's
+    alarm held off, the files named in ``replaces`` that were not written this time are
+    removed, and the stage is removed. When the block raises (anything, KeyboardInterrupt
+    included) the stage is removed and ``out_dir`` keeps its old files (or, if this call
+    created it, is removed again). Stages left by a killed process (kill -9) are removed
+    by the next set written into the folder. A write that fails for lack of room or
+    permission is an output-location problem (exit 3 naming the folder). Subfolders of
+    the stage are not moved: a set is flat files.
+
+    Writers that add files to a solve's set (report.html, bom.xlsx) write them into the
+    stage inside ``write_solve_outputs`` and add their names to ``SOLVE_FILES``.
+    """
+    created = not out_dir.exists()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _remove_dead_stages(out_dir)
+        stage = Path(tempfile.mkdtemp(dir=out_dir, prefix=f"{STAGE_PREFIX}{os.getpid()}-"))
+    except OSError as exc:
+        raise InvalidInstance([f"{out_dir}: cannot write: {exc.strerror or exc}"],
+                              "--out") from None
+    try:
+        yield stage
+        with _signals_held():
+            _commit(stage, out_dir, replaces)
+    except BaseException as exc:
+        shutil.rmtree(stage, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()  # only if still empty
+        if isinstance(exc, OSError):
+            raise InvalidInstance([f"{out_dir}: cannot write: {exc.strerror or exc}"],
+                                  "--out") from None
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _commit(stage: Path, out_dir: Path, replaces: Iterable[str]) -> None:
+    """Move the staged files into ``out_dir`` under an flock on the folder, so two
+    commands writing one folder at once leave one set or the other, never a mix."""
+    names = sorted(p.name for p in stage.iterdir() if p.is_file())
+    for name in names:
+        with open(stage / name, "rb") as fh:
+            os.fsync(fh.fileno())
+    folder = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        for name in names:
+            os.replace(stage / name, out_dir / name)
+        for stale in sorted(set(replaces) - set(names)):
+            (out_dir / stale).unlink(missing_ok=True)
+    finally:
+        os.close(folder)  # releases the lock
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGALRM (the command's deadline, solver.deadline) delivered only
+    after the block (main thread; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGALRM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _remove_dead_stages(out_dir: Path) -> None:
+    """Stages of processes that no longer run (killed while writing)."""
+    for stage in out_dir.glob(f"{STAGE_PREFIX}*"):
+        pid = stage.name.removeprefix(STAGE_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _UMASK = os.umask(0o022)
@@ -134,18 +254,20 @@ def _media_table(title: str, media: list[dict[str, Any]]) -> list[str]:
 def write_solve_outputs(result, out_dir: Path) -> list[Path]:
     """design.json (the --json document), bom.csv and summary.md of a solve
     (``solver.api.SolveResult``); with a placement also placement.csv, cables.csv and
-    floorplan.png."""
-    out_dir = Path(out_dir)
+    floorplan.png, bom.xlsx and report.html (which embeds the set's floor plan and the
+    analysis pictures already in ``out_dir``); one set (``output_set``)."""
     summary = result.to_dict()
-    written = write_atomically(out_dir, {
-        "design.json": json.dumps(summary, indent=2) + "\n",
-        "bom.csv": pd.DataFrame(summary["bom"]).to_csv(index=False),
-        "summary.md": summary_markdown(summary),
-    })
-    if result.placement is not None and result.placement.racks:
-        written += write_placement_outputs(result.placement, out_dir)
-    return [*written, write_bom_xlsx(result, out_dir), write_report_html(result, out_dir)]
-
+    with output_set(out_dir, replaces=SOLVE_FILES) as stage:
+        (stage / "design.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                           encoding="utf-8")
+        pd.DataFrame(summary["bom"]).to_csv(stage / "bom.csv", index=False)
+        (stage / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+        if result.placement is not None and result.placement.status.has_solution:
+            _write_placement(result.placement, stage)
+        write_bom_xlsx(result, stage)
+        write_report_html(result, stage, pictures=out_dir)
+        names = sorted(p.name for p in stage.iterdir())
+    return [out_dir / name for name in names]
 
 
 def placement_csv(racks: list[Rack]) -> str:
@@ -167,10 +289,15 @@ def cables_csv(runs: list[CableRun]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_placement_outputs(result: PlacementResult, out_dir) -> list:
-    """placement.csv, cables.csv (atomically) and floorplan.png into ``out_dir``."""
+def _write_placement(result: PlacementResult, stage: Path) -> None:
+    (stage / "placement.csv").write_text(placement_csv(result.racks), encoding="utf-8")
+    (stage / "cables.csv").write_text(cables_csv(result.runs), encoding="utf-8")
+    floorplan_png(result, stage / "floorplan.png")
+
+
+def write_placement_outputs(result: PlacementResult, out_dir) -> list[Path]:
+    """placement.csv, cables.csv and floorplan.png into ``out_dir``, as one set."""
     out_dir = Path(out_dir)
-    written = write_atomically(out_dir, {"placement.csv": placement_csv(result.racks),
-                                         "cables.csv": cables_csv(result.runs)})
-    return [*written, write_file_atomically(out_dir / "floorplan.png",
-                                            lambda tmp: floorplan_png(result, tmp))]
+    with output_set(out_dir, replaces=PLACEMENT_FILES) as stage:
+        _write_placement(result, stage)
+    return [out_dir / name for name in PLACEMENT_FILES]

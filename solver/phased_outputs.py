@@ -9,7 +9,10 @@ from typing import Any
 
 from rich.table import Table
 
-from solver.outputs import write_atomically, write_file_atomically
+from solver.outputs import output_set
+
+PHASED_FILES = ("design.json", "bom_by_period.csv", "cash_flow.csv", "timeline.png")
+"""The files of a phased solve's set."""
 
 
 def by_generation(periods: list[dict[str, Any]], field: str) -> dict[str, list[float]]:
@@ -76,15 +79,16 @@ def timeline_png(summary: dict[str, Any], path: Path) -> None:
 
 
 def write_phased_outputs(result, out_dir: Path) -> list[Path]:
-    """design.json (the --json document), bom_by_period.csv, cash_flow.csv, timeline.png."""
+    """design.json (the --json document), bom_by_period.csv, cash_flow.csv, timeline.png,
+    as one set (solver.outputs.output_set)."""
     summary = result.to_dict()
-    written = write_atomically(out_dir, {
-        "design.json": json.dumps(summary, indent=2, default=str) + "\n",
-        "bom_by_period.csv": result.tables["bom"].to_csv(index=False),
-        "cash_flow.csv": result.tables["cash_flow"].to_csv(index=False),
-    })
-    return [*written, write_file_atomically(out_dir / "timeline.png",
-                                            lambda p: timeline_png(summary, p))]
+    with output_set(out_dir, replaces=PHASED_FILES) as stage:
+        (stage / "design.json").write_text(json.dumps(summary, indent=2, default=str) + "\n",
+                                           encoding="utf-8")
+        result.tables["bom"].to_csv(stage / "bom_by_period.csv", index=False)
+        result.tables["cash_flow"].to_csv(stage / "cash_flow.csv", index=False)
+        timeline_png(summary, stage / "timeline.png")
+    return [out_dir / name for name in PHASED_FILES]
 
 
 def render_phased(summary: dict[str, Any], console) -> None:

@@ -21,7 +21,7 @@ from models.reliability import (
     checkpoint_size_gb,
     param_count,
 )
-from solver.errors import InvalidInstance
+from solver.errors import InvalidInstance, UsageError
 from solver.results import ReliabilityDocument, Simulated
 from solver.schema import Catalog, Choices, GpuSystem, Workload
 from solver.schema.reliability import Rate as RateFigure
@@ -32,7 +32,10 @@ DEFAULT_WORKLOAD = "llama3-405b"
 MAX_SIMULATED_DAYS = 3650.0
 """--days cap: ten years per simulated run (the run's events grow with its days)."""
 MAX_SIMULATED_RUNS = 10_000
-"""--runs cap: the simulation keeps every run's state in memory."""
+"""--runs cap (--max-runs lifts it): the simulation keeps every run's state in memory."""
+MAX_EVENTS_PER_RUN = 10_000
+"""Cap (--max-events lifts it) on the failure and planned-stop events one simulated run
+draws (days x events a day): the simulation steps event by event, a few ms a step."""
 DEFAULT_CHECKPOINT_GBYTES_PER_S_PER_NODE = Choices.model_fields[
     "checkpoint_storage_gbytes_per_s_per_node"].default[0]
 """The instance schema's first checkpoint storage choice per node [GB/s]."""
@@ -157,8 +160,11 @@ def former_breakdown(breakdown: dict[str, float], copper: frozenset[str]) -> dic
 def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: str | None,
                          rail_optimized: bool, checkpoint_gbps: float | None, recovery: str,
                          simulate_runs: int | None, days: float, seed: int,
-                         profile: str = "default") -> ReliabilityDocument:
-    """The reliability document; bad options raise InvalidInstance naming the option."""
+                         profile: str = "default", max_runs: int = MAX_SIMULATED_RUNS,
+                         max_events: float = MAX_EVENTS_PER_RUN) -> ReliabilityDocument:
+    """The reliability document; bad options raise InvalidInstance naming the option, a
+    simulation above the caps (``max_runs``, ``max_events`` per run) UsageError naming
+    the flag that lifts it."""
     from models.reliability import COPPER_KINDS, RECOVERY_MODES, goodput, simulate
 
     problems = []
@@ -169,18 +175,28 @@ def reliability_document(gpu_id: str, gpus: int, workload_ref: str, switch_id: s
     if recovery not in RECOVERY_MODES:
         problems.append(f"--recovery: must be one of {', '.join(RECOVERY_MODES)} "
                         f"(got '{recovery}')")
-    if simulate_runs is not None and not 2 <= simulate_runs <= MAX_SIMULATED_RUNS:
-        problems.append(f"--runs: need 2 to {MAX_SIMULATED_RUNS:,} runs (got {simulate_runs})")
+    if simulate_runs is not None and simulate_runs < 2:
+        problems.append(f"--runs: need at least 2 runs (got {simulate_runs})")
     if not 0 < days <= MAX_SIMULATED_DAYS:
         problems.append(f"--days: must lie in (0, {MAX_SIMULATED_DAYS:g}] days (got {days})")
     if problems:
         raise InvalidInstance(problems, "reliability")
+    if simulate_runs is not None and simulate_runs > max_runs:
+        raise UsageError(f"--runs {simulate_runs:,} is above the cap of {max_runs:,} runs (each "
+                         f"run's state is kept in memory); pass --max-runs {simulate_runs} "
+                         "to run it")
     inputs, rates, about = design(gpu_id, gpus, workload_ref, switch_id, rail_optimized,
                                   checkpoint_gbps, recovery, profile)
     result = goodput(inputs, rates)
     node_links = inputs.node_link_counts()
     simulated = None
     if simulate_runs is not None:
+        events = days * (result.interruptions_per_day + result.planned_per_day)
+        if events > max_events:
+            raise UsageError(
+                f"--days {days:g}: each simulated run would step through about {events:,.0f} "
+                f"failure and planned-stop events, above the cap of {max_events:,.0f}; pass "
+                f"--max-events {ceil(events)} to run it (a few ms per event)")
         mean, low, high = simulate(inputs, rates, days, simulate_runs, seed)
         simulated = Simulated(mean, low, high, simulate_runs, days, seed)
     return ReliabilityDocument(

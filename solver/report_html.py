@@ -17,24 +17,28 @@ from pathlib import Path
 from typing import Any
 
 TEMPLATE = "report.html.j2"
+FLOORPLAN = "floorplan.png"
 PICTURE_DEPTH = 3
 """Folder levels searched below the results folder for analysis pictures."""
 
 
 def write_report_html(result, folder: str | Path, pictures: str | Path | None = None) -> Path:
     """Write ``folder``/report.html for ``result`` (anything with ``to_dict()``, or the
-    document itself), embedding the pictures in ``pictures`` (default ``folder``)."""
+    document itself), embedding ``folder``/floorplan.png (the set's own floor plan) and
+    the analysis pictures in ``pictures`` (default ``folder``)."""
     from solver.outputs import write_file_atomically
 
     folder = Path(folder)
     summary = result if isinstance(result, dict) else result.to_dict()
-    html = report_html(summary, Path(pictures) if pictures is not None else folder)
+    html = report_html(summary, folder, Path(pictures) if pictures is not None else folder)
     return write_file_atomically(folder / "report.html",
                                  lambda tmp: tmp.write_text(html, encoding="utf-8"))
 
 
-def report_html(summary: dict[str, Any], folder: Path | None = None) -> str:
-    """The page as a string (module doc)."""
+def report_html(summary: dict[str, Any], folder: Path | None = None,
+                pictures_folder: Path | None = None) -> str:
+    """The page as a string (module doc): the floor plan from ``folder``, analysis
+    pictures from ``pictures_folder`` (default ``folder``)."""
     import jinja2
 
     env = jinja2.Environment(
@@ -42,13 +46,16 @@ def report_html(summary: dict[str, Any], folder: Path | None = None) -> str:
         autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True)
     env.filters |= {"num": _num, "usd": _usd, "pct": lambda x: f"{x:.1%}"}
-    pictures = found_pictures(folder) if folder is not None else []
-    floorplan = next((p for p in pictures if p["name"] == "floorplan.png"), None)
+    pictures_folder = pictures_folder or folder
+    pictures = [p for p in (found_pictures(pictures_folder) if pictures_folder else [])
+                if p["name"] != FLOORPLAN]
+    floorplan = next((p for p in (found_pictures(folder) if folder else [])
+                      if p["name"] == FLOORPLAN), None)
     return env.get_template(TEMPLATE).render(
         s=summary, placed="placement" in summary and "racks_total" in summary["placement"],
         stacks=_svg_uri(stacks_figure(summary)) if "bom" in summary else None,
         causes=_causes(summary), floorplan=floorplan,
-        analyses=[p for p in pictures if p is not floorplan],
+        analyses=pictures,
         restart=_restart(summary))
 
 

@@ -60,6 +60,7 @@ import math
 import multiprocessing
 import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -84,7 +85,7 @@ from solver.loading import (
     read_document,
     read_instance_document,
 )
-from solver.outputs import default_out_dir, write_file_atomically
+from solver.outputs import check_out_location, default_out_dir, write_file_atomically
 from solver.prepare import prepare
 from solver.scenario import (
     Scenario,
@@ -370,21 +371,6 @@ def check_sweep_name(name: str) -> str:
     return name
 
 
-def check_out_location(folder: Path) -> None:
-    """`folder` is, or can be created as, a writable folder (exit 3 naming it); checked
-    before any work and without creating anything."""
-    if folder.exists() and not folder.is_dir():
-        raise InvalidInstance([f"{folder}: exists and is not a folder"], "--out")
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise InvalidInstance([f"{folder}: cannot be created, {probe} is not a folder"],
-                              "--out")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise InvalidInstance([f"{folder}: {probe} is not writable"], "--out")
-
-
 _HELD: set[Path] = set()
 """Folders whose lock this process holds (an analysis holds it around its sweep)."""
 
@@ -531,9 +517,14 @@ def _rows_or_errors(result: Callable[[], list[dict[str, Any]]], batch: list[Task
 
 def _watch_coordinator() -> None:
     """Process-pool initializer: a daemon thread ends the worker as soon as its parent
-    (the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on.
+    (the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on; a
+    worker ignores Ctrl-C and ends on SIGTERM (the coordinator's _stop_workers).
     The check runs every 0.5 s; a solve that holds the GIL delays it to its time limit."""
     parent = os.getppid()
+    # Ctrl-C reaches the whole process group: the coordinator handles it and ends the
+    # workers with SIGTERM, which ends them quietly (not the CLI's KeyboardInterrupt).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -571,6 +562,9 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None
         try:
             for fut in as_completed(futures):
                 yield from _rows_or_errors(fut.result, futures[fut])
+        except BaseException:  # Ctrl-C, SIGTERM, an error: stop now, not after the solves
+            _stop_workers(pool)
+            raise
         finally:
             for fut in futures:
                 fut.cancel()
@@ -584,6 +578,15 @@ def worker_environ() -> dict[str, Any]:
     environ = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
     return {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"} | {
         "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End a pool's worker processes at once (the executor's own shutdown waits for the
+    running scenarios to finish); the pool then fails its futures as broken. No future
+    may be cancelled before: Python 3.11's pool raises on failing a cancelled one."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=True)
 
 
 def _run_dask(tasks: list[Task], workers: int, scheduler: str | None

@@ -267,7 +267,7 @@ def test_cli_place_refuses_a_hand_written_design_json(tmp_path):
         "nic_attachment": "single"}}))
     out = subprocess.run([sys.executable, "-c", "from solver.cli import main; main()", "place",
                           str(design_json), "--instance", str(inst_file), "--out",
-                          str(tmp_path / "out"), "--time-limit", "5", "--json"],
+                          str(tmp_path / "out"), "--time-limit", "60", "--json"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 3, out.stderr
     assert "instance_sha256: required field is missing" in out.stderr

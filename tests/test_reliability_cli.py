@@ -141,12 +141,25 @@ def test_copper_and_simulation():
     (("--gpu", "h100-sxm", "--gpus", "64", "--checkpoint-gbps", "inf"), "--checkpoint-gbps"),
     (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--days", "inf"), "--days"),
     (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--days", "1e7"), "--days"),
-    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--runs", "100000000"), "--runs"),
+    (("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--runs", "1"), "--runs"),
 ])
 def test_nonsense_input_exits_3_naming_it(args, named):
     result = invoke(*args)
     assert result.exit_code == 3
     assert named in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize(("args", "lift"), [
+    (("--runs", "100000000"), "--max-runs 100000000"),
+    (("--gpus", "100000", "--days", "3650"), "--max-events"),
+])
+def test_simulations_above_the_caps_exit_2_naming_the_flag_that_lifts_them(args, lift):
+    """--runs 1e9 tried to allocate 671 GiB; 100k GPUs over ten years took > 10 min."""
+    result = invoke("--gpu", "h100-sxm", "--gpus", "64", "--simulate", *args)
+    assert result.exit_code == 2 and lift in result.stderr and result.stdout == ""
+    lifted = invoke("--gpu", "h100-sxm", "--gpus", "64", "--simulate", "--runs", "3",
+                    "--days", "1", "--max-runs", "3", "--max-events", "1000")
+    assert lifted.exit_code == 0 and json.loads(lifted.stdout)["simulated"]["runs"] == 3
 
 
 def test_breakdown_keeps_the_former_aggregate_keys():

@@ -120,18 +120,41 @@ def test_source_digest_follows_every_source_file(tmp_path):
 
 # --- 2. a failing scenario is a row; the sweep goes on ---------------------------------
 
-def test_failing_scenario_is_recorded_and_retried(tmp_path):
+def fail_on_five_mw(monkeypatch) -> None:
+    """Make the sweep's solve raise (a stand-in for a bug) on scenarios of 5 MW."""
+    real_solve = solver.sweeps.solve
+
+    def fails_on_five(inst, **kwargs):
+        if inst.limits.it_power_mw == 5:
+            raise ValueError("injected failure")
+        return real_solve(inst, **kwargs)
+
+    monkeypatch.setattr(solver.sweeps, "solve", fails_on_five)
+
+
+def test_odd_radix_is_refused_before_any_solve(tmp_path):
+    """An odd radix (no fat tree splits it) is invalid input: exit 3 naming the path."""
     res = cli("sweep", str(SMALL), "--vary", f"{RADIX}=128,3,256", "--out", str(tmp_path),
               "--json", "--quiet")
+    assert res.exit_code == 3 and f"{RADIX}=3" in res.stderr and "multiple of 2" in res.stderr
+    assert not (tmp_path / "table.parquet").exists()
+
+
+def test_failing_scenario_is_recorded_and_retried(tmp_path, monkeypatch):
+    """A scenario whose solve raises (here an injected bug on 5 MW) is an error row with
+    its reason; the others are solved and the table written; a re-run retries it."""
+    fail_on_five_mw(monkeypatch)
+    res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3,5,7", "--out",
+              str(tmp_path), "--json", "--quiet")
     assert res.exit_code == 0
     doc = json.loads(res.stdout)
     assert (doc["scenarios"], doc["solved"], doc["errors"]) == (3, 2, 1)
     table = pd.read_parquet(tmp_path / "table.parquet")
-    bad = table.set_index(RADIX).loc[3]
-    assert bad["status"] == "error" and "radix must be an even number" in bad["error"]
-    assert "radix must be an even number" in res.stderr
+    bad = table.set_index("limits.it_power_mw").loc[5]
+    assert bad["status"] == "error" and "injected" in bad["error"]
+    assert "injected" in res.stderr
     # a re-run retries the failed scenario (and it fails again, the same way)
-    again = sweep(SMALL, {RADIX: "128,3,256"}, out=tmp_path)
+    again = sweep(SMALL, {"limits.it_power_mw": "3,5,7"}, out=tmp_path)
     assert (again.attrs["reused"], again.attrs["retried"], again.attrs["solved_now"]) == (2, 1, 1)
     same_rows(again, table)
 
@@ -341,27 +364,35 @@ def test_unreachable_scheduler_exits_5_quickly(tmp_path, monkeypatch):
     assert time.perf_counter() - start < 8
 
 
-def test_backends_agree_and_resume(tmp_path):
-    """local, processes and Dask give the same rows, failures included; deleting two
-    scenario files makes each re-solve exactly those two."""
+def test_backends_agree_and_resume(tmp_path, monkeypatch):
+    """local, processes and Dask give the same rows; deleting two scenario files makes
+    each re-solve exactly those two, and a re-run retries the failed ones. Failures are
+    injected on 5 MW for local and processes (the forked workers inherit the injection;
+    Dask's spawned workers do not, so Dask is compared without them)."""
     from dask.distributed import LocalCluster
 
-    vary = {RADIX: "128,3", "limits.budget_usd": "1e8,1.5e8"}
+    vary = {"limits.it_power_mw": "3,5", "limits.budget_usd": "1e8,1.5e8"}
+
+    def agrees_and_resumes(expected, backend: str, **options) -> None:
+        folder = tmp_path / backend
+        same_rows(sweep(SMALL, vary, out=folder, backend=backend, **options), expected)
+        for sid in expected["id"][expected["status"] != "error"][:2]:
+            (folder / "scenarios" / f"{sid}.json").unlink()
+        resumed = sweep(SMALL, vary, out=folder, backend=backend, **options)
+        errors = int(expected["status"].eq("error").sum())
+        assert (resumed.attrs["reused"], resumed.attrs["retried"],
+                resumed.attrs["solved_now"]) == (2 - errors, errors, 2 + errors), backend
+        same_rows(resumed, expected)
+
+    fail_on_five_mw(monkeypatch)
+    failing = sweep(SMALL, vary, out=tmp_path / "local-failing")
+    assert failing["status"].tolist().count("error") == 2
+    agrees_and_resumes(failing, "processes")
+    monkeypatch.undo()
     local = sweep(SMALL, vary, out=tmp_path / "local")
-    assert local["status"].tolist().count("error") == 2
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address=None) as cluster:
-        runs = {"processes": {"backend": "processes"},
-                "dask": {"backend": "dask", "scheduler": cluster.scheduler_address}}
-        for backend, options in runs.items():
-            folder = tmp_path / backend
-            same_rows(sweep(SMALL, vary, out=folder, **options), local)
-            for sid in local["id"][local["status"] != "error"][:2]:
-                (folder / "scenarios" / f"{sid}.json").unlink()
-            resumed = sweep(SMALL, vary, out=folder, **options)
-            assert (resumed.attrs["reused"], resumed.attrs["retried"],
-                    resumed.attrs["solved_now"]) == (0, 2, 4), backend
-            same_rows(resumed, local)
+        agrees_and_resumes(local, "dask", scheduler=cluster.scheduler_address)
 
 
 def test_dead_worker_fails_its_scenarios_and_the_table_is_written(tmp_path, monkeypatch):

@@ -185,9 +185,14 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
         # compared at equal sizes.
         su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
         top = max_nodes(inputs, p, relax_limits)
+        first = su
         if relax_limits:  # a diagnosis needs at least one size to say what it lacks
             top = max(top, su)
-        ladders = {None: size_ladder(inputs, evaluators, p, su, top, None)}
+            # sizes below limits.min_gpus cannot meet it: a diagnosis starts at the first
+            # that can (else min_gpus = 1e9 walks millions of sizes)
+            first = min(su * max(1, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node
+                                              / su)), su * (top // su))
+        ladders = {None: size_ladder(inputs, evaluators, p, su, top, None, first)}
         sized, stop = ladders[None]
         if stop:
             notes.append(stop)
@@ -209,7 +214,8 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                 recovery=p.recovery)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
             if node_kind not in ladders:
-                ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind)
+                ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
+                                                 first)
             classes = {a.link_class for a in combo}
             sized = [s for s in ladders[node_kind][0]
                      if {lc.name for lc in s[2].link_classes} <= classes]
@@ -223,16 +229,19 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
 
 
 def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
-                node_kind: str | None) -> tuple[list[tuple[int, int, Fabric]], str | None]:
-    """Sizes su, 2 su, ... <= top nodes with their hot spares (for node links of
-    `node_kind`; None: the layout's usual kind) and exact fabric; and a note where the
-    fabric cannot grow further."""
+                node_kind: str | None, first: int | None = None
+                ) -> tuple[list[tuple[int, int, Fabric]], str | None]:
+    """Sizes first (default su), first + su, ... <= top nodes with their hot spares (for
+    node links of `node_kind`; None: the layout's usual kind) and exact fabric; and a note
+    where the fabric cannot grow further."""
     sized = []
-    for nodes in range(su, top + 1, su):
+    for nodes in range(first or su, top + 1, su):
         spares = evaluators.spare_nodes(inputs, p, nodes, node_kind)
         try:
             sized.append((nodes, spares, design_fabric(p.fabric_spec(nodes + spares))))
         except ValueError as exc:
+            if not sized:
+                return sized, f"{p.key} cannot reach {nodes:,} nodes: {exc}"
             return sized, f"{p.key} stops at {nodes - su} nodes: {exc}"
     return sized, None
 

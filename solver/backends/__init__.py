@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from solver.deadline import Deadline
 
 
 @dataclass(frozen=True)
@@ -25,3 +27,6 @@ class SolveOptions:
     """CP-SAT workers (at most 2; they interleave deterministically)."""
     seed: int = 0
     """Random seed of both solvers."""
+    deadline: Deadline = field(default_factory=Deadline, compare=False)
+    """The command's wall-clock budget (solver.deadline); every solver gets at most its
+    remaining time. Default: none."""

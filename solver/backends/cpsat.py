@@ -7,6 +7,10 @@ from ortools.sat.python import cp_model
 
 from solver.backends import SolveOptions
 
+# CP-SAT's own Ctrl-C catching (catch_sigint_signal) is off in every solver here: it
+# leaves SIGINT at the system default after a solve, so a later Ctrl-C killed the process
+# outright, skipping the cleanup of staged output. Python's handler stays; a Ctrl-C
+# during a solve takes effect when the solve returns (within its time limit).
 WALL_CAP_FACTOR = 10
 """Wall-time safety net of a placement solve, in multiples of its deterministic limit."""
 
@@ -15,14 +19,17 @@ def placement_solver(options: SolveOptions) -> cp_model.CpSolver:
     """A reproducible CP-SAT solver: at most 2 workers interleaving deterministically, a
     fixed seed, the limit in deterministic time, and the relative gap at which to stop.
     Wall time is capped at WALL_CAP_FACTOR times the deterministic limit only as a safety
-    net: a tighter cap made the placement depend on the machine's load."""
+    net: a tighter cap made the placement depend on the machine's load. It is also capped
+    at what is left of the command's deadline (solver.deadline)."""
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = max(1, min(options.placement_workers, 2))
     solver.parameters.interleave_search = True
     solver.parameters.random_seed = options.seed
     solver.parameters.max_deterministic_time = options.placement_time_limit_s
-    solver.parameters.max_time_in_seconds = WALL_CAP_FACTOR * options.placement_time_limit_s
+    solver.parameters.max_time_in_seconds = options.deadline.cap(
+        WALL_CAP_FACTOR * options.placement_time_limit_s)
     solver.parameters.relative_gap_limit = options.placement_gap
+    solver.parameters.catch_sigint_signal = False  # see the note above
     return solver
 
 
@@ -57,4 +64,5 @@ def mapping_solver(seed: int = 0) -> cp_model.CpSolver:
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
     solver.parameters.max_deterministic_time = MAPPING_TIME_LIMIT_S
+    solver.parameters.catch_sigint_signal = False  # see the note above
     return solver

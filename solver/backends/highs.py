@@ -33,12 +33,16 @@ class MilpOutcome:
 
 
 def solve_milp(model: pyo.ConcreteModel, options: SolveOptions) -> MilpOutcome:
-    """Solve `model` with HiGHS under the run's time limit, gap, threads and seed; load the
-    incumbent into the model when there is one."""
+    """Solve `model` with HiGHS under the run's time limit (at most what is left of the
+    command's deadline), gap, threads and seed; load the incumbent into the model when
+    there is one."""
     solver = SolverFactory("highs")
+    if options.deadline.expired():
+        raise options.deadline.reached()
     start = time.perf_counter()
     res = solver.solve(
-        model, time_limit=options.time_limit_s, rel_gap=options.gap, threads=options.threads,
+        model, time_limit=options.deadline.cap(options.time_limit_s), rel_gap=options.gap,
+        threads=options.threads,
         load_solutions=False, raise_exception_on_nonoptimal_result=False,
         solver_options={"random_seed": options.seed, "output_flag": False,
                         # probing costs minutes on long size ladders and finds nothing

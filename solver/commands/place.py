@@ -10,12 +10,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
+from solver.cli_common import (
+    COMMAND_TIME_LIMIT_S,
+    JsonFlag,
+    TimeLimitOpt,
+    emit_json,
+    placement_limit,
+    run,
+    stderr,
+    stdout,
+)
+from solver.deadline import Deadline
 from solver.errors import Infeasible, NoSolution
 from solver.results import Status
-
-TimeLimit = Annotated[float, typer.Option("--time-limit", min=0.1,
-                                          help="CP-SAT time limit for the placement [s].")]
 
 
 def render(summary: dict) -> None:
@@ -47,34 +54,43 @@ def register(app: typer.Typer) -> None:
         ] = None,
         out: Annotated[Path | None, typer.Option(
             "--out", help="Output folder (default results/<instance>/).")] = None,
-        time_limit: TimeLimit = 30.0,
+        time_limit: TimeLimitOpt = COMMAND_TIME_LIMIT_S,
         as_json: JsonFlag = False,
     ) -> None:
         """Place racks on the floor plan; cable media from routed lengths (CP-SAT)."""
+        deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import place as place_api
         from solver.backends import SolveOptions
         from solver.design_file import is_design_file, read_design_file
         from solver.loading import INSTANCES_DIR, load_instance
-        from solver.outputs import default_out_dir, write_placement_outputs
+        from solver.outputs import check_out_location, default_out_dir, write_placement_outputs
 
         def body():
+            if out is not None:
+                check_out_location(out)
             design = None
             if source is not None and is_design_file(source):
                 design = read_design_file(source)
                 inst = load_instance(instance or INSTANCES_DIR / f"{design.instance}.toml")
             else:
                 inst = load_instance(source)
-            result = place_api(inst, design, SolveOptions(placement_time_limit_s=time_limit))
+            target = out or default_out_dir(inst.name)
+            check_out_location(target)
+
+            result = place_api(inst, design, SolveOptions(
+                time_limit, placement_time_limit_s=placement_limit(time_limit),
+                deadline=deadline))
             if not result.status.has_solution:
                 if as_json:
                     emit_json(result.to_dict())
                 error = Infeasible if result.status == Status.INFEASIBLE else NoSolution
                 raise error(result.summary["diagnosis"])
-            written = write_placement_outputs(result, out or default_out_dir(inst.name))
+            deadline.enter("writing the output files")
+            written = write_placement_outputs(result, target)
             if as_json:
                 emit_json(result.to_dict())
             else:
                 render(result.to_dict())
             stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
 
-        run(body)
+        run(body, deadline)

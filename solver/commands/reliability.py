@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from solver.cli_common import JsonFlag, emit_json, run, stdout
-from solver.reliability_inputs import DEFAULT_WORKLOAD
+from solver.reliability_inputs import DEFAULT_WORKLOAD, MAX_EVENTS_PER_RUN, MAX_SIMULATED_RUNS
 
 
 def register(app: typer.Typer) -> None:
@@ -39,6 +39,12 @@ def register(app: typer.Typer) -> None:
         simulate: Annotated[bool, typer.Option(
             "--simulate", help="Also estimate goodput by Monte-Carlo simulation.")] = False,
         runs: Annotated[int, typer.Option("--runs", help="Simulated runs.")] = 100,
+        max_runs: Annotated[int, typer.Option(
+            "--max-runs", min=2, help="Refuse a simulation of more runs than this.")
+        ] = MAX_SIMULATED_RUNS,
+        max_events: Annotated[int, typer.Option(
+            "--max-events", min=1, help="Refuse a simulation whose runs step through more "
+            "failure events each than this (days x events a day).")] = MAX_EVENTS_PER_RUN,
         days: Annotated[float, typer.Option("--days", help="Simulated days per run.")] = 30.0,
         seed: Annotated[int, typer.Option("--seed", min=0, help="Simulation seed.")] = 0,
         as_json: JsonFlag = False,

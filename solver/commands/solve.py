@@ -9,7 +9,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
+from solver.cli_common import (
+    COMMAND_TIME_LIMIT_S,
+    JsonFlag,
+    TimeLimitOpt,
+    emit_json,
+    placement_limit,
+    run,
+    stderr,
+    stdout,
+)
+from solver.deadline import Deadline
 from solver.errors import Infeasible, NoSolution
 from solver.results import Status
 
@@ -100,7 +110,7 @@ def fail_on_status(result, as_json: bool, time_limit: float) -> None:
         if result.status == Status.INFEASIBLE:
             raise Infeasible("instance is infeasible:\n" + "\n".join(
                 f"  - {m}" for m in s["diagnosis"]))
-        raise NoSolution(f"no design found within {time_limit:g} s")
+        raise NoSolution("; ".join(s["diagnosis"]) or f"no design found within {time_limit:g} s")
     error = Infeasible if placement["status"] == Status.INFEASIBLE else NoSolution
     raise error("the design is optimal but its placement failed (use --no-place to skip "
                 f"it): {placement['diagnosis']}")
@@ -113,8 +123,7 @@ def register(app: typer.Typer) -> None:
             help="Instance file; default: the shipped instances/h100-100k.toml.")] = None,
         out: Annotated[Path | None, typer.Option(
             "--out", help="Output folder (default results/<instance>/).")] = None,
-        time_limit: Annotated[float, typer.Option("--time-limit", min=0.1,
-                                                  help="Solver time limit [s].")] = 60.0,
+        time_limit: TimeLimitOpt = COMMAND_TIME_LIMIT_S,
         gap: Annotated[float, typer.Option("--gap", min=0.0, max=1.0,
                                            help="Relative MIP gap.")] = 1e-6,
         threads: Annotated[int, typer.Option("--threads", min=1, help="Solver threads.")] = 1,
@@ -123,31 +132,39 @@ def register(app: typer.Typer) -> None:
         as_json: JsonFlag = False,
     ) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
+        deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import solve as solve_instance
         from solver.backends import SolveOptions
         from solver.loading import load_instance
-        from solver.outputs import default_out_dir, write_solve_outputs
+        from solver.outputs import check_out_location, default_out_dir, write_solve_outputs
 
         def body():
+            if out is not None:
+                check_out_location(out)
+            deadline.enter("loading the instance")
             inst = load_instance(instance)
+            target = out or default_out_dir(inst.name)
+            check_out_location(target)
             result = solve_instance(inst, place=not no_place, options=SolveOptions(
-                time_limit, gap, threads, placement_time_limit_s=min(time_limit, 30.0)))
+                time_limit, gap, threads, deadline=deadline,
+                placement_time_limit_s=placement_limit(time_limit)))
             fail_on_status(result, as_json, time_limit)
+            deadline.enter("writing the output files")
             if "periods" in result.summary:  # a phased build-out (solver.phased)
                 from solver.phased_outputs import render_phased, write_phased_outputs
 
-                written = write_phased_outputs(result, out or default_out_dir(inst.name))
+                written = write_phased_outputs(result, target)
                 if as_json:
                     emit_json(result.to_dict())
                 else:
                     render_phased(result.summary, stdout)
                 stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
                 return
-            written = write_solve_outputs(result, out or default_out_dir(inst.name))
+            written = write_solve_outputs(result, target)
             if as_json:
                 emit_json(result.to_dict())
             else:
                 render(result)
             stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
 
-        run(body)
+        run(body, deadline)

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from solver.schema.base import (
+    Bool,
     Fraction,
     Generation,
     NonNegativeFloat,
@@ -95,7 +96,7 @@ class GpuSystem(SourcedItem):
     """Height of one node [U] (NVL72: the whole rack, 48)."""
     max_nodes_per_rack: PositiveInt
     """Nodes per rack at the design's rack power (air: 4 HGX; NVL72: 1)."""
-    liquid_cooled: bool = False
+    liquid_cooled: Bool = False
 
     def peak_tflops(self, precision: str) -> float:
         """Dense peak per GPU at `precision`, falling back to the next wider format."""
@@ -109,9 +110,10 @@ class GpuSystem(SourcedItem):
 class Switch(SourcedItem):
     family: Literal["infiniband", "ethernet"]
     product_line: Literal["quantum", "spectrum-x", "tomahawk"]
-    radix_by_gbps: dict[int, PositiveInt]
-    """Ports available at each link speed (e.g. 64 at 400G, 128 at 200G)."""
-    in_network_reduction: bool
+    radix_by_gbps: dict[int, Annotated[int, Field(ge=2, multiple_of=2, strict=True)]]
+    """Ports available at each link speed (e.g. 64 at 400G, 128 at 200G); even, since a
+    fat tree splits each switch's ports half down, half up."""
+    in_network_reduction: Bool
     """SHARP-style in-network all-reduce (halves DP traffic per GPU, up to 2x)."""
     required_nic: Slug | None = None
     """A NIC the fabric requires (Spectrum-X needs BlueField-3 SuperNICs)."""

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from solver.schema.base import Bool
 from solver.schema.catalog import (
     Catalog,
     Fraction,
@@ -93,7 +94,7 @@ class FabricChoice(StrictModel):
 class Choices(StrictModel):
     gpus: list[Slug] = Field(min_length=1)
     fabrics: list[FabricChoice] = Field(min_length=1)
-    rail_optimized: list[bool] = Field(default=[True, False], min_length=1)
+    rail_optimized: list[Bool] = Field(default=[True, False], min_length=1)
     nic_attachment: list[Literal["single", "twin"]] = Field(default=["single"], min_length=1)
     """'single': one single-port NIC cage per GPU; 'twin': twin-port cages, half the node-end
     transceivers (Cedar-style modules)."""

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from models.perf.calibration import PROFILES
+from solver.schema.base import Bool
 from solver.schema.catalog import PositiveInt, StrictModel
 
 
@@ -38,7 +39,7 @@ class Workload(StrictModel):
     """Key/value heads (grouped-query attention); default = heads."""
     ffn_hidden: PositiveInt | None = None
     """FFN inner size; default 4 * hidden."""
-    gated_mlp: bool = False
+    gated_mlp: Bool = False
     """SwiGLU-style FFN with three matrices."""
     vocab: PositiveInt
     seq_len: PositiveInt
