@@ -72,7 +72,7 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
             f"{file.instance_sha256[:12]}...), not on '{inputs.name}' (sha256 "
             f"{inputs.sha256[:12]}...); solve this instance or place the design on its own "
             "instance (--instance)"], "design")
-    d = file.design
+    d = file.decisions()
     parts = _configuration(inputs, d)
     evaluators = default_evaluators(inputs)
     media = _media(inputs, parts, d)

@@ -274,3 +274,13 @@ def shipped_instances() -> dict[str, Path]:
     """The shipped instances by name ('h100-100k', 'tiny/power-bound', ...)."""
     paths = [*INSTANCES_DIR.glob("*.toml"), *INSTANCES_DIR.glob("tiny/*.toml")]
     return {str(p.relative_to(INSTANCES_DIR).with_suffix("")): p for p in sorted(paths)}
+
+
+def shipped_instance_named(name: str) -> Path:
+    """The shipped instance file whose ``name`` is ``name`` (a design.json names the
+    instance it was solved on); InvalidInstance asking for ``--instance`` when none is."""
+    for path in shipped_instances().values():
+        if read_instance_document(path).get("name") == name:
+            return path
+    raise InvalidInstance([f"the design was solved on instance '{name}', which is not a "
+                           "shipped instance: pass its file with --instance"], "--instance")

@@ -55,6 +55,22 @@ def test_a_design_json_re_derives_what_the_solve_placed(solved):
         result.design, result.inputs)
 
 
+def test_a_placed_design_json_places_again_from_its_design_stage_media(cli, tmp_path):
+    """A placed solve's design.json holds the placed media in ``design.media`` (several
+    media per link class by length) and the designed ones in ``design_estimate.media``;
+    `place` reads the designed ones, and finds the shipped instance by the file's name."""
+    two = INSTANCES_DIR / "tiny" / "two-buildings.toml"
+    placed = solve(load_instance(two), place=True)
+    doc = json.loads(json.dumps(placed.to_dict()))
+    assert doc["design_estimate"]["media"]
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps(doc))
+    run = cli("place", str(path), "--out", str(tmp_path / "out"), "--json")
+    assert run.exit_code == 0, run.output
+    again = placeable_design(placed.inputs, DesignFile.model_validate(doc))
+    assert again == design_to_place(placed.design, placed.inputs)
+
+
 def test_negative_nodes_are_refused_naming_the_field_and_bound(solved, cli, tmp_path):
     """Was: `design.nodes = -64` placed 23 nodes and said verified: true."""
     _, doc = solved

@@ -50,7 +50,8 @@ def register(app: typer.Typer) -> None:
             help="Instance file, or a design.json from `clusterplan solve`; default: the "
                  "shipped instance's optimal design.")] = None,
         instance: Annotated[Path | None, typer.Option(
-            "--instance", help="Instance of a design.json (default instances/<name>.toml).")
+            "--instance",
+            help="Instance of a design.json (default: the shipped instance of its name).")
         ] = None,
         out: Annotated[Path | None, typer.Option(
             "--out", help="Output folder (default results/<instance>/).")] = None,
@@ -62,7 +63,7 @@ def register(app: typer.Typer) -> None:
         from solver.api import place as place_api
         from solver.backends import SolveOptions
         from solver.design_file import is_design_file, read_design_file
-        from solver.loading import INSTANCES_DIR, load_instance
+        from solver.loading import load_instance, shipped_instance_named
         from solver.outputs import check_out_location, default_out_dir, write_placement_outputs
 
         def body():
@@ -71,7 +72,7 @@ def register(app: typer.Typer) -> None:
             design = None
             if source is not None and is_design_file(source):
                 design = read_design_file(source)
-                inst = load_instance(instance or INSTANCES_DIR / f"{design.instance}.toml")
+                inst = load_instance(instance or shipped_instance_named(design.instance))
             else:
                 inst = load_instance(source)
             target = out or default_out_dir(inst.name)

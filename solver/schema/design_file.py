@@ -69,6 +69,13 @@ class DesignDecisions(DesignFileModel):
     media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]
 
 
+class DesignStageEstimate(DesignFileModel):
+    """A placed design.json's ``design_estimate``: the design stage's medium per link
+    class (its ``design.media`` holds the placed media, by routed length)."""
+
+    media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]
+
+
 class DesignFile(DesignFileModel):
     """A design.json from ``clusterplan solve``."""
 
@@ -77,3 +84,11 @@ class DesignFile(DesignFileModel):
     instance_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     """SHA-256 of that instance document (its catalog included)."""
     design: DesignDecisions
+    design_estimate: DesignStageEstimate | None = None
+
+    def decisions(self) -> DesignDecisions:
+        """The design stage's decisions: of a placed design, the designed media per link
+        class (``design_estimate.media``), not the placed ones."""
+        if self.design_estimate is None:
+            return self.design
+        return self.design.model_copy(update={"media": self.design_estimate.media})
