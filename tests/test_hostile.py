@@ -430,4 +430,5 @@ def test_a_solve_replaces_the_whole_output_set_or_nothing(tmp_path, monkeypatch)
     monkeypatch.undo()
     # a --no-place solve replaces the set: the older placement does not stay beside it
     assert invoke(["solve", TINY, "--no-place", "--out", out], out).exit_code == 0
-    assert sorted(_files(out)) == ["bom.csv", "design.json", "summary.md"]
+    assert sorted(_files(out)) == ["bom.csv", "bom.xlsx", "design.json", "report.html",
+                                   "summary.md"]
