@@ -260,7 +260,8 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
     su = {b: round(pyo.value(m.su_in[b, cand.config])) for b in m.BUILDINGS}
     net = {b: float(pyo.value(m.net_mw[b])) * 1e6 for b in m.BUILDINGS}
     racks = {b: float(pyo.value(m.net_racks[b])) for b in m.BUILDINGS}
-    return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks)
+    blocks = {b: round(pyo.value(m.blocks_in[b, cand.config])) for b in m.BUILDINGS}
+    return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks, blocks)
 
 
 def _infeasible(inputs: Inputs, evaluators: Evaluators, options: SolveOptions, start: float,

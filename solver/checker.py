@@ -2,9 +2,11 @@
 analytic models (never from MILP values) and confirm every limit of the instance.
 
 Independent on purpose: it keeps its own arithmetic for what it checks (media cost and
-power per link, the 42 U network racks, parts capex and power, building loads, its own
-tolerance REL_TOL) instead of calling the formulas that built the design
-(models.power_cost, models.design), so a mistake there shows up as a failed check.
+power per link, parts capex and power, building loads, its own tolerance REL_TOL)
+instead of calling the formulas that built the design (models.power_cost,
+models.design), so a mistake there shows up as a failed check. Racks and block slots
+are re-derived with the space model placement uses (models.space), from the fabric
+re-built here: the placement stage is their independent test.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from models.design.candidates import lengths_m, node_power_w
+from models.design.candidates import design_space, lengths_m, node_power_w, su_racks
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.inputs import Inputs
@@ -117,8 +119,7 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     """Equipment capex and power from first principles against the BOM's totals."""
     g, fac, cand = parts.gpu, inputs.facility, design.candidate
     n = cand.nodes + cand.spare_nodes
-    racks = math.ceil(n / g.max_nodes_per_rack) + math.ceil(
-        fabric.switches_total * parts.switch.rack_units / 42)
+    racks = design_space(inputs, parts, fabric).racks
     storage = n * parts.checkpoint_gbytes_per_s_per_node
     # in-memory recovery: host DRAM for each node's own and a peer's checkpoint shard
     shard_gb = (checkpoint_size_gb(param_count(inputs.workload), inputs.workload.precision)
@@ -159,8 +160,18 @@ def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: f
                              + design.network_w_per_building[b.name])
         checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
                           f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
-    compute_racks = math.ceil(design.config.su_nodes / parts.gpu.max_nodes_per_rack)
-    network_racks = math.ceil(fabric_switches(design) * parts.switch.rack_units / 42)
+    fabric = design_fabric(parts.fabric_spec(cand.nodes + cand.spare_nodes))
+    space = design_space(inputs, parts, fabric)
+    compute_racks = su_racks(inputs, parts, fabric, design.config.su_nodes)
+    network_racks = space.network_racks
+    slots = space.block_slots_by_building()
+    checks.append(Check("blocks_placed", sum(design.blocks_per_building.values())
+                        == len(space.blocks), sum(design.blocks_per_building.values()),
+                        len(space.blocks)))
+    checks += [_le(f"block_slots[{b}]", n, slots.get(b, 0),
+                   f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
+                   f"{slots.get(b, 0)} block slots")
+               for b, n in sorted(design.blocks_per_building.items())]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))
@@ -172,7 +183,3 @@ def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: f
                               f"building {b.name}: {racks:,.1f} racks > max_racks "
                               f"{b.max_racks:,}"))
     return checks
-
-
-def fabric_switches(design: ChosenDesign) -> int:
-    return sum(design.candidate.switches_per_tier)

@@ -88,4 +88,9 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
             if extra > 1e-6:
                 msgs.append(f"site.buildings[{b.name}].max_racks {b.max_racks} is too small for "
                             f"{need}; needs >= {math.ceil(b.max_racks + extra - 1e-6)}")
+        if hasattr(m, "slack_block_slots"):
+            msgs += [f"site.buildings[{b.name}]: its halls' rows have too few positions for "
+                     f"the scalable units of {need} ({c}); short by "
+                     f"{math.ceil(pyo.value(m.slack_block_slots[b.name, c]) - 1e-6)} block slots"
+                     for c in m.CONFIGS if pyo.value(m.slack_block_slots[b.name, c]) > 1e-6]
     return msgs or [f"the limits cannot be met together with {need}"]

@@ -35,7 +35,8 @@ from models.design.candidates import build_design_data
 from models.design.data import DesignData
 from models.design.evaluate import default_evaluators
 from models.fabric import FabricSpec, design_fabric
-from solver.prepare import prepare
+from models.space import space_layout
+from solver.prepare import prepare, site_halls
 from solver.schema import Instance
 
 TOL = 1e-9
@@ -158,8 +159,13 @@ def evaluate(inst: Instance, config, cand) -> Design:
     checkpoint = total * config.checkpoint_gbytes_per_s_per_node  # GB/s bought
     network_w = (switches * switch.power_w + media_w
                  + checkpoint * fac.checkpoint_storage_w_per_gbyte_s)
-    network_racks = math.ceil(switches * switch.rack_units / 42)
-    racks = math.ceil(total / gpu.max_nodes_per_rack) + network_racks
+    # racks, blocks and block slots: the space model placement uses (tests/test_space.py
+    # checks it by hand and against placed layouts)
+    space = space_layout(fabric, gpu, switch, node_w,
+                         [m for m in cat.medium.values() if m.gbps == nic.port_gbps],
+                         site_halls(inst))
+    network_racks = space.network_racks
+    racks = space.racks
     equipment_usd = (total * (gpu.node_price_usd + gpu.nics_per_node * nic.price_usd
                               + fac.storage_usd_per_node)
                      + racks * fac.rack_usd + switches * switch.price_usd + media_usd
@@ -172,7 +178,8 @@ def evaluate(inst: Instance, config, cand) -> Design:
     gpus = cand.nodes * gpu.gpus_per_node
     eff = effective_tokens_per_s(inst, gpu, gpus)
     su = radix // 2  # both layouts are built and placed in rail-optimized units (k/2 nodes)
-    su_racks = math.ceil(su / gpu.max_nodes_per_rack)
+    shapes = [h.shape for h in space.halls if h.shape is not None]
+    su_racks = max(-(-su // space.su_nodes) * s.racks(space.su_nodes) for s in shapes)
     if it_w > lim.it_power_mw * 1e6 * (1 + TOL):
         violated.append("it_power")
     if (tco if lim.budget_basis == "tco" else capex) > lim.budget_usd * (1 + TOL):
@@ -182,7 +189,8 @@ def evaluate(inst: Instance, config, cand) -> Design:
     if eff < required_tokens_per_s(inst) * (1 - TOL):
         violated.append("required_throughput")
     if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
-                          network_racks):
+                          network_racks) \
+            or len(space.blocks) > sum(h.block_slots for h in space.halls):
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,
                   gpus, switches, equipment_usd, equipment_w, it_w, capex, tco, eff,

@@ -60,6 +60,12 @@ CASES = {
     "space": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                    buildings=[{"name": "a", "it_power_mw": 5.0, "max_racks": 30}]),
               "buildings"),
+    # one hall of 3 rows x 10 positions (the middle row for network racks): the block
+    # slots of its two other rows decide the size (models.space)
+    "block_slots": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
+                         buildings=[{"name": "a", "it_power_mw": 5.0, "halls": [
+                             {"name": "h", "rows": 3, "positions_per_row": 10,
+                              "rack_power_kw": 45.0}]}]), "buildings"),
     "min_capex": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                        objective={"kind": "min_capex", "required_tokens_per_s": 1.2e9}),
                   "required_throughput"),
@@ -190,6 +196,7 @@ FAMILY_TESTS = {
     "building_power": functools.partial(check_limit_family, "building_power",
                                         "building_power"),
     "space": functools.partial(check_limit_family, "space", "space"),
+    "block_slots": functools.partial(check_limit_family, "block_slots", "block_slots"),
     "budget": functools.partial(check_limit_family, "budget", "budget"),
     "required_throughput": functools.partial(check_limit_family, "required_throughput",
                                              "min_capex"),
@@ -218,12 +225,13 @@ def test_one_design_builds_one_configuration_in_ladder_order():
 
 
 def test_elastic_mode_relaxes_only_resource_families():
-    assert milp.RELAXABLE == {"it_power", "building_power", "space", "budget"}
+    assert milp.RELAXABLE == {"it_power", "building_power", "space", "block_slots", "budget"}
     inst, _, _ = case("it_power")
     data = design_data(inst)
     m = milp.build_model(data, elastic=True)
     slacks = sorted(c.name for c in m.component_objects(pyo.Var) if c.name.startswith("slack"))
-    assert slacks == ["slack_budget", "slack_building_power", "slack_it_power"]
+    assert slacks == ["slack_block_slots", "slack_budget", "slack_building_power",
+                      "slack_it_power"]
 
 
 # ---- metamorphic properties on random small instances ----------------------------------

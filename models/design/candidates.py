@@ -29,16 +29,7 @@ from models.fabric import (
     scalable_unit_nodes,
 )
 from models.power_cost import BomLine
-
-RACK_UNITS = 42
-"""Usable height of one rack [U]."""
-
-
-def node_power_w(p: ConfigParts) -> float:
-    """One node with its GPUs and back-end NICs [W] (``p``: anything with ``gpu`` and
-    ``nic``, e.g. a ConfigParts or solver.fabric_inputs.FabricParts)."""
-    return (p.gpu.gpus_per_node * p.gpu.gpu_power_w + p.gpu.node_other_power_w
-            + p.gpu.nics_per_node * p.nic.power_w)
+from models.space import SpaceLayout, node_power_w, space_layout
 
 
 def link_lengths(lengths, fabric: Fabric,
@@ -88,8 +79,20 @@ def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
             * inputs.facility.checkpoint_storage_w_per_gbyte_s)
 
 
-def network_racks(p: ConfigParts, switches: int) -> int:
-    return math.ceil(switches * p.switch.rack_units / RACK_UNITS)
+def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
+    """Blocks, racks and block slots per hall of ``fabric`` on the instance's halls: the
+    space model placement uses (models.space), with the media of the link speed."""
+    media = [m for m in inputs.medium.values() if m.gbps == p.nic.port_gbps]
+    return space_layout(fabric, p.gpu, p.switch, node_power_w(p), media, inputs.halls)
+
+
+def su_racks(inputs: Inputs, p: ConfigParts, fabric: Fabric, su: int) -> int:
+    """Racks of ``su`` nodes in full blocks of ``fabric``'s layout (models.space)."""
+    space = design_space(inputs, p, fabric)
+    shapes = [h.shape for h in space.halls if h.shape is not None]
+    if not shapes:
+        return 0
+    return max(-(-su // space.su_nodes) * s.racks(space.su_nodes) for s in shapes)
 
 
 def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
@@ -101,12 +104,11 @@ def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
 
 
 def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
-               switches: int) -> list[BomLine]:
-    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage and
-    the host memory of in-memory recovery."""
+               switches: int, racks: int) -> list[BomLine]:
+    """BOM lines of a candidate besides media: nodes, NICs, switches, ``racks`` racks
+    (models.space), storage and the host memory of in-memory recovery."""
     g, fac = p.gpu, inputs.facility
     total = nodes + spares
-    racks = math.ceil(total / g.max_nodes_per_rack) + network_racks(p, switches)
     return [
         BomLine(f"{g.id} node", "compute", total, g.node_price_usd,
                 g.gpus_per_node * g.gpu_power_w + g.node_other_power_w),
@@ -193,7 +195,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                 key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id, tiers=p.fabric.tiers,
                 pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
-                node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
+                node_power_w=node_power_w(p), su_racks=su_racks(inputs, p, sized[-1][2], su),
                 checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo,
                 recovery=p.recovery)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
@@ -289,7 +291,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
                rel: GoodputEstimate) -> Candidate:
     """One configuration at one size."""
-    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total)
+    space = design_space(inputs, p, fabric)
+    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, space.racks)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
     gpus = nodes * p.gpu.gpus_per_node
@@ -302,12 +305,13 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         network_power_w=(fabric.switches_total * p.switch.power_w
                          + sum(line.power_w for line in links)
                          + storage_power_w(inputs, p, nodes + spares)),
-        network_racks=network_racks(p, fabric.switches_total),
+        network_racks=space.network_racks,
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
         exact=perf.exact and rel.exact,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
-               "reliability": rel.details, "pods": fabric.pods},
+               "reliability": rel.details, "pods": fabric.pods, "blocks": len(space.blocks),
+               "block_slots": space.block_slots_by_building()},
     )
 
 

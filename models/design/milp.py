@@ -11,6 +11,7 @@ Placement variables:
   su_in[b,c] in Z+     scalable units of c placed in building b
   net_mw[b] >= 0       switch and media power placed in building b [MW]
   net_racks[b] >= 0    network racks placed in building b
+  blocks_in[b,c] in Z+ placement blocks (models.space) of c in building b
 Sets are sorted; relaxable families get penalised slack in elastic (diagnosis) mode.
 Units inside the model are scaled for the solver's tolerances: power in MW, money in
 millions of USD (M$); the named expressions keep those units in their names.
@@ -177,6 +178,31 @@ def add_space(m: pyo.ConcreteModel, data: DesignData) -> None:
                             for c in m.CONFIGS) + m.net_racks[b] <= caps[b] + slack(b)
 
 
+def add_block_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Placement's blocks (models.space: its scalable units, pod by pod) fit the block
+    slots of each building's halls, so the design can be placed:
+
+    blocks_in[b,c] in Z+;  sum_b blocks_in[b,c] = blocks of c's chosen size
+    foreach b, c: blocks_in[b,c] <= block slots of b at c's chosen size
+    (the slots are a ladder quantity: the network rows grow with the fabric)."""
+    m.blocks_in = pyo.Var(m.BUILDING_CONFIGS, domain=pyo.NonNegativeIntegers,
+                          doc="placement blocks per building")
+
+    @m.Constraint(m.CONFIGS, doc="every block placed in a building")
+    def blocks_placed(m, c):
+        return pyo.quicksum(m.blocks_in[b, c] for b in m.BUILDINGS) == ladder_sum(
+            m, lambda k: k.extra["blocks"], [c])
+
+    scale = max((max(k.extra["block_slots"].values(), default=1) for k in data.candidates),
+                default=1)
+    slack = _slack(m, "block_slots", index=m.BUILDING_CONFIGS, scale=max(scale, 1))
+
+    @m.Constraint(m.BUILDING_CONFIGS, doc="block slots per building")
+    def block_slots(m, b, c):
+        return m.blocks_in[b, c] <= ladder_sum(
+            m, lambda k: k.extra["block_slots"].get(b, 0), [c]) + slack((b, c))
+
+
 def add_budget(m: pyo.ConcreteModel, data: DesignData) -> None:
     """capex (or TCO when budget_basis = 'tco') <= limits.budget_usd [M$]."""
     spend = m.tco_musd if data.budget_basis == "tco" else m.capex_musd
@@ -207,6 +233,7 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("it_power", add_it_power, True),
     ("building_power", add_building_power, True),
     ("space", add_space, True),
+    ("block_slots", add_block_slots, True),
     ("budget", add_budget, True),
     ("required_throughput", add_required_throughput, False),
     ("min_goodput", add_min_goodput, False),
