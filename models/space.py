@@ -210,10 +210,21 @@ class SpaceLayout:
     network_racks: int
     halls: tuple[HallSpace, ...]
 
+    @property
+    def block_power_w(self) -> float:
+        """One full block at the conservative switch power, as placement counts every
+        block (a partly filled last block of a pod included) [W]."""
+        return max((h.shape.power_w for h in self.halls if h.shape is not None), default=0.0)
+
     def block_slots_by_building(self) -> dict[str, int]:
+        """Blocks each building's halls can take: per hall its block slots and
+        ``⌊hall kW / block kW⌋``."""
         out: dict[str, int] = {}
         for h in self.halls:
-            out[h.building] = out.get(h.building, 0) + h.block_slots
+            room = h.block_slots
+            if h.shape is not None:
+                room = min(room, math.floor(h.hall.hall_cap_kw * 1e3 / h.shape.power_w))
+            out[h.building] = out.get(h.building, 0) + room
         return out
 
     @property

@@ -311,7 +311,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         exact=perf.exact and rel.exact,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods, "blocks": len(space.blocks),
-               "block_slots": space.block_slots_by_building()},
+               "block_slots": space.block_slots_by_building(),
+               "block_power_w": space.block_power_w},
     )
 
 
