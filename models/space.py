@@ -144,6 +144,17 @@ class BlockShape:
         start = (self.width - self.leaf_racks) // 2
         return tuple(range(start, start + self.leaf_racks))
 
+    def node_link_m(self, hall: Hall) -> float:
+        """Longest routed node-leaf link of the block [m]: the farthest compute rack from a
+        leaf rack, ``Δpositions · pitch + 2 · drop + slack`` (models.placement.geometry),
+        or ``in_rack_m`` when every node shares the leaves' rack."""
+        leaf = self.leaf_offsets()
+        compute = [o for o in range(self.width) if self.leaf_racks == 0 or o not in leaf]
+        far = max(abs(o - x) for o in compute for x in leaf)
+        if far == 0:
+            return hall.in_rack_m
+        return far * hall.rack_pitch_m + 2 * hall.drop_m + hall.slack_m
+
     def racks(self, nodes: int) -> int:
         """Racks of a block holding ``nodes`` nodes: compute racks filled from the first
         position (the middle one stays when it holds the leaves) and its leaf racks."""
@@ -209,6 +220,13 @@ class SpaceLayout:
     switches_per_rack: int
     network_racks: int
     halls: tuple[HallSpace, ...]
+
+    @property
+    def node_link_m(self) -> float:
+        """Longest node-leaf link of a block in any hall that takes compute racks [m]
+        (0 without one)."""
+        return max((h.shape.node_link_m(h.hall) for h in self.halls if h.shape is not None),
+                   default=0.0)
 
     @property
     def block_power_w(self) -> float:

@@ -68,19 +68,24 @@ def check_design(inputs: Inputs, design: ChosenDesign, data: DesignData,
               fabric.links_per_tier[0], total_nodes * parts.gpu.nics_per_node,
               "every NIC port attached"),
     ]
-    lengths = lengths_m(inputs, fabric)
+    lengths = lengths_m(inputs, parts, fabric)
     assigned = {a.link_class: inputs.medium[a.medium] for a in cfg.media}
     media_usd = media_w = 0.0
     for lc in fabric.link_classes:
         medium = assigned.get(lc.name)
         ok = (medium is not None and medium.reach_m >= lengths[lc.name]
-              and medium.gbps == parts.nic.port_gbps)
+              and medium.gbps == parts.nic.port_gbps
+              and parts.switch.family in medium.switch_families)
         checks.append(Check(f"reach[{lc.name}]", ok, medium.reach_m if medium else 0,
                             lengths[lc.name], f"{lc.name}: no medium at {parts.nic.port_gbps}G "
-                            f"reaching {lengths[lc.name]:g} m assigned"))
+                            f"reaching {lengths[lc.name]:g} m for {parts.switch.family} "
+                            "assigned"))
         if medium is not None:
             per_link_ends = 2 / medium.links_per_module
-            media_usd += lc.links * (per_link_ends * medium.price_usd_per_end
+            end_usd = medium.price_usd_per_end / medium.links_per_module
+            switch_usd = (end_usd if medium.switch_end_price_usd is None
+                          else medium.switch_end_price_usd)
+            media_usd += lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd)
                                      + (medium.fiber_usd_per_link if medium.kind in
                                         ("multimode", "singlemode", "coherent") else 0))
             media_w += lc.links * per_link_ends * medium.power_w_per_end

@@ -151,7 +151,9 @@ def evaluate(inst: Instance, config, cand) -> Design:
         if m.gbps != nic.port_gbps or m.reach_m < link_length_m(inst, lc.name,
                                                                  config.rail_optimized):
             violated.append(f"reach[{lc.name}]")
-        media_usd += lc.links * (2 * m.price_usd_per_end / m.links_per_module
+        end_usd = m.price_usd_per_end / m.links_per_module
+        switch_usd = end_usd if m.switch_end_price_usd is None else m.switch_end_price_usd
+        media_usd += lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd)
                                  + m.fiber_usd_per_link)
         media_w += lc.links * 2 * m.power_w_per_end / m.links_per_module
     node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \

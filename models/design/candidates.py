@@ -23,6 +23,7 @@ from models.fabric import (
     Fabric,
     MediaLine,
     design_fabric,
+    media_for,
     media_line,
     media_reaching,
     non_dominated_media,
@@ -49,9 +50,15 @@ def link_lengths(lengths, fabric: Fabric,
     return {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
 
 
-def lengths_m(inputs: Inputs, fabric: Fabric) -> dict[str, float]:
-    """Routed length of each link class of `fabric` on the instance's site [m]."""
-    return link_lengths(inputs.site.cable_lengths, fabric, inputs.single_building)
+def lengths_m(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> dict[str, float]:
+    """Routed length of each link class of `fabric` on the instance's site [m]: node-leaf
+    from the block geometry placement builds (models.space: its longest node-leaf run),
+    the others from the site's typical lengths."""
+    out = link_lengths(inputs.site.cable_lengths, fabric, inputs.single_building)
+    node_link = design_space(inputs, p, fabric).node_link_m
+    if node_link and "node-leaf" in out:
+        out["node-leaf"] = node_link
+    return out
 
 
 def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int:
@@ -82,7 +89,7 @@ def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
 def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
     """Blocks, racks and block slots per hall of ``fabric`` on the instance's halls: the
     space model placement uses (models.space), with the media of the link speed."""
-    media = [m for m in inputs.medium.values() if m.gbps == p.nic.port_gbps]
+    media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
     return space_layout(fabric, p.gpu, p.switch, node_power_w(p), media, inputs.halls)
 
 
@@ -148,11 +155,12 @@ def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
                   ) -> tuple[list[tuple[MediaAssignment, ...]], str | None]:
     """Every combination of non-dominated reaching media over the link classes of the
     largest fabric of a configuration; or a note when a class has no medium that reaches."""
-    lengths = lengths_m(inputs, fabric)
-    media = list(inputs.medium.values())
+    lengths = lengths_m(inputs, p, fabric)
+    media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
     per_class = []
     for lc in fabric.link_classes:
-        options = non_dominated_media(media_reaching(media, p.nic.port_gbps, lengths[lc.name]))
+        options = non_dominated_media(media_reaching(media, p.nic.port_gbps, lengths[lc.name]),
+                                      lc.tier)
         if not options:
             return [], (f"{p.key}: no {p.nic.port_gbps}G medium reaches {lengths[lc.name]:g} m "
                         f"for {lc.name} links")

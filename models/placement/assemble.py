@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from models.design.inputs import Inputs
-from models.fabric import Fabric, FabricSpec, design_fabric, pod_tiers
+from models.fabric import Fabric, FabricSpec, design_fabric, media_for, pod_tiers
 from models.placement.economics import MediaPricing, Medium, link_cost_units, media_pricing
 from models.placement.halls import FabricParts, HallGeo, hall_geometry, max_length, routing
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
@@ -87,8 +87,7 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                       oversubscription=design.oversubscription,
                       rail_optimized=design.rail_optimized)
     fabric = design_fabric(spec)
-    media = sorted((m for m in inputs.medium.values() if m.gbps == parts.gbps),
-                   key=lambda m: m.id)
+    media = media_for(inputs.medium.values(), parts.gbps, parts.switch.family)
     space = space_layout(fabric, parts.gpu, parts.switch, node_power_w(parts), media,
                          inputs.halls)
     halls = [hall_geometry(i, h) for i, h in enumerate(space.halls)]
