@@ -140,7 +140,7 @@ def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candid
     """The ``--json`` document and tables of a solved design, with its job mapping."""
     parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
-        exact.nodes + exact.spare_nodes)), exact.extra["perf"])
+        exact.nodes + exact.spare_nodes)), exact.extra["perf"], parts.nic.port_gbps)
     summary = summary_document(inputs, design, exact, milp, verdict,
                                binding_limits(inputs, design, full),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
