@@ -143,29 +143,31 @@ def evaluate(inst: Instance, config, cand) -> Design:
                                       config.pods, config.oversubscription,
                                       config.rail_optimized))
     switches = fabric.switches_total
+    node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \
+        + gpu.nics_per_node * nic.power_w
+    # racks, blocks and block slots: the space model placement uses (tests/test_space.py
+    # checks it by hand and against placed layouts)
+    space = space_layout(fabric, gpu, switch, node_w,
+                         [m for m in cat.medium.values() if m.gbps == nic.port_gbps
+                          and switch.family in m.switch_families],
+                         site_halls(inst))
     media = {a.link_class: cat.medium[a.medium] for a in config.media}
     media_usd = media_w = 0.0
     violated = []
     for lc in fabric.link_classes:
         m = media[lc.name]
-        if m.gbps != nic.port_gbps or m.reach_m < link_length_m(inst, lc.name,
-                                                                 config.rail_optimized):
+        length = (space.node_link_m if lc.name == "node-leaf"
+                  else link_length_m(inst, lc.name, config.rail_optimized))
+        if m.gbps != nic.port_gbps or m.reach_m < length:
             violated.append(f"reach[{lc.name}]")
         end_usd = m.price_usd_per_end / m.links_per_module
         switch_usd = end_usd if m.switch_end_price_usd is None else m.switch_end_price_usd
         media_usd += lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd)
                                  + m.fiber_usd_per_link)
         media_w += lc.links * 2 * m.power_w_per_end / m.links_per_module
-    node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \
-        + gpu.nics_per_node * nic.power_w
     checkpoint = total * config.checkpoint_gbytes_per_s_per_node  # GB/s bought
     network_w = (switches * switch.power_w + media_w
                  + checkpoint * fac.checkpoint_storage_w_per_gbyte_s)
-    # racks, blocks and block slots: the space model placement uses (tests/test_space.py
-    # checks it by hand and against placed layouts)
-    space = space_layout(fabric, gpu, switch, node_w,
-                         [m for m in cat.medium.values() if m.gbps == nic.port_gbps],
-                         site_halls(inst))
     network_racks = space.network_racks
     racks = space.racks
     equipment_usd = (total * (gpu.node_price_usd + gpu.nics_per_node * nic.price_usd

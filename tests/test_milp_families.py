@@ -52,8 +52,10 @@ CASES = {
                "budget"),
     "budget_tco": (dict(limits={"budget_usd": 55e6, "it_power_mw": 5.0,
                                 "budget_basis": "tco"}, choices=ALL_CHOICES), "budget"),
+    # 1.05 MW holds 2 scalable units at 1.07 x 332.8 kW with the non-server share but
+    # 3 units' placement blocks (the blocks' own power has no such share)
     "building_power": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
-                            buildings=[{"name": "a", "it_power_mw": 0.8},
+                            buildings=[{"name": "a", "it_power_mw": 1.05},
                                        {"name": "b", "it_power_mw": 0.5}]), "buildings"),
     "max_gpus": (dict(limits={"it_power_mw": 5.0, "max_gpus": 700}, choices=ALL_CHOICES),
                  "gpu_range"),

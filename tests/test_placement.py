@@ -324,11 +324,13 @@ def test_a_rack_scale_system_is_its_own_rack():
 
 
 def test_solve_json_reports_a_failed_placement_with_exit_4(tmp_path):
+    """Routed lengths are placement's alone: a second hall 90 km away in the same
+    building (beyond every medium's reach) fails placement, not the design."""
     from solver.loading import INSTANCES_DIR
 
     text = (INSTANCES_DIR / "llama3-16k.toml").read_text().replace(
-        "positions_per_row = 24", "positions_per_row = 8")
-    path = tmp_path / "short-rows.toml"
+        "origin_m = [0.0, 100.0]", "origin_m = [0.0, 90000.0]")
+    path = tmp_path / "far-hall.toml"
     path.write_text(text)
     result = CliRunner().invoke(app, ["solve", str(path), "--json", "--out",
                                       str(tmp_path / "out")])

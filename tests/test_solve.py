@@ -132,7 +132,7 @@ def test_bom_items_of_the_power_bound_design():
         "h100-sxm node": 64, "connectx-7 NIC": 512, "quantum2-qm9700 switch": 24,
         "rack and power distribution": 17, "storage and front-end share": 64,
         "checkpoint storage write bandwidth [GB/s]": 64.0,
-        "dac-400g cable (node-leaf, 3 m)": 512,
+        "dac-400g cable (node-leaf, 1.5 m)": 512,
         "sr4-400g transceiver (leaf-spine, 50 m)": 1024, "sr4-400g fibre (leaf-spine, 50 m)": 512}
 
 
