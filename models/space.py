@@ -209,17 +209,42 @@ class HallSpace:
 class SpaceLayout:
     """A fabric's blocks, switch racks and the halls' room for them."""
 
+    fabric: Fabric
     su_nodes: int
     """Nodes of one block."""
     leaves_per_block: int
-    blocks: tuple[int, ...]
-    """Nodes of every block."""
-    group_blocks: tuple[int, ...]
-    group_spines: tuple[int, ...]
+    pod_nodes: tuple[int, ...]
+    """Nodes of each pod (one pod without pods)."""
+    blocks_per_pod: int
     leaf_power_w: float
     switches_per_rack: int
     network_racks: int
     halls: tuple[HallSpace, ...]
+
+    @property
+    def block_count(self) -> int:
+        return len(self.pod_nodes) * self.blocks_per_pod
+
+    def blocks(self) -> tuple[list[int], list[int], list[int]]:
+        """:func:`block_structure` of the fabric: nodes of every block, blocks per group,
+        spines per group."""
+        return block_structure(self.fabric, self.su_nodes, self.leaves_per_block)
+
+    def block_sizes(self) -> dict[int, int]:
+        """Nodes of a block -> how many blocks hold that many (pod by pod, as
+        :func:`block_structure` lays them)."""
+        out: dict[int, int] = {}
+        for n in self.pod_nodes:
+            full, rest = divmod(n, self.su_nodes)
+            full = min(full, self.blocks_per_pod)
+            sizes = {self.su_nodes: full}
+            if full < self.blocks_per_pod:
+                sizes[rest] = sizes.get(rest, 0) + 1
+                sizes[0] = sizes.get(0, 0) + self.blocks_per_pod - full - 1
+            for size, count in sizes.items():
+                if count:
+                    out[size] = out.get(size, 0) + count
+        return out
 
     @property
     def node_link_m(self) -> float:
@@ -253,7 +278,8 @@ class SpaceLayout:
         if not shapes:
             return self.network_racks
         shape = max(shapes, key=lambda s: (s.nodes_per_rack, -s.leaf_racks))
-        return sum(shape.racks(n) for n in self.blocks) + self.network_racks
+        return (sum(count * shape.racks(n) for n, count in self.block_sizes().items())
+                + self.network_racks)
 
 
 def space_layout(fabric: Fabric, gpu: Any, switch: Any, node_w: float, media: Sequence[Any],
@@ -263,7 +289,13 @@ def space_layout(fabric: Fabric, gpu: Any, switch: Any, node_w: float, media: Se
     speed) on ``halls`` ((building, hall) pairs)."""
     su_nodes, leaves = block_size(fabric)
     leaf_w = switch_power_w(switch, fabric.radix, media)
-    blocks, group_blocks, group_spines = block_structure(fabric, su_nodes, leaves)
+    if fabric.pod_tiers == 1:
+        pods, per_pod, group_spines = (fabric.spec.nodes,), 1, ()
+    else:
+        pods = pod_nodes(fabric.spec)
+        size = -(-fabric.spec.nodes // fabric.pods)
+        per_pod = -(-size // su_nodes)
+        group_spines = tuple(g.spines for g in leaf_groups(fabric))
     per_rack = switches_per_rack(switch, leaf_w, min(h.rack_power_kw for _, h in halls))
     net = (sum(-(-s // per_rack) for s in group_spines)
            + sum(-(-s // per_rack) for s in fabric.switches_per_tier[2:]))
@@ -274,5 +306,5 @@ def space_layout(fabric: Fabric, gpu: Any, switch: Any, node_w: float, media: Se
         rows = network_rows(h, net, h.hall_cap_kw / total_kw)
         slots = (h.rows - rows) * blocks_per_row(h, shape) if shape else 0
         out.append(HallSpace(b, h, shape, rows, slots))
-    return SpaceLayout(su_nodes, leaves, tuple(blocks), tuple(group_blocks), tuple(group_spines),
-                       leaf_w, per_rack, net, tuple(out))
+    return SpaceLayout(fabric, su_nodes, leaves, tuple(pods), per_pod, leaf_w, per_rack, net,
+                       tuple(out))

@@ -171,8 +171,8 @@ def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: f
     network_racks = space.network_racks
     slots = space.block_slots_by_building()
     checks.append(Check("blocks_placed", sum(design.blocks_per_building.values())
-                        == len(space.blocks), sum(design.blocks_per_building.values()),
-                        len(space.blocks)))
+                        == space.block_count, sum(design.blocks_per_building.values()),
+                        space.block_count))
     checks += [_le(f"block_slots[{b}]", n, slots.get(b, 0),
                    f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
                    f"{slots.get(b, 0)} block slots")

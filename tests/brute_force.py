@@ -194,7 +194,7 @@ def evaluate(inst: Instance, config, cand) -> Design:
         violated.append("required_throughput")
     if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
                           network_racks) \
-            or len(space.blocks) > sum(
+            or space.block_count > sum(
                 min(space.block_slots_by_building().get(b.name, 0),
                     math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
                 for b in inst.site.buildings):

@@ -44,7 +44,8 @@ def test_rail_optimized_blocks_racks_and_slots_by_hand():
     space = space_layout(fabric, GPU, SWITCH, NODE_W, MEDIA, [("b", HALL)])
     # blocks of k/2 = 32 nodes and their 8 rail leaves; the last one holds 4 nodes
     assert (space.su_nodes, space.leaves_per_block) == (32, 8)
-    assert space.blocks == (32, 32, 32, 4)
+    assert space.blocks()[0] == [32, 32, 32, 4]
+    assert space.block_sizes() == {32: 3, 4: 1} and space.block_count == 4
     shape = space.halls[0].shape
     # 11 compute racks of 3; the middle rack would take 3 x 8U + 8 x 1U = 32U but
     # 30.6 kW + 8 x 1.259 kW = 40.67 kW > 40 kW: one leaf rack -> 12 positions
@@ -74,7 +75,8 @@ def test_pods_fill_whole_blocks_pod_by_pod():
                                       oversubscription=2.0))
     space = space_layout(fabric, GPU, SWITCH, NODE_W, MEDIA, [("b", HALL)])
     # each pod is built for 50 nodes: blocks of 32 + 18 in both pods
-    assert space.blocks == (32, 18, 32, 18)
+    assert space.blocks()[0] == [32, 18, 32, 18]
+    assert space.block_sizes() == {32: 2, 18: 2}
 
 
 # ---- every fabric option of the default instance's family, placed -------------------

@@ -194,6 +194,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
             notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
             continue
         combos, problem = _media_combos(inputs, p, sized[-1][2])
+        spaces: dict = {}
         if problem:
             notes.append(problem)
             continue
@@ -214,8 +215,11 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                      if {lc.name for lc in s[2].link_classes} <= classes]
             links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
             goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
+            for (_, _, fabric) in sized:  # one space per size, shared by the media combos
+                if fabric.spec not in spaces:
+                    spaces[fabric.spec] = design_space(inputs, p, fabric)
             candidates += [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
-                                      size_links, rel)
+                                      size_links, rel, spaces[fabric.spec])
                            for (nodes, spares, fabric), size_links, rel
                            in zip(sized, links, goodputs, strict=True)]
     return _design_data(inputs, configs, candidates), notes
@@ -297,9 +301,8 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
 
 def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
-               rel: GoodputEstimate) -> Candidate:
-    """One configuration at one size."""
-    space = design_space(inputs, p, fabric)
+               rel: GoodputEstimate, space: SpaceLayout) -> Candidate:
+    """One configuration at one size (``space``: its fabric's, :func:`design_space`)."""
     lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, space.racks)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
@@ -318,7 +321,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         tokens_per_s_upper=perf.upper,
         exact=perf.exact and rel.exact,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
-               "reliability": rel.details, "pods": fabric.pods, "blocks": len(space.blocks),
+               "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
                "block_power_w": space.block_power_w},
     )

@@ -91,9 +91,10 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
     space = space_layout(fabric, parts.gpu, parts.switch, node_power_w(parts), media,
                          inputs.halls)
     halls = [hall_geometry(i, h) for i, h in enumerate(space.halls)]
+    blocks, group_blocks, group_spines = space.blocks()
     out = PlacementInputs(inputs, design, parts, fabric, halls, media, space.su_nodes,
-                          space.leaves_per_block, list(space.blocks), list(space.group_blocks),
-                          list(space.group_spines), space.switches_per_rack,
+                          space.leaves_per_block, blocks, group_blocks, group_spines,
+                          space.switches_per_rack,
                           node_power_w(parts), space.leaf_power_w,
                           inputs.site.cable_lengths.between_buildings_m,
                           media_pricing(inputs, design, parts))
