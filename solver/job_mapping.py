@@ -79,11 +79,14 @@ def map_job(gpu, fabric: Fabric, perf_details: dict[str, Any],
                        "traffic_mb_per_step": max(1, round(traffic_mb[d])),
                        **({"exposed_traffic_mb_per_step": round(exposed_mb[d], 1)}
                           if exposed_mb is not None else {}),
+                       "volume": volumes[d],
                        "factors": dict(zip([lv.name for lv in levels], found.factors[d],
                                            strict=True)),
                        "crosses": list(found.crosses[d])} for d in sorted(degrees)},
         "cost": found.cost,
-        "objective": ("exposed traffic crossing each level times its crossing weight, "
-                      "then whole traffic" if exposed_mb is not None
-                      else "traffic crossing each level times its crossing weight"),
+        "objective": ("sum of volume x crossing weight over the levels each group crosses; "
+                      "volume: exposed MB x K + whole MB, K larger than any whole-traffic "
+                      "saving (models.perf.mapping.exposed_volumes)" if exposed_mb is not None
+                      else "sum of traffic MB x crossing weight over the levels each group "
+                      "crosses"),
     }
