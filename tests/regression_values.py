@@ -15,6 +15,14 @@
 #             no longer counts the back-end NICs twice (4.6 -> 4.4 kW rest of node), the
 #             solve-speed search (results unchanged), placement building the designed
 #             fabric (pods, tiers), CP-SAT's wall-time safety net at 10x (deterministic).
+# 2026-12-01: re-captured on branch space (issue 12 A): one space model for design and
+#             placement (racks from hall rack power: h100-100k 3,072 -> 4,334 racks in the
+#             BOM), AOC not offered on InfiniBand, single-mode switch ends at half the 800G
+#             twin-port part (DR4 $625, FR4 $850), node-leaf media for the block's longest
+#             run (h100-100k 30 -> 8.6 m). h100-100k keeps its design (capex $6,037.7M ->
+#             $6,004.8M); gb200-campus moves from Tomahawk 5 to Quantum-2 at the same
+#             124,416 GPUs (cheaper single-mode switch ends put InfiniBand within budget:
+#             effective tokens/s 41.5M -> 45.8M, capex $11,182M -> $11,945M).
 
 SOLVE = {'gb200-campus': {'binding': [('limits.it_power_mw', False),
                               ('limits.budget_usd', True),
