@@ -40,7 +40,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 TIER_NAMES: tuple[str, ...] = ("node", "leaf", "spine", "core", "super", "hyper", "apex")
 """Names of the levels, node first; link class ``t`` is ``f"{TIER_NAMES[t-1]}-{TIER_NAMES[t]}"``.
@@ -576,12 +576,24 @@ class MediaLine:
     power_w: float
 
 
+def link_price_usd(medium: MediumLike, tier: int) -> float:
+    """Both ends of one link of tier ``tier`` (1 = node-leaf) and its fibre [USD]: a switch
+    end at the catalog's ``switch_end_price_usd`` where it gives one (half a twin-port
+    module in a switch's OSFP cage), else ``price_usd_per_end / links_per_module``; the
+    node end of a node-leaf link at ``price_usd_per_end / links_per_module``."""
+    end = medium.price_usd_per_end / medium.links_per_module
+    switch = getattr(medium, "switch_end_price_usd", None)
+    switch = end if switch is None else switch
+    return switch + (end if tier == 1 else switch) + medium.fiber_usd_per_link
+
+
 def media_line(link_class: LinkClass, medium: MediumLike, length_m: float,
                twin_port_nics: bool = False) -> MediaLine:
-    """Counts, capex and power of building ``link_class`` with ``medium``."""
+    """Counts, capex (:func:`link_price_usd` per link) and power of building
+    ``link_class`` with ``medium``."""
     links = link_class.links
     ends = 2 * links
-    capex = ends * medium.price_usd_per_end / medium.links_per_module
+    capex = links * (link_price_usd(medium, link_class.tier) - medium.fiber_usd_per_link)
     power = ends * medium.power_w_per_end / medium.links_per_module
     if medium.is_transceiver:
         switch_end = math.ceil(links / medium.links_per_module)
@@ -596,21 +608,28 @@ def media_line(link_class: LinkClass, medium: MediumLike, length_m: float,
                      math.ceil(links / medium.links_per_module), capex, power)
 
 
+def media_for(media: Sequence[Any], gbps: int, switch_family: str) -> list[Any]:
+    """Media at ``gbps`` that links of a ``switch_family`` switch may use (the catalog's
+    ``switch_families``; e.g. no AOC on NDR InfiniBand), sorted by id."""
+    return sorted((m for m in media if m.gbps == gbps and switch_family in m.switch_families),
+                  key=lambda m: m.id)
+
+
 def media_reaching(media: Sequence[MediumLike], gbps: int, length_m: float) -> list[MediumLike]:
     """Media at ``gbps`` whose reach covers ``length_m``, sorted by id."""
     return sorted((m for m in media if m.gbps == gbps and m.reach_m >= length_m),
                   key=lambda m: m.id)
 
 
-def non_dominated_media(media: Sequence[MediumLike]) -> list[MediumLike]:
-    """Media that no other medium beats on both cost and power per link (ties: smaller id).
+def non_dominated_media(media: Sequence[MediumLike], tier: int = 2) -> list[MediumLike]:
+    """Media that no other medium beats on both cost and power per link of tier ``tier``
+    (ties: smaller id).
 
     A dominated medium is never part of an optimal design while price and power enter the
-    design only through budget, power and cost; cost per link = 2 * price_per_end /
-    links_per_module + fiber_usd_per_link, power per link = 2 * power_per_end / lpm."""
+    design only through budget, power and cost; cost per link = :func:`link_price_usd`,
+    power per link = 2 * power_per_end / lpm."""
     def key(m: MediumLike) -> tuple[float, float, str]:
-        return (2 * m.price_usd_per_end / m.links_per_module + m.fiber_usd_per_link,
-                2 * m.power_w_per_end / m.links_per_module, m.id)
+        return (link_price_usd(m, tier), 2 * m.power_w_per_end / m.links_per_module, m.id)
 
     keep: list[MediumLike] = []
     for m in sorted(media, key=key):

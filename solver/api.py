@@ -169,7 +169,7 @@ def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candid
     """The ``--json`` document and tables of a solved design, with its job mapping."""
     parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
-        exact.nodes + exact.spare_nodes)), exact.extra["perf"])
+        exact.nodes + exact.spare_nodes)), exact.extra["perf"], parts.nic.port_gbps)
     summary = summary_document(inputs, design, exact, milp, verdict,
                                binding_limits(inputs, design, full),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
@@ -320,7 +320,8 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
     su = {b: round(pyo.value(m.su_in[b, cand.config])) for b in m.BUILDINGS}
     net = {b: float(pyo.value(m.net_mw[b])) * 1e6 for b in m.BUILDINGS}
     racks = {b: float(pyo.value(m.net_racks[b])) for b in m.BUILDINGS}
-    return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks)
+    blocks = {b: round(pyo.value(m.blocks_in[b, cand.config])) for b in m.BUILDINGS}
+    return ChosenDesign(m.data.configs[cand.config], cand, su, net, racks, blocks)
 
 
 def _infeasible(inputs: Inputs, evaluators: Evaluators, options: SolveOptions, start: float,

@@ -2,10 +2,12 @@
 analytic models (never from MILP values) and confirm every limit of the instance.
 
 Independent on purpose: it keeps its own arithmetic for what it checks (media cost and
-power per link, the 42 U network racks, parts capex and power, building loads, its own
-tolerance REL_TOL) instead of calling the formulas that built the design
-(models.power_cost, models.design), so a mistake there shows up as a failed check. What
-the limits are is not its own: it checks every entry of models.design.limits.LIMITS.
+power per link, parts capex and power, building loads, its own tolerance REL_TOL)
+instead of calling the formulas that built the design (models.power_cost,
+models.design), so a mistake there shows up as a failed check. Racks and block slots
+are re-derived with the space model placement uses (models.space), from the fabric
+re-built here: the placement stage is their independent test. What the limits are is
+not its own: it checks every entry of models.design.limits.LIMITS.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from models.design.candidates import lengths_m, node_power_w
+from models.design.candidates import design_space, lengths_m, node_power_w, su_racks
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.inputs import Inputs
 from models.design.limits import LIMITS
-from models.fabric import design_fabric
+from models.fabric import Fabric, design_fabric
 from models.reliability import checkpoint_size_gb, param_count
 
 REL_TOL = 1e-6
@@ -70,26 +72,31 @@ def check_design(inputs: Inputs, design: ChosenDesign, data: DesignData,
               fabric.links_per_tier[0], total_nodes * parts.gpu.nics_per_node,
               "every NIC port attached"),
     ]
-    lengths = lengths_m(inputs, fabric)
+    lengths = lengths_m(inputs, parts, fabric)
     assigned = {a.link_class: inputs.medium[a.medium] for a in cfg.media}
     media_usd = media_w = 0.0
     for lc in fabric.link_classes:
         medium = assigned.get(lc.name)
         ok = (medium is not None and medium.reach_m >= lengths[lc.name]
-              and medium.gbps == parts.nic.port_gbps)
+              and medium.gbps == parts.nic.port_gbps
+              and parts.switch.family in medium.switch_families)
         checks.append(Check(f"reach[{lc.name}]", ok, medium.reach_m if medium else 0,
                             lengths[lc.name], f"{lc.name}: no medium at {parts.nic.port_gbps}G "
-                            f"reaching {lengths[lc.name]:g} m assigned"))
+                            f"reaching {lengths[lc.name]:g} m for {parts.switch.family} "
+                            "assigned"))
         if medium is not None:
             per_link_ends = 2 / medium.links_per_module
-            media_usd += lc.links * (per_link_ends * medium.price_usd_per_end
+            end_usd = medium.price_usd_per_end / medium.links_per_module
+            switch_usd = (end_usd if medium.switch_end_price_usd is None
+                          else medium.switch_end_price_usd)
+            media_usd += lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd)
                                      + (medium.fiber_usd_per_link if medium.kind in
                                         ("multimode", "singlemode", "coherent") else 0))
             media_w += lc.links * per_link_ends * medium.power_w_per_end
     checks += _parts_checks(inputs, design, parts, fabric, media_usd, media_w)
     pc = design.power_cost(inputs)
-    checks += _placed_in_buildings(design, parts, pc.equipment_power_w)
-    about = Checked(inputs, design, data, exact, parts, pc)
+    checks += _placed_in_buildings(inputs, design, parts, fabric, pc.equipment_power_w)
+    about = Checked(inputs, design, data, exact, parts, fabric, pc)
     for limit in LIMITS:
         checks += LIMIT_CHECKS[limit.name](about)
     return CheckResult(tuple(checks))
@@ -105,6 +112,8 @@ class Checked:
     data: DesignData
     exact: Candidate
     parts: Any
+    fabric: Fabric
+    """The fabric re-built here from the design's node count (models.fabric)."""
     pc: Any
 
 
@@ -146,7 +155,7 @@ def _building_power(c: Checked) -> list[Check]:
 
 def _space(c: Checked) -> list[Check]:
     """Each building's racks: its scalable units' compute racks and its network racks."""
-    compute_racks = math.ceil(c.design.config.su_nodes / c.parts.gpu.max_nodes_per_rack)
+    compute_racks = su_racks(c.inputs, c.parts, c.fabric, c.design.config.su_nodes)
     checks = []
     for b in c.inputs.site.buildings:
         if b.max_racks is not None:
@@ -194,8 +203,7 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     """Equipment capex and power from first principles against the BOM's totals."""
     g, fac, cand = parts.gpu, inputs.facility, design.candidate
     n = cand.nodes + cand.spare_nodes
-    racks = math.ceil(n / g.max_nodes_per_rack) + math.ceil(
-        fabric.switches_total * parts.switch.rack_units / 42)
+    racks = design_space(inputs, parts, fabric).racks
     storage = n * parts.checkpoint_gbytes_per_s_per_node
     # in-memory recovery: host DRAM for each node's own and a peer's checkpoint shard
     shard_gb = (checkpoint_size_gb(param_count(inputs.workload), inputs.workload.precision)
@@ -218,9 +226,11 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     ]
 
 
-def _placed_in_buildings(design: ChosenDesign, parts, equipment_w: float) -> list[Check]:
-    """Every scalable unit, the network power and the network racks are placed in the
-    buildings (their limits are checked by _building_power and _space)."""
+def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fabric,
+                         equipment_w: float) -> list[Check]:
+    """Every scalable unit, the network power, the network racks and the scalable-unit
+    blocks are placed in the buildings, the blocks within their halls' slots (the
+    buildings' limits are checked by _building_power and _space)."""
     cand = design.candidate
     su_total = math.ceil((cand.nodes + cand.spare_nodes) / design.config.su_nodes)
     checks = [Check("scalable_units_placed", sum(design.su_per_building.values()) == su_total,
@@ -230,12 +240,17 @@ def _placed_in_buildings(design: ChosenDesign, parts, equipment_w: float) -> lis
     placed_w = sum(design.network_w_per_building.values())
     checks.append(Check("network_power_placed", math.isclose(placed_w, network_w, rel_tol=1e-5,
                                                              abs_tol=1.0), placed_w, network_w))
-    network_racks = math.ceil(fabric_switches(design) * parts.switch.rack_units / 42)
+    space = design_space(inputs, parts, fabric)
+    network_racks = space.network_racks
+    slots = space.block_slots_by_building()
+    checks.append(Check("blocks_placed", sum(design.blocks_per_building.values())
+                        == space.block_count, sum(design.blocks_per_building.values()),
+                        space.block_count))
+    checks += [_le(f"block_slots[{b}]", n, slots.get(b, 0),
+                   f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
+                   f"{slots.get(b, 0)} block slots")
+               for b, n in sorted(design.blocks_per_building.items())]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))
     return checks
-
-
-def fabric_switches(design: ChosenDesign) -> int:
-    return sum(design.candidate.switches_per_tier)

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from models.design.candidates import bom_lines, lengths_m, links_of
+from models.design.candidates import bom_lines, design_space, lengths_m, links_of
 from models.design.data import MediaAssignment
 from models.design.evaluate import default_evaluators
 from models.design.inputs import ConfigParts, Inputs
@@ -84,8 +84,9 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
     _check_counts(d, parts, spares, fabric)
     media = _check_media(inputs, parts, d, media, fabric)
     links = links_of(inputs, parts, media, fabric)
-    pc = power_cost(bom_lines(inputs, parts, d.nodes, spares, fabric, links), inputs.facility,
-                    inputs.years)
+    racks = design_space(inputs, parts, fabric).racks
+    pc = power_cost(bom_lines(inputs, parts, d.nodes, spares, fabric, links, racks),
+                    inputs.facility, inputs.years)
     rel = evaluators.goodput(inputs, parts, fabric, d.nodes, spares, links)
     return DesignToPlace(parts.gpu.id, parts.switch.id, d.nodes + spares, fabric.tiers,
                          d.pods, d.oversubscription, d.rail_optimized, d.nic_attachment,
@@ -141,7 +142,7 @@ def _check_media(inputs: Inputs, parts: ConfigParts, d: DesignDecisions,
                  ) -> tuple[MediaAssignment, ...]:
     """One medium per link class of the fabric, at the NIC's speed, reaching the class's
     length on this site; lengths re-derived from the site."""
-    lengths = lengths_m(inputs, fabric)
+    lengths = lengths_m(inputs, parts, fabric)
     classes = [lc.name for lc in fabric.link_classes]
     if [m.link_class for m in media] != classes:
         raise InvalidInstance([f"design.media: link classes {[m.link_class for m in media]} "
@@ -149,10 +150,12 @@ def _check_media(inputs: Inputs, parts: ConfigParts, d: DesignDecisions,
     problems = []
     for i, (m, lc) in enumerate(zip(media, fabric.link_classes, strict=True)):
         medium = inputs.medium[m.medium]
-        if medium.gbps != parts.nic.port_gbps or medium.reach_m < lengths[lc.name]:
+        if (medium.gbps != parts.nic.port_gbps or medium.reach_m < lengths[lc.name]
+                or parts.switch.family not in medium.switch_families):
             problems.append(f"design.media.{i}.medium: {m.medium} ({medium.gbps}G, reach "
-                            f"{medium.reach_m:g} m) cannot build {lc.name} links "
-                            f"({parts.nic.port_gbps}G, {lengths[lc.name]:g} m)")
+                            f"{medium.reach_m:g} m, for {'/'.join(medium.switch_families)}) "
+                            f"cannot build {lc.name} links ({parts.nic.port_gbps}G, "
+                            f"{lengths[lc.name]:g} m, {parts.switch.family})")
         if d.media[i].links != lc.links:
             problems.append(f"design.media.{i}.links: {d.media[i].links} differs from the "
                             f"fabric's {lc.links} {lc.name} links")

@@ -136,4 +136,15 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
             if extra > 1e-6:
                 msgs.append(f"site.buildings[{b.name}].max_racks {b.max_racks} is too small for "
                             f"{need}; needs >= {math.ceil(b.max_racks + extra - 1e-6)}")
+        if hasattr(m, "slack_block_slots"):
+            msgs += [f"site.buildings[{b.name}]: its halls' rows have too few positions for "
+                     f"the scalable units of {need} ({c}); short by "
+                     f"{math.ceil(pyo.value(m.slack_block_slots[b.name, c]) - 1e-6)} block slots"
+                     for c in m.CONFIGS if pyo.value(m.slack_block_slots[b.name, c]) > 1e-6]
+        extra_mw = pyo.value(m.slack_block_power[b.name]) if hasattr(
+            m, "slack_block_power") else 0.0
+        if extra_mw > 1e-6:
+            msgs.append(f"site.buildings[{b.name}].it_power_mw {b.it_power_w / 1e6:g} cannot "
+                        f"feed the scalable-unit blocks placement puts there for {need}; needs "
+                        f">= {ceil_to(b.it_power_w / 1e6 + extra_mw, 2):.2f}")
     return msgs or [f"the limits cannot be met together with {need}"]

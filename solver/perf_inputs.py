@@ -51,7 +51,7 @@ def job_mapping(catalog, system, switch: str, gpus: int, doc: dict) -> dict | No
                                           radix=parts.radix))
     except ValueError:
         return None
-    return map_job(system, fabric, doc)
+    return map_job(system, fabric, doc, parts.gbps)
 
 
 def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,

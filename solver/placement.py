@@ -28,7 +28,6 @@ from models.placement.assemble import (
     Unplaceable,
     infeasibility_reason,
     placement_inputs,
-    split_by_weight,
 )
 from models.placement.economics import (
     COST_UNITS_PER_USD,
@@ -44,6 +43,7 @@ from models.placement.halls import HallGeo, max_length, routing
 from models.placement.model import PlacementSolution
 from models.placement.model import solve as solve_model
 from models.power_cost import BomLine
+from models.space import split_by_weight
 from solver.backends import SolveOptions
 from solver.backends.cpsat import placement_first_pass, placement_solver
 from solver.fabric_inputs import resolve_fabric_parts

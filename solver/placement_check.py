@@ -53,6 +53,8 @@ def check_placement(inputs: Inputs, result) -> list[str]:
         if m.gbps != inp.parts.gbps:
             problems.append(f"{run.link_class}: {run.medium} runs at {m.gbps}G, the fabric "
                             f"at {inp.parts.gbps}G")
+        if sw.family not in m.switch_families:
+            problems.append(f"{run.link_class}: {run.medium} is not a {sw.family} medium")
     rows: dict[tuple, float] = defaultdict(float)
     hall_w: dict[tuple, float] = defaultdict(float)
     bldg_w: dict[str, float] = defaultdict(float)

@@ -35,7 +35,8 @@ from models.design.candidates import build_design_data
 from models.design.data import DesignData
 from models.design.evaluate import default_evaluators
 from models.fabric import FabricSpec, design_fabric
-from solver.prepare import prepare
+from models.space import space_layout
+from solver.prepare import prepare, site_halls
 from solver.schema import Instance
 
 TOL = 1e-9
@@ -142,24 +143,33 @@ def evaluate(inst: Instance, config, cand) -> Design:
                                       config.pods, config.oversubscription,
                                       config.rail_optimized))
     switches = fabric.switches_total
+    node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \
+        + gpu.nics_per_node * nic.power_w
+    # racks, blocks and block slots: the space model placement uses (tests/test_space.py
+    # checks it by hand and against placed layouts)
+    space = space_layout(fabric, gpu, switch, node_w,
+                         [m for m in cat.medium.values() if m.gbps == nic.port_gbps
+                          and switch.family in m.switch_families],
+                         site_halls(inst))
     media = {a.link_class: cat.medium[a.medium] for a in config.media}
     media_usd = media_w = 0.0
     violated = []
     for lc in fabric.link_classes:
         m = media[lc.name]
-        if m.gbps != nic.port_gbps or m.reach_m < link_length_m(inst, lc.name,
-                                                                 config.rail_optimized):
+        length = (space.node_link_m if lc.name == "node-leaf"
+                  else link_length_m(inst, lc.name, config.rail_optimized))
+        if m.gbps != nic.port_gbps or m.reach_m < length:
             violated.append(f"reach[{lc.name}]")
-        media_usd += lc.links * (2 * m.price_usd_per_end / m.links_per_module
+        end_usd = m.price_usd_per_end / m.links_per_module
+        switch_usd = end_usd if m.switch_end_price_usd is None else m.switch_end_price_usd
+        media_usd += lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd)
                                  + m.fiber_usd_per_link)
         media_w += lc.links * 2 * m.power_w_per_end / m.links_per_module
-    node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \
-        + gpu.nics_per_node * nic.power_w
     checkpoint = total * config.checkpoint_gbytes_per_s_per_node  # GB/s bought
     network_w = (switches * switch.power_w + media_w
                  + checkpoint * fac.checkpoint_storage_w_per_gbyte_s)
-    network_racks = math.ceil(switches * switch.rack_units / 42)
-    racks = math.ceil(total / gpu.max_nodes_per_rack) + network_racks
+    network_racks = space.network_racks
+    racks = space.racks
     equipment_usd = (total * (gpu.node_price_usd + gpu.nics_per_node * nic.price_usd
                               + fac.storage_usd_per_node)
                      + racks * fac.rack_usd + switches * switch.price_usd + media_usd
@@ -172,7 +182,8 @@ def evaluate(inst: Instance, config, cand) -> Design:
     gpus = cand.nodes * gpu.gpus_per_node
     eff = effective_tokens_per_s(inst, gpu, gpus)
     su = radix // 2  # both layouts are built and placed in rail-optimized units (k/2 nodes)
-    su_racks = math.ceil(su / gpu.max_nodes_per_rack)
+    shapes = [h.shape for h in space.halls if h.shape is not None]
+    su_racks = max(-(-su // space.su_nodes) * s.racks(space.su_nodes) for s in shapes)
     if it_w > lim.it_power_mw * 1e6 * (1 + TOL):
         violated.append("it_power")
     if (tco if lim.budget_basis == "tco" else capex) > lim.budget_usd * (1 + TOL):
@@ -182,7 +193,11 @@ def evaluate(inst: Instance, config, cand) -> Design:
     if eff < required_tokens_per_s(inst) * (1 - TOL):
         violated.append("required_throughput")
     if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
-                          network_racks):
+                          network_racks) \
+            or space.block_count > sum(
+                min(space.block_slots_by_building().get(b.name, 0),
+                    math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
+                for b in inst.site.buildings):
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,
                   gpus, switches, equipment_usd, equipment_w, it_w, capex, tco, eff,

@@ -76,7 +76,7 @@ def test_job_mapping_is_the_exhaustive_optimum_on_the_chosen_design():
         assert prod(g["factors"].values()) == g["degree"]
     levels = [Level(lv["name"], lv["gpus"], lv["crossing_weight"]) for lv in mapping["levels"]]
     best = map_groups_exhaustive(levels, {d: g["degree"] for d, g in groups.items()},
-                                 {d: g["traffic_mb_per_step"] for d, g in groups.items()})
+                                 {d: g["volume"] for d, g in groups.items()})
     assert best is not None and best.cost == mapping["cost"]
 
 

@@ -52,14 +52,33 @@ CASES = {
                "budget"),
     "budget_tco": (dict(limits={"budget_usd": 55e6, "it_power_mw": 5.0,
                                 "budget_basis": "tco"}, choices=ALL_CHOICES), "budget"),
+    # 1.05 MW holds 2 scalable units at 1.07 x 332.8 kW with the non-server share but
+    # 3 units' placement blocks (the blocks' own power has no such share)
     "building_power": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
-                            buildings=[{"name": "a", "it_power_mw": 0.8},
+                            buildings=[{"name": "a", "it_power_mw": 1.05},
                                        {"name": "b", "it_power_mw": 0.5}]), "buildings"),
     "max_gpus": (dict(limits={"it_power_mw": 5.0, "max_gpus": 700}, choices=ALL_CHOICES),
                  "gpu_range"),
     "space": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                    buildings=[{"name": "a", "it_power_mw": 5.0, "max_racks": 30}]),
               "buildings"),
+    # one hall of 3 rows x 10 positions (the middle row for network racks): the block
+    # slots of its two other rows decide the size (models.space)
+    "block_slots": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
+                         buildings=[{"name": "a", "it_power_mw": 5.0, "halls": [
+                             {"name": "h", "rows": 3, "positions_per_row": 10,
+                              "rack_power_kw": 45.0}]}]), "buildings"),
+    # two rail-optimized pods: each pod's nodes fill whole 32-node blocks, which placement
+    # powers in full, so 96 nodes take 4 blocks (1.39 MW) in a 1.3 MW building whose two
+    # 0.7 MW halls take 2 blocks each
+    "block_power": (dict(limits={"it_power_mw": 5.0},
+                         choices={"fabrics": [{"switch": "quantum2-qm9700", "tiers": 3,
+                                               "pods": 2, "oversubscription": 2.0}],
+                                  "rail_optimized": [True]},
+                         buildings=[{"name": "a", "it_power_mw": 1.3, "halls": [
+                             {"name": f"h{i}", "rows": 4, "positions_per_row": 24,
+                              "rack_power_kw": 40.0, "power_kw": 700.0,
+                              "origin_m": [0.0, 20.0 * i]} for i in (1, 2)]}]), "buildings"),
     "min_capex": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                        objective={"kind": "min_capex", "required_tokens_per_s": 1.2e9}),
                   "required_throughput"),
@@ -190,6 +209,8 @@ FAMILY_TESTS = {
     "building_power": functools.partial(check_limit_family, "building_power",
                                         "building_power"),
     "space": functools.partial(check_limit_family, "space", "space"),
+    "block_slots": functools.partial(check_limit_family, "block_slots", "block_slots"),
+    "block_power": functools.partial(check_limit_family, "block_power", "block_power"),
     "budget": functools.partial(check_limit_family, "budget", "budget"),
     "required_throughput": functools.partial(check_limit_family, "required_throughput",
                                              "min_capex"),
@@ -214,16 +235,19 @@ def test_one_design_builds_one_configuration_in_ladder_order():
     assert len(built) == 1
     steps = [round(pyo.value(m.build[built[0], j])) for j in range(len(m.ladders[built[0]]))]
     assert steps == sorted(steps, reverse=True)
-    assert pyo.value(m.gpus) == milp.chosen_candidate(m).gpus
+    # binaries are integral to HiGHS's feasibility tolerance
+    assert pyo.value(m.gpus) == pytest.approx(milp.chosen_candidate(m).gpus, abs=1e-6)
 
 
 def test_elastic_mode_relaxes_only_resource_families():
-    assert milp.RELAXABLE == {"it_power", "building_power", "space", "budget"}
+    assert milp.RELAXABLE == {"it_power", "building_power", "space", "block_slots",
+                              "block_power", "budget"}
     inst, _, _ = case("it_power")
     data = design_data(inst)
     m = milp.build_model(data, elastic=True)
     slacks = sorted(c.name for c in m.component_objects(pyo.Var) if c.name.startswith("slack"))
-    assert slacks == ["slack_budget", "slack_building_power", "slack_it_power"]
+    assert slacks == ["slack_block_power", "slack_block_slots", "slack_budget",
+                      "slack_building_power", "slack_it_power"]
 
 
 # ---- metamorphic properties on random small instances ----------------------------------

@@ -295,7 +295,7 @@ def test_solve_replaces_the_media_estimate_with_the_placed_cabling(tmp_path):
 
 
 def test_a_rack_scale_system_is_its_own_rack():
-    from models.placement.halls import nodes_per_rack
+    from models.space import node_power_w, nodes_per_rack
     from solver.fabric_inputs import resolve_fabric_parts
     from solver.loading import load_catalog
     from solver.schema.site import Hall
@@ -304,17 +304,19 @@ def test_a_rack_scale_system_is_its_own_rack():
     liquid = Hall(name="l", rows=2, positions_per_row=40, rack_power_kw=140.0,
                   cooling="liquid")
     air = Hall(name="a", rows=2, positions_per_row=40, rack_power_kw=40.0)
-    inst = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
-    assert nodes_per_rack(inst, parts, liquid) == 1  # a 48U NVL72 fills one position
-    assert nodes_per_rack(inst, parts, air) == 0      # needs liquid cooling
+    node_w = node_power_w(parts)
+    assert nodes_per_rack(parts.gpu, node_w, liquid) == 1  # a 48U NVL72 fills one position
+    assert nodes_per_rack(parts.gpu, node_w, air) == 0      # needs liquid cooling
 
 
 def test_solve_json_reports_a_failed_placement_with_exit_4(tmp_path):
+    """Routed lengths are placement's alone: a second hall 90 km away in the same
+    building (beyond every medium's reach) fails placement, not the design."""
     from solver.loading import INSTANCES_DIR
 
     text = (INSTANCES_DIR / "llama3-16k.toml").read_text().replace(
-        "positions_per_row = 24", "positions_per_row = 8")
-    path = tmp_path / "short-rows.toml"
+        "origin_m = [0.0, 100.0]", "origin_m = [0.0, 90000.0]")
+    path = tmp_path / "far-hall.toml"
     path.write_text(text)
     result = CliRunner().invoke(app, ["solve", str(path), "--json", "--out",
                                       str(tmp_path / "out")])
@@ -532,7 +534,7 @@ def test_block_structure_of_middle_of_rack_pods():
     each pod is built for 2,902 nodes = 726 leaves = 22 groups of 32 + one of 22 (spines:
     fewest divisor of 32 >= 22 = 32); every leaf is its own block."""
     from models.fabric import FabricSpec, design_fabric
-    from models.placement.assemble import block_structure
+    from models.space import block_structure
 
     fabric = design_fabric(FabricSpec(11_607, 8, 64, tiers=3, pods=4, oversubscription=7.0,
                                       rail_optimized=False))

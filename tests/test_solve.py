@@ -46,7 +46,7 @@ HAND = {
         "effective_tokens_per_s": 1_519_718_400, "objective": 34_651_196.72},
     "two-buildings": {
         "switch": "quantum2-qm9700", "nodes": 128, "gpus": 1024, "switches_per_tier": [32, 16],
-        "it_w": 1_480_499.936, "capex_usd": 63_975_849.25,
+        "it_w": 1_480_499.936, "capex_usd": 63_960_849.25,
         "effective_tokens_per_s": 3_039_436_800, "objective": 3_039_436_800,
         "su_per_building": {"hall-a": 2, "hall-b": 2}},
     "space-bound": {
@@ -132,7 +132,7 @@ def test_bom_items_of_the_power_bound_design():
         "h100-sxm node": 64, "connectx-7 NIC": 512, "quantum2-qm9700 switch": 24,
         "rack and power distribution": 17, "storage and front-end share": 64,
         "checkpoint storage write bandwidth [GB/s]": 64.0,
-        "dac-400g cable (node-leaf, 3 m)": 512,
+        "dac-400g cable (node-leaf, 1.5 m)": 512,
         "sr4-400g transceiver (leaf-spine, 50 m)": 1024, "sr4-400g fibre (leaf-spine, 50 m)": 512}
 
 

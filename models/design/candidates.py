@@ -24,22 +24,14 @@ from models.fabric import (
     Fabric,
     MediaLine,
     design_fabric,
+    media_for,
     media_line,
     media_reaching,
     non_dominated_media,
     scalable_unit_nodes,
 )
 from models.power_cost import BomLine
-
-RACK_UNITS = 42
-"""Usable height of one rack [U]."""
-
-
-def node_power_w(p: ConfigParts) -> float:
-    """One node with its GPUs and back-end NICs [W] (``p``: anything with ``gpu`` and
-    ``nic``, e.g. a ConfigParts or solver.fabric_inputs.FabricParts)."""
-    return (p.gpu.gpus_per_node * p.gpu.gpu_power_w + p.gpu.node_other_power_w
-            + p.gpu.nics_per_node * p.nic.power_w)
+from models.space import SpaceLayout, node_power_w, space_layout
 
 
 def link_lengths(lengths, fabric: Fabric,
@@ -59,9 +51,15 @@ def link_lengths(lengths, fabric: Fabric,
     return {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
 
 
-def lengths_m(inputs: Inputs, fabric: Fabric) -> dict[str, float]:
-    """Routed length of each link class of `fabric` on the instance's site [m]."""
-    return link_lengths(inputs.site.cable_lengths, fabric, inputs.single_building)
+def lengths_m(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> dict[str, float]:
+    """Routed length of each link class of `fabric` on the instance's site [m]: node-leaf
+    from the block geometry placement builds (models.space: its longest node-leaf run),
+    the others from the site's typical lengths."""
+    out = link_lengths(inputs.site.cable_lengths, fabric, inputs.single_building)
+    node_link = design_space(inputs, p, fabric).node_link_m
+    if node_link and "node-leaf" in out:
+        out["node-leaf"] = node_link
+    return out
 
 
 def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int:
@@ -89,8 +87,20 @@ def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
             * inputs.facility.checkpoint_storage_w_per_gbyte_s)
 
 
-def network_racks(p: ConfigParts, switches: int) -> int:
-    return math.ceil(switches * p.switch.rack_units / RACK_UNITS)
+def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
+    """Blocks, racks and block slots per hall of ``fabric`` on the instance's halls: the
+    space model placement uses (models.space), with the media of the link speed."""
+    media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
+    return space_layout(fabric, p.gpu, p.switch, node_power_w(p), media, inputs.halls)
+
+
+def su_racks(inputs: Inputs, p: ConfigParts, fabric: Fabric, su: int) -> int:
+    """Racks of ``su`` nodes in full blocks of ``fabric``'s layout (models.space)."""
+    space = design_space(inputs, p, fabric)
+    shapes = [h.shape for h in space.halls if h.shape is not None]
+    if not shapes:
+        return 0
+    return max(-(-su // space.su_nodes) * s.racks(space.su_nodes) for s in shapes)
 
 
 def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
@@ -102,12 +112,11 @@ def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
 
 
 def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
-               switches: int) -> list[BomLine]:
-    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage and
-    the host memory of in-memory recovery."""
+               switches: int, racks: int) -> list[BomLine]:
+    """BOM lines of a candidate besides media: nodes, NICs, switches, ``racks`` racks
+    (models.space), storage and the host memory of in-memory recovery."""
     g, fac = p.gpu, inputs.facility
     total = nodes + spares
-    racks = math.ceil(total / g.max_nodes_per_rack) + network_racks(p, switches)
     return [
         BomLine(f"{g.id} node", "compute", total, g.node_price_usd,
                 g.gpus_per_node * g.gpu_power_w + g.node_other_power_w),
@@ -127,10 +136,10 @@ def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
 
 
 def bom_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, fabric: Fabric,
-              links: list[MediaLine]) -> list[BomLine]:
-    """The bill of materials of a configuration at one size: base_lines and every link
-    class's media (``links``, from links_of)."""
-    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total)
+              links: list[MediaLine], racks: int) -> list[BomLine]:
+    """The bill of materials of a configuration at one size: base_lines (with ``racks``,
+    design_space's) and every link class's media (``links``, from links_of)."""
+    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, racks)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
     return lines
@@ -157,11 +166,12 @@ def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
                   ) -> tuple[list[tuple[MediaAssignment, ...]], str | None]:
     """Every combination of non-dominated reaching media over the link classes of the
     largest fabric of a configuration; or a note when a class has no medium that reaches."""
-    lengths = lengths_m(inputs, fabric)
-    media = list(inputs.medium.values())
+    lengths = lengths_m(inputs, p, fabric)
+    media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
     per_class = []
     for lc in fabric.link_classes:
-        options = non_dominated_media(media_reaching(media, p.nic.port_gbps, lengths[lc.name]))
+        options = non_dominated_media(media_reaching(media, p.nic.port_gbps, lengths[lc.name]),
+                                      lc.tier)
         if not options:
             return [], (f"{p.key}: no {p.nic.port_gbps}G medium reaches {lengths[lc.name]:g} m "
                         f"for {lc.name} links")
@@ -200,6 +210,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
             notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
             continue
         combos, problem = _media_combos(inputs, p, sized[-1][2])
+        spaces: dict = {}
         if problem:
             notes.append(problem)
             continue
@@ -209,7 +220,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                 key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id, tiers=p.fabric.tiers,
                 pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
-                node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
+                node_power_w=node_power_w(p), su_racks=su_racks(inputs, p, sized[-1][2], su),
                 checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo,
                 recovery=p.recovery)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
@@ -221,8 +232,11 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                      if {lc.name for lc in s[2].link_classes} <= classes]
             links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
             goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
+            for (_, _, fabric) in sized:  # one space per size, shared by the media combos
+                if fabric.spec not in spaces:
+                    spaces[fabric.spec] = design_space(inputs, p, fabric)
             candidates += [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
-                                      size_links, rel)
+                                      size_links, rel, spaces[fabric.spec])
                            for (nodes, spares, fabric), size_links, rel
                            in zip(sized, links, goodputs, strict=True)]
     return _design_data(inputs, configs, candidates), notes
@@ -307,9 +321,9 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
 
 def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
-               rel: GoodputEstimate) -> Candidate:
-    """One configuration at one size."""
-    lines = bom_lines(inputs, p, nodes, spares, fabric, links)
+               rel: GoodputEstimate, space: SpaceLayout) -> Candidate:
+    """One configuration at one size (``space``: its fabric's, :func:`design_space`)."""
+    lines = bom_lines(inputs, p, nodes, spares, fabric, links, space.racks)
     gpus = nodes * p.gpu.gpus_per_node
     perf = evaluators.throughput(inputs, p, fabric, gpus)
     return Candidate(
@@ -320,12 +334,14 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         network_power_w=(fabric.switches_total * p.switch.power_w
                          + sum(line.power_w for line in links)
                          + storage_power_w(inputs, p, nodes + spares)),
-        network_racks=network_racks(p, fabric.switches_total),
+        network_racks=space.network_racks,
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
         exact=perf.exact and rel.exact,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
-               "reliability": rel.details, "pods": fabric.pods},
+               "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
+               "block_slots": space.block_slots_by_building(),
+               "block_power_w": space.block_power_w},
     )
 
 

@@ -17,6 +17,8 @@ class ChosenDesign:
     su_per_building: dict[str, int]
     network_w_per_building: dict[str, float]
     network_racks_per_building: dict[str, float]
+    blocks_per_building: dict[str, int]
+    """Placement blocks (models.space) per building, within its halls' block slots."""
 
     def bom(self) -> list[BomLine]:
         """Every part with quantity, unit cost and unit power (the facility is not a part)."""

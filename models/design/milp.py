@@ -11,6 +11,7 @@ Placement variables:
   su_in[b,c] in Z+     scalable units of c placed in building b
   net_mw[b] >= 0       switch and media power placed in building b [MW]
   net_racks[b] >= 0    network racks placed in building b
+  blocks_in[b,c] in Z+ placement blocks (models.space) of c in building b
 Sets are sorted; relaxable families get penalised slack in elastic (diagnosis) mode.
 Units inside the model are scaled for the solver's tolerances: power in MW, money in
 millions of USD (M$); the named expressions keep those units in their names.
@@ -71,6 +72,8 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
                        doc="network power per building [MW]")
     m.net_racks = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals,
                           doc="network racks per building")
+    m.blocks_in = pyo.Var(m.BUILDING_CONFIGS, domain=pyo.NonNegativeIntegers,
+                          doc="placement blocks (models.space) per building")
 
     m.gpus = pyo.Expression(expr=ladder_sum(m, lambda k: k.gpus), doc="training GPUs")
     m.equipment_mw = pyo.Expression(expr=ladder_sum(m, lambda k: k.equipment_power_w / 1e6))
@@ -90,6 +93,11 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
         expr=ladder_sum(m, lambda k: k.effective_tokens_per_s))
     m.elastic = elastic
     m.slack_terms = []
+
+    @m.Constraint(m.CONFIGS, doc="every placement block in a building")
+    def blocks_placed(m, c):
+        return pyo.quicksum(m.blocks_in[b, c] for b in m.BUILDINGS) == ladder_sum(
+            m, lambda k: k.extra["blocks"], [c])
 
 
 def _slack(m: pyo.ConcreteModel, name: str, index=None, scale: float = 1.0):
@@ -177,6 +185,40 @@ def add_space(m: pyo.ConcreteModel, data: DesignData) -> None:
                             for c in m.CONFIGS) + m.net_racks[b] <= caps[b] + slack(b)
 
 
+def add_block_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Placement's blocks (models.space: its scalable units, pod by pod;
+    sum_b blocks_in[b,c] = blocks of c's chosen size) fit the block slots of each
+    building's halls, so the design can be placed:
+
+    foreach b, c: blocks_in[b,c] <= block slots of b at c's chosen size
+    (the slots are a ladder quantity: the network rows grow with the fabric; a hall's
+    slots are also limited by its power, ⌊hall kW / block kW⌋)."""
+    scale = max((max(k.extra["block_slots"].values(), default=1) for k in data.candidates),
+                default=1)
+    slack = _slack(m, "block_slots", index=m.BUILDING_CONFIGS, scale=max(scale, 1))
+
+    @m.Constraint(m.BUILDING_CONFIGS, doc="block slots per building")
+    def block_slots(m, b, c):
+        return m.blocks_in[b, c] <= ladder_sum(
+            m, lambda k: k.extra["block_slots"].get(b, 0), [c]) + slack((b, c))
+
+
+
+def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Placement's blocks within each building's power, as placement counts them (every
+    block full, its leaves at the conservative switch power; models.space):
+    foreach b: sum_c block_MW_c blocks_in[b,c] <= P_b   [MW]."""
+    block_mw = {c: next(k.extra["block_power_w"] for k in m.ladders[c]) / 1e6
+                for c in m.CONFIGS}
+    caps = {b.name: b.it_power_w / 1e6 for b in data.buildings}
+    slack = _slack(m, "block_power", index=m.BUILDINGS, scale=max(caps.values()))
+
+    @m.Constraint(m.BUILDINGS, doc="placement blocks within building power [MW]")
+    def block_power(m, b):
+        return pyo.quicksum(block_mw[c] * m.blocks_in[b, c] for c in m.CONFIGS
+                            ) <= caps[b] + slack(b)
+
+
 def add_budget(m: pyo.ConcreteModel, data: DesignData) -> None:
     """capex (or TCO when budget_basis = 'tco') <= limits.budget_usd [M$]."""
     spend = m.tco_musd if data.budget_basis == "tco" else m.capex_musd
@@ -207,6 +249,8 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("it_power", add_it_power, True),
     ("building_power", add_building_power, True),
     ("space", add_space, True),
+    ("block_slots", add_block_slots, True),
+    ("block_power", add_block_power, True),
     ("budget", add_budget, True),
     ("required_throughput", add_required_throughput, False),
     ("min_goodput", add_min_goodput, False),

@@ -7,6 +7,8 @@ candidate k can be built is decided by closed forms:
   GPU range      min_gpus <= g_k <= max_gpus;   requirements  T_k >= T_req, G_k >= G_min
   buildings      U_k <= sum_b min(floor(P_b / ((1+f) u_P)), floor(R_b / u_R))
                  (1+f) (U_k u_P + N_k) <= sum_b P_b;   U_k u_R + NR_k <= sum_b R_b
+                 B_k <= sum_b min(S_{k,b}, floor(P_b / u_B))   (placement blocks of
+                 u_B watts in the halls' block slots and the buildings' power)
 with U_k scalable units of u_P watts and u_R racks, N_k / NR_k the network power and
 racks, which the MILP may split across buildings continuously. The building conditions
 are exact: the leftover of every building sums to the same total whatever the integer
@@ -88,7 +90,12 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
     racks = [b.max_racks for b in data.buildings]
     space_ok = (not space or None in racks
                 or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
-    return k.su_count <= sum(per_building) and power_ok and space_ok
+    slots = k.extra["block_slots"]
+    by_power = {b.name: math.floor(b.it_power_w / k.extra["block_power_w"] * (1 + REL_TIE))
+                if power else k.extra["blocks"] for b in data.buildings}
+    slots_ok = k.extra["blocks"] <= sum(
+        min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
+    return k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok
 
 
 def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:

@@ -11,6 +11,13 @@ size_l / size_{l-1}. A dimension whose group extends beyond a level-l unit
 Objective: minimise sum_d volume_d * sum_l weight_l * crosses[d,l] (bytes per step
 per GPU times the cost of crossing level l: e.g. NVLink->NIC, leaf->spine, and the
 oversubscription between pods). TP must stay inside the NVLink domain.
+
+Volumes by exposure (:func:`exposed_volumes`): what a crossing costs is the traffic on
+the step's critical path, so a dimension's volume is first its exposed traffic
+``T_d · min(1, e_d / (T_d / B))`` (``e_d`` its non-overlapped time in the performance
+model's breakdown, ``B`` the NIC bandwidth per GPU), then its whole traffic as a
+tie-break: DP, overlapped with the backward pass, crosses the oversubscribed links
+before PP or CP, which stall the pipeline.
 """
 
 from __future__ import annotations
@@ -38,6 +45,25 @@ class GroupMapping:
     cost: int
     crosses: dict[str, tuple[str, ...]]
     """Per dimension, the levels whose boundary its traffic crosses."""
+
+
+def exposed_volumes(traffic_mb: Mapping[str, float], exposed_s: Mapping[str, float],
+                    nic_mb_per_s: float, weight_total: int) -> dict[str, int]:
+    """Integer volumes ordering the crossings lexicographically: exposed traffic first,
+    whole traffic second.
+
+    ``E_d = T_d · min(1, e_d · B / T_d)`` [MB] with ``T_d`` = ``traffic_mb[d]``, ``e_d`` =
+    ``exposed_s[d]`` (0 when absent) and ``B`` = ``nic_mb_per_s``; the volume is
+    ``round(E_d) · K + round(T_d)`` with ``K = weight_total · Σ_d round(T_d) + 1``
+    (``weight_total``: the sum of the levels' crossing weights), so no saving of whole
+    traffic outweighs one MB of exposed traffic."""
+    whole = {d: max(1, round(t)) for d, t in traffic_mb.items()}
+    k = weight_total * sum(whole.values()) + 1
+    out = {}
+    for d, t in traffic_mb.items():
+        exposed = min(t, exposed_s.get(d, 0.0) * nic_mb_per_s) if t > 0 else 0.0
+        out[d] = round(exposed) * k + whole[d]
+    return out
 
 
 def divisors(n: int) -> list[int]:

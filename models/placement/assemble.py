@@ -5,16 +5,15 @@ the site's halls, media costs per routed length, and the CP-SAT zone model's dat
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from models.design.candidates import RACK_UNITS, node_power_w
 from models.design.inputs import Inputs
-from models.fabric import Fabric, FabricSpec, design_fabric, leaf_groups, pod_nodes, pod_tiers
+from models.fabric import Fabric, FabricSpec, design_fabric, media_for, pod_tiers
 from models.placement.economics import MediaPricing, Medium, link_cost_units, media_pricing
 from models.placement.halls import FabricParts, HallGeo, hall_geometry, max_length, routing
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
+from models.space import node_power_w, space_layout
 
 LEAF_SPINE_TIER = 2
 """Tier of the leaf-spine links (1 = node-leaf), the zone model's rings and remote costs."""
@@ -88,81 +87,20 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                       oversubscription=design.oversubscription,
                       rail_optimized=design.rail_optimized)
     fabric = design_fabric(spec)
-    half = parts.radix // 2
-    ports = parts.gpu.nics_per_node
-    if fabric.tiers == 1:
-        su_nodes, leaves = design.nodes, 1
-    elif design.rail_optimized:
-        su_nodes, leaves = half, ports
-    else:
-        su_nodes, leaves = half // ports, 1
-    media = sorted((m for m in inputs.medium.values() if m.gbps == parts.gbps),
-                   key=lambda m: m.id)
-    max_end_w = max(m.power_w_per_end / m.links_per_module for m in media)
-    leaf_w = parts.switch.power_w + parts.radix * max_end_w
-    blocks, group_blocks, group_spines = block_structure(fabric, su_nodes, leaves)
-    switches_per_rack = max(1, min(RACK_UNITS // parts.switch.rack_units,
-                                   math.floor(min_rack_kw(inputs) * 1e3 / leaf_w)))
-    net_racks = (sum(-(-s // switches_per_rack) for s in group_spines)
-                 + sum(-(-s // switches_per_rack) for s in fabric.switches_per_tier[2:]))
-    pairs = inputs.halls
-    total_kw = sum(h.hall_cap_kw for _, h in pairs)
-    halls = []
-    for i, (b, h) in enumerate(pairs):
-        share = 1.5 * net_racks * h.hall_cap_kw / total_kw
-        rows = max(1, math.ceil(share / h.positions_per_row)) if net_racks else 0
-        halls.append(hall_geometry(b, h, i, inputs, parts, su_nodes, leaves, leaf_w, rows))
-    out = PlacementInputs(inputs, design, parts, fabric, halls, media, su_nodes, leaves,
-                          blocks, group_blocks, group_spines, switches_per_rack,
-                          node_power_w(parts), leaf_w,
+    media = media_for(inputs.medium.values(), parts.gbps, parts.switch.family)
+    space = space_layout(fabric, parts.gpu, parts.switch, node_power_w(parts), media,
+                         inputs.halls)
+    halls = [hall_geometry(i, h) for i, h in enumerate(space.halls)]
+    blocks, group_blocks, group_spines = space.blocks()
+    out = PlacementInputs(inputs, design, parts, fabric, halls, media, space.su_nodes,
+                          space.leaves_per_block, blocks, group_blocks, group_spines,
+                          space.switches_per_rack,
+                          node_power_w(parts), space.leaf_power_w,
                           inputs.site.cable_lengths.between_buildings_m,
                           media_pricing(inputs, design, parts))
     precheck(out)
     out.problem = zone_problem(out)
     return out
-
-
-def min_rack_kw(inputs: Inputs) -> float:
-    return min(h.rack_power_kw for _, h in inputs.halls)
-
-
-def split_by_weight(total: int, weights: list[int]) -> list[int]:
-    """``total`` split in proportion to ``weights`` by largest remainder (sums exactly)."""
-    w = sum(weights)
-    if not w:
-        return [0] * len(weights)
-    base = [total * x // w for x in weights]
-    rest = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % w), i))
-    for i in rest[:total - sum(base)]:
-        base[i] += 1
-    return base
-
-
-def block_structure(fabric: Fabric, su_nodes: int, leaves_per_block: int
-                    ) -> tuple[list[int], list[int], list[int]]:
-    """Blocks (scalable units: ``su_nodes`` nodes and their leaves), the blocks of each
-    tier-2 group and each group's spines, exactly as ``models.fabric`` counts the fabric:
-    pod by pod (each pod built for ``⌈nodes/pods⌉`` nodes, so its blocks are those of a
-    full pod even when the last pod holds fewer nodes), groups from
-    ``models.fabric.leaf_groups``. A group's blocks are its leaves over the block's
-    leaves; where a block's leaves straddle two groups (leaves per block not dividing
-    the group), the pod's blocks are split over its groups in proportion to their leaves.
-    Returns (nodes of every block, blocks per group, spines per group)."""
-    if fabric.pod_tiers == 1:
-        return [fabric.spec.nodes], [1], [0]
-    size = -(-fabric.spec.nodes // fabric.pods)
-    per_pod = -(-size // su_nodes)
-    blocks = [max(0, min(su_nodes, n - i * su_nodes))
-              for n in pod_nodes(fabric.spec) for i in range(per_pod)]
-    groups = leaf_groups(fabric)
-    group_blocks: list[int] = []
-    for pod in range(fabric.pods):
-        leaves = [g.leaves for g in groups if g.pod == pod]
-        if all(n % leaves_per_block == 0 for n in leaves):
-            group_blocks += [n // leaves_per_block for n in leaves]
-        else:
-            group_blocks += split_by_weight(per_pod, leaves)
-    return blocks, group_blocks, [g.spines for g in groups]
 
 
 def block_power_w(inp: PlacementInputs) -> float:
@@ -206,7 +144,7 @@ def precheck(inp: PlacementInputs) -> None:
 
 def zone_problem(inp: PlacementInputs) -> PlacementProblem:
     """The CP-SAT zone model's data (models.placement.model)."""
-    inputs, media = inp.inputs, inp.media
+    inputs = inp.inputs
     zones, remote = [], []
     leaf_pos = {h.index: [p for r, s in h.block_slots for p in h.leaf_positions(r, s)]
                 for h in inp.halls}
@@ -225,8 +163,7 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
                                   list(o.network_positions), r), "leaf-spine", LEAF_SPINE_TIER,
                   h.key)
             for o in inp.halls))
-    spine_w = inp.parts.switch.power_w + inp.parts.radix * max(
-        m.power_w_per_end / m.links_per_module for m in media)
+    spine_w = inp.leaf_power_w
     groups = tuple(Group(b, inp.leaves_per_block * (inp.parts.radix // 2) if inp.fabric.tiers >= 2
                          else 0, s, -(-s // inp.switches_per_rack), round(s * spine_w))
                    for b, s in zip(inp.group_blocks, inp.group_spines, strict=True))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.design.inputs import Inputs
+from models.fabric import link_price_usd
 from models.power_cost import HOURS_PER_YEAR, annual_opex_usd
 from models.reliability import ReliabilityRates
 from models.reliability.goodput import lost_work_s
@@ -102,9 +103,10 @@ def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     """Expected cost of the failures of one link of ``m`` over the instance's years [USD]:
     ``λ·8760·years · (part + s·(L − r)·c)``, 0 without a failure pricing.
 
-    part: the failed end's transceiver, ``price_per_end/lpm``, or a cable assembly (DAC,
-    ACC, AEC, AOC) replaced whole, ``2·price_per_end/lpm``. Node links (``tier`` 1): the
-    failure stops the job (s = 1, r = 0: the restart L includes the hot-spare swap).
+    part: the failed end's transceiver (the mean of the link's two ends), or a cable
+    assembly (DAC, ACC, AEC, AOC) replaced whole (models.fabric.link_price_usd). Node
+    links (``tier`` 1): the failure stops the job (s = 1, r = 0: the restart L includes
+    the hot-spare swap).
     Switch-to-switch links: the fabric routes around it, and only the share
     s = fabric_interrupt_fraction of failures stops the job, restarting without a spare
     swap (r = the design's recovery mode's replace_s) — the goodput model's failure
@@ -113,7 +115,8 @@ def failure_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     if f is None:
         return 0.0
     failures = link_failure_rate(m.kind, f.rates) * HOURS_PER_YEAR * pricing.inputs.years
-    part = (1 if m.is_transceiver else 2) * m.price_usd_per_end / m.links_per_module
+    ends = link_price_usd(m, tier) - m.fiber_usd_per_link
+    part = ends / 2 if m.is_transceiver else ends
     swap_h = f.rates.replace_s(f.recovery) / 3600.0
     share, saved_h = (1.0, 0.0) if tier == 1 else (f.rates.fabric_interrupt_fraction, swap_h)
     return failures * (part + share * (f.lost_hours_per_interruption - saved_h)
@@ -125,7 +128,7 @@ def lifetime_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
     (1 = node-leaf) built with ``m`` [USD]."""
     inputs = pricing.inputs
     fac = inputs.facility
-    capex = 2 * m.price_usd_per_end / m.links_per_module + m.fiber_usd_per_link
+    capex = link_price_usd(m, tier)
     watts = 2 * m.power_w_per_end / m.links_per_module
     energy = inputs.years * annual_opex_usd(watts, fac)
     return capex + energy + failure_cost_usd(m, tier, pricing)
@@ -138,7 +141,7 @@ def cheapest_medium(media: list[Medium], length_m: float, tier: int,
     if not options:
         return None
     return min(options, key=lambda m: (lifetime_cost_usd(m, tier, pricing),
-                                       2 * m.price_usd_per_end / m.links_per_module, m.id))
+                                       link_price_usd(m, tier), m.id))
 
 
 def link_cost_units(media: list[Medium], length_m: float, tier: int,

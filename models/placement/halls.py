@@ -1,21 +1,18 @@
-"""Hall geometry of a design: nodes per rack, the block (scalable unit) shape, block slots
-and network positions of every hall, and the longest routed length between zones.
-
-Conservative figures keep every model decision physically valid: a leaf switch is sized
-at its switch power plus every port carrying the most power-hungry medium at the link
-speed; the model's length of a link between two zones is the largest routed length
-between their positions.
+"""Hall geometry of a design: positions of the block slots and network racks of every
+hall (their counts and the block shape come from the space model, models.space, which
+the design stage shares), and the longest routed length between zones (the model's
+length of a link between two zones is the largest routed length between their positions).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from models.design.candidates import RACK_UNITS, node_power_w
 from models.design.inputs import Inputs
 from models.placement.geometry import Position, Routing, block_leaf_offsets, routed_length_m
+from models.space import HallSpace, blocks_per_row
 
 Hall = Any
 """A hall of the site (solver.schema.site.Hall): rows, positions, pitches, power, cooling."""
@@ -55,50 +52,25 @@ class HallGeo:
                 for o in block_leaf_offsets(self.width, self.leaf_racks)]
 
 
-def nodes_per_rack(inputs: Inputs, parts: FabricParts, hall: Hall) -> int:
-    """``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node kW⌋)``; 0 when the hall
-    cannot cool the system (liquid-cooled systems need a liquid hall). A rack-scale
-    system (NVL72: a 48U node) is its own rack: one per position."""
-    g = parts.gpu
-    if g.liquid_cooled and hall.cooling != "liquid":
-        return 0
-    node_w = node_power_w(parts)
-    by_height = 1 if g.node_rack_units >= RACK_UNITS else RACK_UNITS // g.node_rack_units
-    return max(0, min(g.max_nodes_per_rack, by_height,
-                      math.floor(hall.rack_power_kw * 1e3 / node_w + 1e-9)))
-
-
-def hall_geometry(building: str, hall: Hall, index: int, inputs: Inputs, parts: FabricParts,
-                  su_nodes: int, leaves: int, leaf_w: float, net_rows: int) -> HallGeo:
-    """Block shape, block slots and network positions of one hall.
-
-    Leaves ride in the block's middle compute rack when its height and power allow, else
-    in ``⌈leaves·U/42⌉`` leaf racks in the block's middle. The middle ``net_rows`` rows hold
-    network racks; every other row takes ``min(⌊P/width⌋, ⌊row kW / block kW⌋)`` blocks."""
-    npr = nodes_per_rack(inputs, parts, hall)
-    sw = parts.switch
-    if npr == 0:
+def hall_geometry(index: int, space: HallSpace) -> HallGeo:
+    """Block slots and network positions of one hall from its space model
+    (models.space): the middle ``network_rows`` rows hold network racks; every other row
+    takes ``models.space.blocks_per_row`` blocks."""
+    hall, shape, building = space.hall, space.shape, space.building
+    if shape is None:
         return HallGeo(building, hall, index, 0, 0, 0, 0, (), (), ())
-    compute = math.ceil(su_nodes / npr)
-    mid_nodes = min(npr, su_nodes - ((compute - 1) // 2) * npr)
-    fits_inside = (mid_nodes * parts.gpu.node_rack_units + leaves * sw.rack_units <= RACK_UNITS
-                   and mid_nodes * node_power_w(parts) + leaves * leaf_w
-                   <= hall.rack_power_kw * 1e3)
-    leaf_racks = 0 if fits_inside else math.ceil(leaves * sw.rack_units / RACK_UNITS)
-    width = compute + leaf_racks
-    block_w = su_nodes * node_power_w(parts) + leaves * leaf_w
-    net_rows = min(net_rows, hall.rows)
-    first = (hall.rows - net_rows) // 2
-    rows_net = tuple(range(first, first + net_rows))
-    per_row = min(hall.positions_per_row // width, math.floor(hall.row_cap_kw * 1e3 / block_w))
-    slots = tuple((r, i * width) for r in range(hall.rows) if r not in rows_net
-                  for i in range(max(0, per_row)))
+    first = (hall.rows - space.network_rows) // 2
+    rows_net = tuple(range(first, first + space.network_rows))
+    per_row = blocks_per_row(hall, shape)
+    slots = tuple((r, i * shape.width) for r in range(hall.rows) if r not in rows_net
+                  for i in range(per_row))
     center = (hall.positions_per_row - 1) / 2
     net = sorted((abs(p - center), p, r) for r in rows_net
-                  for p in range(hall.positions_per_row))
-    geo = HallGeo(building, hall, index, npr, width, compute, leaf_racks, rows_net, slots, ())
-    return HallGeo(building, hall, index, npr, width, compute, leaf_racks, rows_net, slots,
-                   tuple(geo.position(r, p) for _, p, r in net))
+                 for p in range(hall.positions_per_row))
+    geo = HallGeo(building, hall, index, shape.nodes_per_rack, shape.width,
+                  shape.compute_racks, shape.leaf_racks, rows_net, slots, ())
+    return dataclasses.replace(geo, network_positions=tuple(geo.position(r, p)
+                                                            for _, p, r in net))
 
 
 def routing(geo: HallGeo, inputs: Inputs) -> Routing:

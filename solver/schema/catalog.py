@@ -151,9 +151,16 @@ class Medium(SourcedItem):
     """Links one module/cable end serves (2 for twin-port OSFP)."""
     price_usd_per_end: NonNegativeFloat
     """Price of one end: one transceiver module, or half a cable assembly [USD]."""
+    switch_end_price_usd: NonNegativeFloat | None = None
+    """Price of one link end in a switch's twin-port cage (half a twin-port module) [USD];
+    None: ``price_usd_per_end``. The node end of a node-leaf link stays a single-port
+    module."""
     power_w_per_end: NonNegativeFloat
     fiber_usd_per_link: NonNegativeFloat = 0.0
     """Passive fibre/patching per link for transceiver media [USD]."""
+    switch_families: tuple[Literal["infiniband", "ethernet"], ...] = ("infiniband", "ethernet")
+    """Switch families whose links may use it (e.g. NVIDIA: AOCs are not practical for
+    NDR InfiniBand)."""
 
     @property
     def is_transceiver(self) -> bool:

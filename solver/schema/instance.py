@@ -55,9 +55,12 @@ class CableLengths(StrictModel):
     """Typical routed length of each link class by layout style [m]."""
 
     node_leaf_rail_optimized_m: PositiveFloat = 30.0
-    """Node to its rail leaf, leaves at the end of row (rail-optimized)."""
+    """Node to its rail leaf, leaves at the end of row (rail-optimized); ``clusterplan
+    fabric`` only: ``solve`` takes node-leaf lengths from the halls' block geometry
+    (models.space)."""
     node_leaf_middle_of_rack_m: PositiveFloat = 3.0
-    """Node to a leaf in the middle of its rack group."""
+    """Node to a leaf in the middle of its rack group (``clusterplan fabric`` only, as
+    above)."""
     leaf_spine_m: PositiveFloat = 50.0
     spine_core_m: PositiveFloat = 300.0
     between_buildings_m: PositiveFloat = 1000.0

@@ -1,0 +1,116 @@
+"""models.space, the space model shared by the design stage and placement: hand-checked
+blocks, racks and slots; and every fabric option of the default instance's family, on a
+scaled-down campus (tests/data/h100-campus-small.toml), solves and places to the fabric
+and the racks it was designed with."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from models.fabric import FabricSpec, design_fabric, leaf_groups
+from models.space import block_shape, nodes_per_rack, space_layout
+from solver import solve
+from solver.loading import instance_from_dict, read_document
+
+SMALL = Path(__file__).resolve().parent / "data" / "h100-campus-small.toml"
+
+# an H100-class node: 8 x 700 W + 4,400 W + 8 x 25 W NICs = 10,200 W, 8U
+GPU = SimpleNamespace(gpus_per_node=8, gpu_power_w=700.0, node_other_power_w=4400.0,
+                      nics_per_node=8, node_rack_units=8, max_nodes_per_rack=4,
+                      liquid_cooled=False)
+NODE_W = 10_200.0
+SWITCH = SimpleNamespace(power_w=747.0, rack_units=1)
+MEDIA = [SimpleNamespace(power_w_per_end=8.0, links_per_module=1)]
+LEAF_W = 747.0 + 64 * 8.0  # every port at the hungriest medium: 1,259 W
+HALL = SimpleNamespace(name="h", rows=5, positions_per_row=24, rack_power_kw=40.0,
+                       row_cap_kw=960.0, hall_cap_kw=4800.0, cooling="air")
+
+
+def test_nodes_per_rack_is_the_tightest_of_catalog_height_and_power():
+    assert nodes_per_rack(GPU, NODE_W, HALL) == 3  # floor(40 / 10.2); catalog says 4
+    wide = SimpleNamespace(**{**vars(HALL), "rack_power_kw": 50.0})
+    assert nodes_per_rack(GPU, NODE_W, wide) == 4  # the catalog's 4 a rack
+    liquid = SimpleNamespace(**{**vars(GPU), "liquid_cooled": True})
+    assert nodes_per_rack(liquid, NODE_W, HALL) == 0
+
+
+def test_rail_optimized_blocks_racks_and_slots_by_hand():
+    fabric = design_fabric(FabricSpec(nodes=100, ports_per_node=8, radix=64))
+    space = space_layout(fabric, GPU, SWITCH, NODE_W, MEDIA, [("b", HALL)])
+    # blocks of k/2 = 32 nodes and their 8 rail leaves; the last one holds 4 nodes
+    assert (space.su_nodes, space.leaves_per_block) == (32, 8)
+    assert space.blocks()[0] == [32, 32, 32, 4]
+    assert space.block_sizes() == {32: 3, 4: 1} and space.block_count == 4
+    shape = space.halls[0].shape
+    # 11 compute racks of 3; the middle rack would take 3 x 8U + 8 x 1U = 32U but
+    # 30.6 kW + 8 x 1.259 kW = 40.67 kW > 40 kW: one leaf rack -> 12 positions
+    assert (shape.nodes_per_rack, shape.compute_racks, shape.leaf_racks) == (3, 11, 1)
+    assert shape.power_w == pytest.approx(32 * NODE_W + 8 * LEAF_W)  # 336,472 W
+    assert shape.racks(32) == 12 and shape.racks(4) == 2 + 1
+    spines = sum(g.spines for g in leaf_groups(fabric))
+    per_rack = min(42, int(40_000 // LEAF_W))  # 31
+    assert space.switches_per_rack == per_rack
+    assert space.network_racks == -(-spines // per_rack)
+    # one network row (1.5 x its racks fit in 24 positions); 4 rows x min(24 // 12,
+    # floor(960 / 336.472)) = 4 x 2 block slots
+    assert space.halls[0].network_rows == 1
+    assert space.halls[0].block_slots == 8
+    assert space.racks == 3 * 12 + 3 + space.network_racks
+
+
+def test_middle_of_rack_leaf_rides_in_its_block():
+    shape = block_shape(GPU, SWITCH, NODE_W, 4, 1, LEAF_W, HALL)
+    # 4 nodes: 2 racks; the middle (first) rack holds 3 nodes and the leaf: 25U, 31.86 kW
+    assert (shape.compute_racks, shape.leaf_racks, shape.width) == (2, 0, 2)
+    assert shape.racks(4) == 2 and shape.racks(1) == 1
+
+
+def test_pods_fill_whole_blocks_pod_by_pod():
+    fabric = design_fabric(FabricSpec(nodes=100, ports_per_node=8, radix=64, tiers=2, pods=2,
+                                      oversubscription=2.0))
+    space = space_layout(fabric, GPU, SWITCH, NODE_W, MEDIA, [("b", HALL)])
+    # each pod is built for 50 nodes: blocks of 32 + 18 in both pods
+    assert space.blocks()[0] == [32, 18, 32, 18]
+    assert space.block_sizes() == {32: 2, 18: 2}
+
+
+# ---- every fabric option of the default instance's family, placed -------------------
+
+OPTIONS = [(i, rail) for i in range(5) for rail in (True, False)]
+
+
+@functools.cache
+def solved_option(index: int, rail: bool):
+    doc = read_document(SMALL)
+    d = copy.deepcopy(doc)
+    d["choices"]["fabrics"] = [doc["choices"]["fabrics"][index]]
+    d["choices"]["rail_optimized"] = [rail]
+    return solve(instance_from_dict(d))
+
+
+@pytest.mark.parametrize(("index", "rail"), OPTIONS,
+                         ids=[f"{i}-{'rail' if r else 'mor'}" for i, r in OPTIONS])
+def test_every_fabric_option_places_the_fabric_and_racks_it_was_designed_with(index, rail):
+    result = solved_option(index, rail)
+    s = result.summary
+    assert s["status"] == "optimal" and s["verified"] is True
+    placed = s["placement"]
+    assert placed["status"] in ("optimal", "feasible"), placed.get("diagnosis")
+    assert placed["verified"] is True
+    design = s["design"]
+    assert placed["design"]["switches_per_tier"] == design["switches_per_tier"]
+    assert placed["design"]["links_per_tier"] == design["links_per_tier"]
+    assert placed["design"]["rail_optimized"] == rail
+    # the design's racks (models.space) are the racks placement stands up
+    racks = [b for b in s["design_estimate"]["bom"] if b["category"] == "rack"]
+    assert racks[0]["quantity"] == placed["racks_total"]
+    # the MILP's blocks per building are within each building's slots
+    blocks = result.design.blocks_per_building
+    assert sum(blocks.values()) == result.design.candidate.extra["blocks"]
+    slots = result.design.candidate.extra["block_slots"]
+    assert all(blocks[b] <= slots[b] for b in blocks)
