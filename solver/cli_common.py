@@ -30,6 +30,12 @@ TimeLimitOpt = Annotated[float, typer.Option(
          "MILP, diagnosis, placement, output files); exit 5 when spent.")]
 
 
+PlacementGapOpt = Annotated[float, typer.Option(
+    "--placement-gap", min=0.0, max=1.0,
+    help="Placement relative gap: CP-SAT stops once its layout's cost is within it of "
+         "the bound.")]
+
+
 def placement_limit(time_limit: float) -> float:
     """CP-SAT's deterministic time for a placement: the usual 30 s, at most the budget."""
     from solver.backends import SolveOptions

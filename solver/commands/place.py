@@ -10,9 +10,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from solver.backends import SolveOptions
 from solver.cli_common import (
     COMMAND_TIME_LIMIT_S,
     JsonFlag,
+    PlacementGapOpt,
     TimeLimitOpt,
     emit_json,
     placement_limit,
@@ -56,12 +58,12 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option(
             "--out", help="Output folder (default results/<instance>/).")] = None,
         time_limit: TimeLimitOpt = COMMAND_TIME_LIMIT_S,
+        placement_gap: PlacementGapOpt = SolveOptions.placement_gap,
         as_json: JsonFlag = False,
     ) -> None:
         """Place racks on the floor plan; cable media from routed lengths (CP-SAT)."""
         deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import place as place_api
-        from solver.backends import SolveOptions
         from solver.design_file import is_design_file, read_design_file
         from solver.loading import load_instance, shipped_instance_named
         from solver.outputs import check_out_location, default_out_dir, write_placement_outputs
@@ -80,6 +82,7 @@ def register(app: typer.Typer) -> None:
 
             result = place_api(inst, design, SolveOptions(
                 time_limit, placement_time_limit_s=placement_limit(time_limit),
+                placement_gap=placement_gap,
                 deadline=deadline))
             if not result.status.has_solution:
                 if as_json:

@@ -9,9 +9,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from solver.backends import SolveOptions
 from solver.cli_common import (
     COMMAND_TIME_LIMIT_S,
     JsonFlag,
+    PlacementGapOpt,
     TimeLimitOpt,
     emit_json,
     placement_limit,
@@ -124,6 +126,7 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option(
             "--out", help="Output folder (default results/<instance>/).")] = None,
         time_limit: TimeLimitOpt = COMMAND_TIME_LIMIT_S,
+        placement_gap: PlacementGapOpt = SolveOptions.placement_gap,
         gap: Annotated[float, typer.Option("--gap", min=0.0, max=1.0,
                                            help="Relative MIP gap.")] = 1e-6,
         threads: Annotated[int, typer.Option("--threads", min=1, help="Solver threads.")] = 1,
@@ -134,7 +137,6 @@ def register(app: typer.Typer) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
         deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import solve as solve_instance
-        from solver.backends import SolveOptions
         from solver.loading import load_instance
         from solver.outputs import check_out_location, default_out_dir, write_solve_outputs
 
@@ -147,7 +149,8 @@ def register(app: typer.Typer) -> None:
             check_out_location(target)
             result = solve_instance(inst, place=not no_place, options=SolveOptions(
                 time_limit, gap, threads, deadline=deadline,
-                placement_time_limit_s=placement_limit(time_limit)))
+                placement_time_limit_s=placement_limit(time_limit),
+                placement_gap=placement_gap))
             fail_on_status(result, as_json, time_limit)
             deadline.enter("writing the output files")
             if "periods" in result.summary:  # a phased build-out (solver.phased)
