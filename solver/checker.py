@@ -243,13 +243,14 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
     space = design_space(inputs, parts, fabric)
     network_racks = space.network_racks
     slots = space.block_slots_by_building()
-    checks.append(Check("blocks_placed", sum(design.blocks_per_building.values())
-                        == space.block_count, sum(design.blocks_per_building.values()),
-                        space.block_count))
-    checks += [_le(f"block_slots[{b}]", n, slots.get(b, 0),
-                   f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
-                   f"{slots.get(b, 0)} block slots")
-               for b, n in sorted(design.blocks_per_building.items())]
+    if design.blocks_per_building is not None:  # a design to place
+        blocks = design.blocks_per_building
+        checks.append(Check("blocks_placed", sum(blocks.values()) == space.block_count,
+                            sum(blocks.values()), space.block_count))
+        checks += [_le(f"block_slots[{b}]", n, slots.get(b, 0),
+                       f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
+                       f"{slots.get(b, 0)} block slots")
+                   for b, n in sorted(blocks.items())]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))

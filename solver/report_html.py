@@ -37,8 +37,9 @@ def write_report_html(result, folder: str | Path, pictures: str | Path | None = 
 
 def report_html(summary: dict[str, Any], folder: Path | None = None,
                 pictures_folder: Path | None = None) -> str:
-    """The page as a string (module doc): the floor plan from ``folder``, analysis
-    pictures from ``pictures_folder`` (default ``folder``)."""
+    """The page as a string (module doc): a placed design's floor plan from ``folder``
+    (else from ``pictures_folder``), analysis pictures from ``pictures_folder`` (default
+    ``folder``)."""
     import jinja2
 
     env = jinja2.Environment(
@@ -49,10 +50,12 @@ def report_html(summary: dict[str, Any], folder: Path | None = None,
     pictures_folder = pictures_folder or folder
     pictures = [p for p in (found_pictures(pictures_folder) if pictures_folder else [])
                 if p["name"] != FLOORPLAN]
-    floorplan = next((p for p in (found_pictures(folder) if folder else [])
-                      if p["name"] == FLOORPLAN), None)
+    placed = "racks_total" in (summary.get("placement") or {})
+    floorplan = next((p for f in (folder, pictures_folder) if f is not None
+                      for p in found_pictures(f) if p["name"] == FLOORPLAN), None
+                     ) if placed else None  # an unplaced design has no floor plan
     return env.get_template(TEMPLATE).render(
-        s=summary, placed="placement" in summary and "racks_total" in summary["placement"],
+        s=summary, placed=placed,
         stacks=_svg_uri(stacks_figure(summary)) if "bom" in summary else None,
         causes=_causes(summary), floorplan=floorplan,
         analyses=pictures,

@@ -17,8 +17,9 @@ class ChosenDesign:
     su_per_building: dict[str, int]
     network_w_per_building: dict[str, float]
     network_racks_per_building: dict[str, float]
-    blocks_per_building: dict[str, int]
-    """Placement blocks (models.space) per building, within its halls' block slots."""
+    blocks_per_building: dict[str, int] | None = None
+    """Placement blocks (models.space) per building, within its halls' block slots; None
+    for a design that is not to be placed (a phased build-out's period cluster)."""
 
     def bom(self) -> list[BomLine]:
         """Every part with quantity, unit cost and unit power (the facility is not a part)."""
