@@ -96,10 +96,16 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
 
 
 def site_halls(inst: Instance) -> tuple[tuple[str, Hall], ...]:
-    """(building, hall) in site order; generated halls for buildings that list none."""
+    """(building, hall) in site order; generated halls for buildings that list none.
+    Each hall's power is what its racks may draw: its IT power less the non-server IT
+    share (storage, front-end, management: ``facility.non_server_it_fraction``), so that
+    racks placed within it keep the building's IT power as the design stage counts it,
+    (1 + share) x rack power <= building MW."""
     out, problems = [], []
+    share = 1 + inst.catalog.facility.non_server_it_fraction
     for bi, b in enumerate(inst.site.buildings):
-        halls = b.halls or default_halls(b.it_power_mw, inst.site.rack_power_kw)
+        halls = [h.model_copy(update={"power_kw": h.hall_cap_kw / share})
+                 for h in b.halls or default_halls(b.it_power_mw, inst.site.rack_power_kw)]
         dupes = unique_hall_names(list(halls))
         if dupes:
             problems.append(f"site.buildings[{bi}].halls: duplicate hall names "

@@ -304,8 +304,11 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     pc = power_cost(lines, inputs.facility, inputs.years)
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
+    binding = placed_limits(inputs, design, summary.binding, pc, placement)
     within = {"it_power_mw": prune.within(pc.it_power_w / 1e6, lim.it_power_mw),
-              "budget_usd": prune.within(spend, lim.budget_usd)}
+              "budget_usd": prune.within(spend, lim.budget_usd)} | {
+        row.name: prune.within(row.value, row.limit) for row in binding
+        if row.basis == "placed" and row.name.startswith("site.buildings[")}
     placed_media_rows = tuple(MediaRow(m["link_class"], m["medium"], m["kind"],
                                        m["longest_m"], m["links"])
                               for m in placement.get("bom_media", []))
@@ -313,7 +316,7 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
         summary, design=dataclasses.replace(summary.design,
                                             media=placed_media_rows or summary.design.media),
         bom=bom_rows(lines), power=Power.of(pc), cost=Cost.of(pc),
-        binding=placed_limits(inputs, design, summary.binding, pc, placement),
+        binding=binding,
         throughput=placed_throughput(inputs, summary, design, placement),
         design_estimate=DesignEstimate(summary.bom, summary.power, summary.cost,
                                        summary.throughput, summary.binding,

@@ -59,7 +59,7 @@ def test_a_placed_design_json_places_again_from_its_design_stage_media(cli, tmp_
     """A placed solve's design.json holds the placed media in ``design.media`` (several
     media per link class by length) and the designed ones in ``design_estimate.media``;
     `place` reads the designed ones, and finds the shipped instance by the file's name."""
-    two = INSTANCES_DIR / "tiny" / "two-buildings.toml"
+    two = INSTANCES_DIR / "tiny" / "space-bound.toml"
     placed = solve(load_instance(two), place=True)
     doc = json.loads(json.dumps(placed.to_dict()))
     assert doc["design_estimate"]["media"]

@@ -77,7 +77,7 @@ CASES = {
                                   "rail_optimized": [True]},
                          buildings=[{"name": "a", "it_power_mw": 1.3, "halls": [
                              {"name": f"h{i}", "rows": 4, "positions_per_row": 24,
-                              "rack_power_kw": 40.0, "power_kw": 700.0,
+                              "rack_power_kw": 40.0, "power_kw": 1000.0,
                               "origin_m": [0.0, 20.0 * i]} for i in (1, 2)]}]), "buildings"),
     "min_capex": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                        objective={"kind": "min_capex", "required_tokens_per_s": 1.2e9}),

@@ -141,7 +141,7 @@ def test_bom_xlsx_agrees_with_design_json(instance, tmp_path):
 def test_placed_outputs_agree(tmp_path):
     """A placed solve: bom.xlsx and report.html from the placed result; the cable schedule
     holds every placed link."""
-    r = solve(load_instance(INSTANCES_DIR / "tiny" / "two-buildings.toml"))
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "space-bound.toml"))
     assert r.placement is not None and r.placement.racks
     write_solve_outputs(r, tmp_path)
     doc = json.loads((tmp_path / "design.json").read_text())

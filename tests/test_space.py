@@ -106,9 +106,13 @@ def test_every_fabric_option_places_the_fabric_and_racks_it_was_designed_with(in
     assert placed["design"]["switches_per_tier"] == design["switches_per_tier"]
     assert placed["design"]["links_per_tier"] == design["links_per_tier"]
     assert placed["design"]["rail_optimized"] == rail
-    # the design's racks (models.space) are the racks placement stands up
+    # the design's racks (models.space) are the racks placement stands up, but for the
+    # upper-tier switch racks: the design packs them site-wide, placement hall by hall
+    # (known difference, issue 12: at most one more per hall used; the placed count is
+    # what the placed BOM carries)
     racks = [b for b in s["design_estimate"]["bom"] if b["category"] == "rack"]
-    assert racks[0]["quantity"] == placed["racks_total"]
+    extra = placed["racks_total"] - racks[0]["quantity"]
+    assert 0 <= extra <= len(placed["halls_used"])
     # the MILP's blocks per building are within each building's slots
     blocks = result.design.blocks_per_building
     assert sum(blocks.values()) == result.design.candidate.extra["blocks"]
