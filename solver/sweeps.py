@@ -18,9 +18,10 @@ inputs, never on limits), so each scenario's exact refinement reuses earlier wor
 
 Execution. Scenarios go to workers in batches (`batches`: about BATCHES_PER_WORKER per
 worker, at most MAX_BATCH each), one round trip per batch; rows come back as each batch
-finishes and are written at once. `--backend processes` forks its pool (Linux) after
-building the shared candidates in the coordinator, so workers inherit them; a Dask worker
-builds them once (keyed by `resolved_sha256`) and keeps them. Worker processes run the
+finishes and are written at once. `--backend processes` spawns its workers (never forks
+the coordinator, whose threads may hold locks); each worker, as
+a Dask worker, builds the shared candidates once (keyed by `resolved_sha256`) and keeps
+them. Worker processes run the
 numeric libraries on one thread and reset glibc's malloc thresholds
 (`tune_worker_process`).
 
@@ -515,12 +516,12 @@ def _rows_or_errors(result: Callable[[], list[dict[str, Any]]], batch: list[Task
                 for task in batch]
 
 
-def _watch_coordinator() -> None:
+def _watch_coordinator(parent: int) -> None:
     """Process-pool initializer: a daemon thread ends the worker as soon as its parent
-    (the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on; a
-    worker ignores Ctrl-C and ends on SIGTERM (the coordinator's _stop_workers).
+    (the coordinator, pid ``parent``: a spawned worker may start after it is gone) is
+    gone, so `kill -9` of a sweep leaves no orphan solving on; a worker ignores Ctrl-C
+    and ends on SIGTERM (the coordinator's _stop_workers).
     The check runs every 0.5 s; a solve that holds the GIL delays it to its time limit."""
-    parent = os.getppid()
     # Ctrl-C reaches the whole process group: the coordinator handles it and ends the
     # workers with SIGTERM, which ends them quietly (not the CLI's KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -534,30 +535,24 @@ def _watch_coordinator() -> None:
     threading.Thread(target=watch, name="watch-coordinator", daemon=True).start()
 
 
-def _prebuild_shared(tasks: list[Task]) -> None:
-    """Build the shared candidates in the coordinator before the pool forks, so every
-    worker inherits them (copy-on-write) instead of each building its own. A build that
-    fails is left to the workers, which record the error on each scenario."""
-    for task in {t.shared_key: t for t in tasks if t.shared_doc is not None}.values():
-        try:
-            _shared_candidates(task.shared_doc, task.source, task.shared_key)
-        except Exception:  # noqa: BLE001,S110 - each scenario will report it
-            pass
+def _worker_context() -> multiprocessing.context.BaseContext:
+    """Spawned workers: a fresh interpreter each, nothing inherited from the coordinator."""
+    return multiprocessing.get_context("spawn")
 
 
 def _run_processes(tasks: list[Task], workers: int, scheduler: str | None
                    ) -> Iterator[dict[str, Any]]:
     """A process pool of batches; a worker that dies fails its scenarios (status 'error').
-    Where processes fork (Linux), shared candidates are built once, here, and inherited."""
+    Workers are spawned, never forked from the coordinator: a fork copies locks that
+    other threads hold (Pyomo's output capture deadlocked in the child). Each worker
+    builds the shared candidates once and keeps them (`_shared_candidates`)."""
     if not tasks:
         return
-    fork = "fork" in multiprocessing.get_all_start_methods()
-    if fork:
-        _prebuild_shared(tasks)
     groups = batches(tasks, workers)
     with ProcessPoolExecutor(max_workers=min(workers, len(groups)),
-                             mp_context=multiprocessing.get_context("fork") if fork else None,
-                             initializer=_watch_coordinator) as pool:
+                             mp_context=_worker_context(),
+                             initializer=_watch_coordinator,
+                             initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(solve_batch, b): b for b in groups}
         try:
             for fut in as_completed(futures):

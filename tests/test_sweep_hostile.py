@@ -336,7 +336,8 @@ def test_process_workers_exit_with_their_coordinator(tmp_path):
         deadline = time.monotonic() + 40
         workers: list[psutil.Process] = []
         while len(workers) < 2 and time.monotonic() < deadline:
-            workers = psutil.Process(coordinator.pid).children()
+            workers = [c for c in psutil.Process(coordinator.pid).children()
+                       if any("spawn_main" in part for part in c.cmdline())]
             time.sleep(0.1)
         assert len(workers) == 2
         time.sleep(0.5)
@@ -367,8 +368,8 @@ def test_unreachable_scheduler_exits_5_quickly(tmp_path, monkeypatch):
 def test_backends_agree_and_resume(tmp_path, monkeypatch):
     """local, processes and Dask give the same rows; deleting two scenario files makes
     each re-solve exactly those two, and a re-run retries the failed ones. Failures are
-    injected on 5 MW for local and processes (the forked workers inherit the injection;
-    Dask's spawned workers do not, so Dask is compared without them)."""
+    injected on 5 MW locally (a spawned worker, of the process pool or Dask, does not
+    inherit the injection, so the back-ends are compared without it)."""
     from dask.distributed import LocalCluster
 
     vary = {"limits.it_power_mw": "3,5", "limits.budget_usd": "1e8,1.5e8"}
@@ -387,30 +388,38 @@ def test_backends_agree_and_resume(tmp_path, monkeypatch):
     fail_on_five_mw(monkeypatch)
     failing = sweep(SMALL, vary, out=tmp_path / "local-failing")
     assert failing["status"].tolist().count("error") == 2
-    agrees_and_resumes(failing, "processes")
+    agrees_and_resumes(failing, "local")
     monkeypatch.undo()
-    local = sweep(SMALL, vary, out=tmp_path / "local")
+    local = sweep(SMALL, vary, out=tmp_path / "local-clean")
+    agrees_and_resumes(local, "processes")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address=None) as cluster:
         agrees_and_resumes(local, "dask", scheduler=cluster.scheduler_address)
 
 
-def test_dead_worker_fails_its_scenarios_and_the_table_is_written(tmp_path, monkeypatch):
-    """A worker process that dies (here: os._exit in the solve, inherited by the forked
-    pool) breaks the pool: its scenarios become error rows, the sweep still ends with
-    its table, and a re-run retries them."""
-    real_solve = solver.sweeps.solve
+def test_dead_worker_fails_its_scenarios_and_the_table_is_written(tmp_path):
+    """A worker process that dies (here: killed as soon as the pool spawns it) breaks
+    the pool: its scenarios become error rows, the sweep still ends with its table, and a
+    re-run retries them."""
+    import threading
 
-    def dies_on_five(inst, **kwargs):
-        if inst.limits.it_power_mw == 5:
-            os._exit(3)
-        return real_solve(inst, **kwargs)
-
-    monkeypatch.setattr(solver.sweeps, "solve", dies_on_five)
-    table = sweep(SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")
+    tables = []
+    run = threading.Thread(target=lambda: tables.append(sweep(
+        SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")))
+    run.start()
+    killed, deadline = False, time.monotonic() + 60
+    while not killed and run.is_alive() and time.monotonic() < deadline:
+        for child in psutil.Process().children(recursive=True):
+            if any("spawn_main" in part for part in child.cmdline()):
+                child.kill()
+                killed = True
+                break
+        time.sleep(0.01)
+    run.join()
+    assert killed
+    table = tables[0]
     assert table["status"].tolist() == ["error"]
     assert table["error"].iloc[0].startswith("worker lost: BrokenProcessPool")
-    monkeypatch.undo()
     again = sweep(SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")
     assert again.attrs["retried"] == 1 and again["status"].tolist() == ["optimal"]
 
