@@ -51,15 +51,20 @@ def report_html(summary: dict[str, Any], folder: Path | None = None,
     pictures = [p for p in (found_pictures(pictures_folder) if pictures_folder else [])
                 if p["name"] != FLOORPLAN]
     placed = "racks_total" in (summary.get("placement") or {})
-    floorplan = next((p for f in (folder, pictures_folder) if f is not None
-                      for p in found_pictures(f) if p["name"] == FLOORPLAN), None
-                     ) if placed else None  # an unplaced design has no floor plan
+    plans = [f / FLOORPLAN for f in (folder, pictures_folder) if f is not None]
+    plan = next((path for path in plans if path.is_file()), None)
+    floorplan = ({"name": FLOORPLAN, "uri": _png_uri(plan)}
+                 if placed and plan is not None else None)  # unplaced: no floor plan
     return env.get_template(TEMPLATE).render(
         s=summary, placed=placed,
         stacks=_svg_uri(stacks_figure(summary)) if "bom" in summary else None,
         causes=_causes(summary), floorplan=floorplan,
         analyses=pictures,
         restart=_restart(summary))
+
+
+def _png_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 def found_pictures(folder: Path) -> list[dict[str, str]]:
@@ -72,8 +77,7 @@ def found_pictures(folder: Path) -> list[dict[str, str]]:
         rel = path.relative_to(folder)
         if len(rel.parts) > PICTURE_DEPTH or any(p.startswith(".") for p in rel.parts):
             continue
-        uri = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-        out.append({"name": str(rel), "uri": uri})
+        out.append({"name": str(rel), "uri": _png_uri(path)})
     return out
 
 
