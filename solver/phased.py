@@ -2,16 +2,19 @@
 
     instance ─► envelope instance (largest power per building, lowest node prices)
              ─► prepare ─► candidates (models.design) ─► plans and periods (models.phased)
-             ─► phased MILP (HiGHS), chosen rungs evaluated exactly until the optimum
-                rests on exact values only ─► cheapest among optima
+             ─► every rung evaluated exactly ─► phased MILP (HiGHS) to the gap target
+             ─► the cheapest purchases that run its operating plan
              ─► independent check per period (solver.checker + the coupling limits here)
              ─► ``periods`` document, per-period BOM, cash flow
 
-Exactness: the MILP values every rung that is not evaluated exactly by an upper bound on
-its effective tokens/s (models.phased.data.optimistic_tokens_per_s). When every rung the
-optimum operates is exact, its value is attained by a real plan and no other plan can
-beat it (their values are over-estimated), so the plan is optimal; otherwise those rungs
-are evaluated exactly and the MILP is solved again.
+Exactness: every rung of every plan is evaluated exactly before the MILP (a few hundred
+rungs at ~0.05-0.1 s each), so the MILP's value of a plan is the plan's value and its
+bound bounds every plan: the reported gap is proven.
+
+Determinism: the MILP stops at a relative gap (SolveOptions.phased_gap) or a node limit
+(PHASED_NODE_LIMIT), with one fixed thread count and seed, so the same instance gives the
+same plan on any machine, however fast or loaded. The wall-clock time limit is only a
+safety net: a solve stopped by it says so (``solver.deterministic`` false, a note).
 """
 
 from __future__ import annotations
@@ -46,10 +49,11 @@ from solver.prepare import prepare
 from solver.results import PhasedSummary, Status
 from solver.schema import Instance
 
-MAX_REFINE_ROUNDS = 50
-"""Rounds of exact evaluation before giving up on exactness (never reached in tests)."""
+PHASED_NODE_LIMIT = 200
+"""Branch-and-bound nodes of each phased MILP stage when SolveOptions.node_limit is unset:
+the deterministic backstop when the gap target is not reached."""
 CHECK_SHARE = 0.2
-"""Share of the time limit kept for the checks and documents after the MILP rounds: the
+"""Share of the time limit kept for the checks and documents after the MILP stages: the
 time limit covers the whole phased solve, candidates included."""
 
 
@@ -137,43 +141,46 @@ class PeriodPlan:
     """Facility built by the period [MW of critical IT]."""
 
 
+def exact_data(data: PhasedData, inputs: Inputs, evaluators: Evaluators,
+               full: DesignData) -> PhasedData:
+    """`data` with every rung that is not yet exact evaluated exactly."""
+    return with_candidates(data, {k.key: exact_candidate(inputs, evaluators, full, k)
+                                  for plan in data.plans for k in plan.ladder if not k.exact})
+
+
+def node_limit(options: SolveOptions) -> int:
+    return PHASED_NODE_LIMIT if options.node_limit is None else options.node_limit
+
+
+def stage_options(options: SolveOptions, gap: float, deadline: float) -> SolveOptions:
+    """The run's options for one MILP stage: the gap, the node limit, what is left of the
+    wall-clock ``deadline`` (time.perf_counter())."""
+    return dataclasses.replace(options, gap=gap, node_limit=node_limit(options),
+                               time_limit_s=max(deadline - time.perf_counter(), 1.0))
+
+
 def solve_plan(data: PhasedData, inputs: Inputs, evaluators: Evaluators,
                full: DesignData, options: SolveOptions, deadline: float
-               ) -> tuple[MilpOutcome, PhasedData, pyo.ConcreteModel | None, int]:
-    """Solve, evaluating operating rungs exactly until the optimum rests on exact values;
-    then the cheapest among optima. Every round runs until ``deadline``
-    (time.perf_counter()); a round stopped there keeps its incumbent, whose operating
-    rungs are then evaluated exactly (the reported gap is against the MILP's bound, which
-    bounds the true optimum because every inexact rung is over-valued). Returns the
-    outcome, the data with the exact rungs, the solved model and the refinement rounds."""
-    runtime, rounds = 0.0, 0
-    while True:
-        model = build_model(data)
-        left = max(deadline - time.perf_counter(), 1.0)
-        outcome = solve_milp(model, dataclasses.replace(options, time_limit_s=left))
-        runtime += outcome.runtime_s
-        if not outcome.status.has_solution:
-            return dataclasses.replace(outcome, runtime_s=runtime), data, None, rounds
-        inexact = {k.key: k for plan in data.plans for t in model.PERIODS
-                   if (j := top_rung(model, model.op, plan, t)) is not None
-                   and not (k := plan.ladder[j]).exact}
-        if inexact:
-            data = with_candidates(data, {key: exact_candidate(inputs, evaluators, full, k)
-                                          for key, k in sorted(inexact.items())})
-        if not inexact or outcome.status != Status.OPTIMAL or rounds >= MAX_REFINE_ROUNDS:
-            break
-        rounds += 1
-    if outcome.status == Status.OPTIMAL and not inexact:
-        add_tiebreak(model, outcome.objective)
-        left = max(deadline - time.perf_counter(), 1.0)
-        second = solve_milp(model, dataclasses.replace(options, time_limit_s=left))
-        runtime += second.runtime_s
-        if not second.status.has_solution:  # keep stage one's solution
-            model = build_model(data)
-            solve_milp(model, options)
-    elif outcome.status == Status.OPTIMAL:
-        outcome = dataclasses.replace(outcome, status=Status.FEASIBLE)
-    return dataclasses.replace(outcome, runtime_s=runtime), data, model, rounds
+               ) -> tuple[MilpOutcome, PhasedData, pyo.ConcreteModel | None, bool]:
+    """Evaluate every rung exactly, solve the MILP to options.phased_gap, then find the
+    cheapest purchases that run its operating plan (models.phased.milp.add_tiebreak; for
+    min capex, the most tokens from its purchases). Returns stage one's outcome (runtime:
+    both stages), the exact data, the solved model and whether the answer is
+    deterministic (no stage stopped at the wall-clock ``deadline``)."""
+    data = exact_data(data, inputs, evaluators, full)
+    model = build_model(data)
+    outcome = solve_milp(model, stage_options(options, options.phased_gap, deadline))
+    if not outcome.status.has_solution:
+        return outcome, data, None, outcome.termination != "maxTimeLimit"
+    stage_one = [(v, v.value) for v in model.component_data_objects(pyo.Var)]
+    add_tiebreak(model)
+    second = solve_milp(model, stage_options(options, options.gap, deadline))
+    if not second.status.has_solution:  # keep stage one's solution
+        for v, value in stage_one:
+            v.set_value(value)
+    deterministic = "maxTimeLimit" not in (outcome.termination, second.termination)
+    return (dataclasses.replace(outcome, runtime_s=outcome.runtime_s + second.runtime_s),
+            data, model, deterministic)
 
 
 def extract(m: pyo.ConcreteModel, data: PhasedData) -> tuple[PeriodPlan, ...]:
@@ -474,8 +481,13 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
             "no GPU system fits the site's largest energised power and budget"] + notes},
             options, start)
     deadline = start + options.time_limit_s * (1 - CHECK_SHARE)
-    outcome, data, model, rounds = solve_plan(data, inputs, evaluators, full, options,
-                                              deadline)
+    outcome, data, model, deterministic = solve_plan(data, inputs, evaluators, full,
+                                                     options, deadline)
+    if not deterministic:
+        notes = [*notes, "the phased MILP stopped at the wall-clock time limit "
+                         "before its gap target: this plan depends on the machine's speed "
+                 "and load and is not reproducible; raise --time-limit"]
+        base["notes"] = notes
     if model is None:
         diagnosis = (["no build-out meets every period's power, cash flow and demand"]
                      if outcome.status == Status.INFEASIBLE else [])
@@ -489,8 +501,10 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
     value = (sum(p["discount"] * p["tokens"] for p in periods)
              if full.objective == "max_effective_throughput"
              else sum(p["discount"] * p["spend_usd"]["total"] for p in periods))
+    gap = proven_gap(outcome, value, objective)
+    status = Status.OPTIMAL if gap is not None and gap <= options.gap else Status.FEASIBLE
     summary = PhasedSummary(**base, **{
-        "status": outcome.status, "verified": all(v.ok for v in verdicts),
+        "status": status, "verified": all(v.ok for v in verdicts),
         "objective": {"name": objective, "value": value,
                       "milp_value": outcome.objective * (TOKENS_UNIT if objective.endswith(
                           "tokens") else 1e6)},
@@ -500,14 +514,14 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
                    "flops": periods[-1]["cumulative_flops"],
                    "discount_rate_per_year": inst.objective.discount_rate_per_year},
         "solver": {"backend": "milp-highs", "termination": outcome.termination,
-                   "gap": proven_gap(outcome, value, objective), "milp_runtime_s":
-                   outcome.runtime_s,
-                   "exact_refinement_rounds": rounds,
+                   "gap": gap, "gap_target": options.phased_gap,
+                   "node_limit": node_limit(options),
+                   "deterministic": deterministic, "milp_runtime_s": outcome.runtime_s,
                    "runtime_s": round(time.perf_counter() - start, 3),
                    "time_limit_s": options.time_limit_s},
     })
     tables = {"bom": bom_table(inputs, plan), "cash_flow": cash_flow_table(periods)}
-    return SolveResult(outcome.status, summary, tables, None, tuple(notes), inputs)
+    return SolveResult(status, summary, tables, None, tuple(notes), inputs)
 
 
 def proven_gap(outcome: MilpOutcome, value: float, objective: str) -> float | None:

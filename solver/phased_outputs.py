@@ -112,7 +112,9 @@ def render_phased(summary: dict[str, Any], console) -> None:
     console.print(f"{t['tokens'] / 1e12:,.1f}T effective tokens ({t['flops']:.3g} FLOPs) by the "
                   f"horizon for ${t['spend_usd'] / 1e9:,.3f}B; objective "
                   f"{summary['objective']['name']} = {summary['objective']['value']:.4g}")
-    console.print(f"HiGHS {s['termination']} (gap {gap}) in {s['milp_runtime_s']:.2f} s, "
-                  f"{s['exact_refinement_rounds']} exact-refinement rounds; whole solve "
+    stop = ("deterministic" if s["deterministic"]
+            else "stopped by the wall-clock limit: NOT reproducible")
+    console.print(f"HiGHS {s['termination']} (proven gap {gap}, target {s['gap_target']:g}, "
+                  f"{stop}) in {s['milp_runtime_s']:.2f} s; whole solve "
                   f"{s['runtime_s']:.2f} s; every period verified by the independent checker: "
                   f"{summary['verified']}")

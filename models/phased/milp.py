@@ -232,16 +232,22 @@ def build_model(data: PhasedData) -> pyo.ConcreteModel:
     return m
 
 
-def add_tiebreak(m: pyo.ConcreteModel, best: float, rel_tol: float = 1e-9) -> None:
-    """Second stage: keep stage one's optimum, then the cheapest (max tokens) or the most
-    tokens (min capex) among optima."""
+def add_tiebreak(m: pyo.ConcreteModel) -> None:
+    """Second stage on a solved model: keep what gave stage one its value and improve the
+    other criterion. Max tokens: the operating rungs and their placement are fixed (the
+    tokens depend on them only) and the spend is minimised (what to own and build to run
+    them); min capex: the purchases and the facility are fixed (the spend depends on them
+    only) and the tokens are maximised."""
     m.objective.deactivate()
     if m.data.design.objective == "max_effective_throughput":
-        m.stage_one = pyo.Constraint(expr=discounted_ttokens(m) >= best * (1 - rel_tol))
+        fixed = [m.op, m.su_op]
         m.objective_tiebreak = pyo.Objective(expr=discounted_spend_musd(m), sense=pyo.minimize)
     else:
-        m.stage_one = pyo.Constraint(expr=discounted_spend_musd(m) <= best * (1 + rel_tol))
+        fixed = [m.own, m.su_own, m.fac_mw]
         m.objective_tiebreak = pyo.Objective(expr=discounted_ttokens(m), sense=pyo.maximize)
+    for var in fixed:
+        for v in var.values():
+            v.fix(round(v.value) if v.is_integer() else v.value)
 
 
 def top_rung(m: pyo.ConcreteModel, var: pyo.Var, plan: Plan, t: int) -> int | None:

@@ -19,6 +19,12 @@ class SolveOptions:
     """Design MILP relative gap."""
     threads: int = 1
     """Design MILP threads."""
+    node_limit: int | None = None
+    """Design MILP branch-and-bound node limit (HiGHS mip_max_nodes; None: none): a
+    stopping rule that, unlike the time limit, does not depend on the machine's speed."""
+    phased_gap: float = 0.03
+    """Relative gap at which the phased build-out MILP stops (solver.phased): with fixed
+    threads and seed the point where HiGHS reaches it is the same on every machine."""
     placement_time_limit_s: float = 30.0
     """Placement time limit [s] of CP-SAT's deterministic time (about seconds of work)."""
     placement_gap: float = 0.02

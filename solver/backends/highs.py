@@ -34,7 +34,7 @@ class MilpOutcome:
 
 def solve_milp(model: pyo.ConcreteModel, options: SolveOptions) -> MilpOutcome:
     """Solve `model` with HiGHS under the run's time limit (at most what is left of the
-    command's deadline), gap, threads and seed; load the incumbent into the model when
+    command's deadline), gap, node limit, threads and seed; load the incumbent into the model when
     there is one."""
     solver = SolverFactory("highs")
     if options.deadline.expired():
@@ -47,7 +47,8 @@ def solve_milp(model: pyo.ConcreteModel, options: SolveOptions) -> MilpOutcome:
         solver_options={"random_seed": options.seed, "output_flag": False,
                         # probing costs minutes on long size ladders and finds nothing
                         # the ladder_order chains do not already imply
-                        "presolve_rule_off": PRESOLVE_PROBING},
+                        "presolve_rule_off": PRESOLVE_PROBING}
+        | ({"mip_max_nodes": options.node_limit} if options.node_limit is not None else {}),
     )
     runtime = time.perf_counter() - start
     has_solution = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)

@@ -188,7 +188,8 @@ PHASED = obj({
     "totals": obj({"spend_usd": NUM, "tokens": NUM, "flops": NUM,
                    "discount_rate_per_year": NUM}),
     "solver": obj({"backend": STR, "termination": STR, "gap": nullable(NUM),
-                   "milp_runtime_s": NUM, "exact_refinement_rounds": INT, "runtime_s": NUM,
+                   "gap_target": NUM, "node_limit": INT, "deterministic": BOOL,
+                   "milp_runtime_s": NUM, "runtime_s": NUM,
                    "time_limit_s": NUM})},
     "`solve --json` of an instance with [[periods]] (a phased build-out): what is bought "
     "and operating in each period; gap is proven against the MILP's bound.")
