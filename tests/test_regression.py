@@ -1,6 +1,6 @@
 """Regression pins: every shipped instance keeps its design, BOM, power, cost and
-throughput (`clusterplan solve --no-place --json`), and the default instance keeps its
-placement summary.
+throughput (`clusterplan solve --no-place --json`), the default instance keeps its
+placement summary, and each phased build-out its plan per period.
 
 The expected figures are in tests/regression_values.py, captured from the code and
 dated with why each was (re)captured. They are not hand calculations (those are in
@@ -26,10 +26,12 @@ sys.path.insert(0, str(ROOT))  # so `python tests/test_regression.py` imports th
 from solver.cli import app  # noqa: E402
 
 VALUES = Path(__file__).with_name("regression_values.py")
-SHIPPED = sorted(p for p in [*ROOT.glob("instances/*.toml"), *ROOT.glob("instances/tiny/*.toml")]
-                 if "[[periods]]" not in p.read_text(encoding="utf-8"))
-"""Phased build-outs (campus-phased) are left out: their solve stops at the time limit with a
-proven gap, so the incumbent depends on machine speed; tests/test_phased.py checks them."""
+INSTANCES = sorted([*ROOT.glob("instances/*.toml"), *ROOT.glob("instances/tiny/*.toml")])
+SHIPPED = [p for p in INSTANCES if "[[periods]]" not in p.read_text(encoding="utf-8")]
+PHASED = [p for p in INSTANCES if p not in SHIPPED]
+"""Phased build-outs (campus-phased), pinned by their own fingerprint: their MILP stops at
+a relative gap or node limit, not at the wall clock, so the plan is the same on any
+machine (solver.phased)."""
 DEFAULT = ROOT / "instances" / "h100-100k.toml"
 REL = 1e-9  # floats may differ by rounding order only
 
@@ -75,6 +77,19 @@ def fingerprint(code: int, s: dict) -> dict:
     }
 
 
+def phased_fingerprint(code: int, s: dict) -> dict:
+    """What a phased build-out is judged by: per period what is bought and operating,
+    spend and tokens; the proven gap and that the stop was deterministic."""
+    return {"exit_code": code, "status": s["status"], "verified": s["verified"],
+            "objective": s["objective"]["value"], "totals": s["totals"],
+            "gap": s["solver"]["gap"], "deterministic": s["solver"]["deterministic"],
+            "periods": [{"name": p["name"], "spend_usd": p["spend_usd"], "it_mw": p["it_mw"],
+                         "tokens": p["tokens"], "clusters": [
+                             {k: c[k] for k in ("plan", "gpus_owned", "gpus_operating",
+                                                "spend_usd")} for c in p["clusters"]]}
+                        for p in s["periods"]]}
+
+
 def placement_fingerprint(s: dict) -> dict:
     p = s["placement"]
     return {f: p[f] for f in PLACEMENT_FIELDS} | {
@@ -117,6 +132,13 @@ def test_every_pin_is_a_shipped_instance():
     assert sorted(expected()["SOLVE"]) == sorted(key(p) for p in SHIPPED)
 
 
+@pytest.mark.parametrize("path", PHASED, ids=key)
+def test_phased_instance_solves_as_pinned(path, tmp_path):
+    """The same plan on any machine, however loaded (run it beside a busy CPU)."""
+    assert_same(phased_fingerprint(*solve_json(path, tmp_path, place=False)),
+                expected()["PHASED"][key(path)], key(path))
+
+
 def test_default_instance_places_as_pinned(default_solve_json):
     assert_same(placement_fingerprint(default_solve_json), expected()["PLACEMENT"],
                 "placement")
@@ -131,8 +153,11 @@ def capture() -> None:
         solve_pins = {key(p): fingerprint(*solve_json(p, Path(tmp), place=False))
                       for p in SHIPPED}
         placement = placement_fingerprint(solve_json(DEFAULT, Path(tmp), place=True)[1])
+        phased = {key(p): phased_fingerprint(*solve_json(p, Path(tmp), place=False))
+                  for p in PHASED}
     VALUES.write_text(header + "SOLVE = " + pprint.pformat(solve_pins, width=96)
-                      + "\n\nPLACEMENT = " + pprint.pformat(placement, width=96) + "\n",
+                      + "\n\nPLACEMENT = " + pprint.pformat(placement, width=96)
+                      + "\n\nPHASED = " + pprint.pformat(phased, width=96) + "\n",
                       encoding="utf-8")
 
 
