@@ -1,8 +1,6 @@
 # Pinned figures of every shipped instance (tests/test_regression.py); Python literals.
 # Re-capture only on purpose (`python tests/test_regression.py`) and say why below.
 #
-# 2026-12-01: PHASED pin added on branch phased (issue 17): campus-phased now stops at a
-#             3% relative gap or 200 nodes (not the wall clock), so its plan is pinned.
 # 2026-12-01: captured from 4bb59d7 (before the restructure of issue 11), so that the
 #             restructure provably changes no design, BOM, power, cost or throughput.
 # 2026-12-01: re-captured on reliability-review-fixes (review of issue 14): per-class
@@ -40,6 +38,8 @@
 #             now stops at a 2% gap (was 0.5%; the placement pin takes that layout).
 # 2026-12-01: placement pin re-captured: a hall's racks are budgeted at its power less the
 #             non-server IT share (the default places 49.2/48.8/48.7 MW in its buildings).
+# 2026-12-01: PHASED pin added on branch phased (issue 17): campus-phased now stops at a
+#             3% relative gap or 200 nodes (not the wall clock), so its plan is pinned.
 
 SOLVE = {'gb200-campus': {'binding': [('limits.it_power_mw', False),
                               ('limits.budget_usd', True),

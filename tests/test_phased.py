@@ -14,6 +14,7 @@ import pytest
 from models.design.candidates import build_design_data
 from models.design.evaluate import default_evaluators
 from solver.api import solve
+from solver.backends import SolveOptions
 from solver.errors import InvalidInstance
 from solver.loading import INSTANCES_DIR, instance_from_dict, read_instance_document
 from solver.phased import (
@@ -50,8 +51,12 @@ TINY = {
 }
 
 
-def phased(doc: dict) -> dict:
-    return solve(instance_from_dict(copy.deepcopy(doc)), place=False).summary
+EXACT = SolveOptions(phased_gap=0.0)
+"""Solved to optimality (the default stops at SolveOptions.phased_gap)."""
+
+
+def phased(doc: dict, options: SolveOptions = EXACT) -> dict:
+    return solve(instance_from_dict(copy.deepcopy(doc)), place=False, options=options).summary
 
 
 # --- brute force -----------------------------------------------------------------------
@@ -159,6 +164,35 @@ def test_tiny_answer_buys_over_periods_and_switches_generation():
     assert all(x <= p["budget_usd"] * (1 + 1e-9) for x, p in zip(spend, s["periods"], strict=True))
 
 
+def test_gap_target_answer_is_within_its_proven_gap_of_brute_force():
+    """The default stop (a relative gap, not the wall clock): the answer is labelled
+    deterministic and is within its reported proven gap of the enumerated optimum."""
+    doc = copy.deepcopy(TINY)
+    doc["periods"][1]["budget_usd"] = 12e6
+    s = phased(doc, SolveOptions(phased_gap=0.5))
+    solver_ = s["solver"]
+    assert solver_["deterministic"] and solver_["gap_target"] == 0.5
+    assert solver_["gap"] <= 0.5
+    assert s["status"] == ("optimal" if solver_["gap"] <= 1e-6 else "feasible")
+    best = brute_force_value(doc)
+    assert best * (1 - solver_["gap"]) * (1 - 1e-9) <= s["objective"]["value"]
+    assert s["objective"]["value"] <= best * (1 + 1e-9)
+
+
+def test_a_solve_stopped_by_the_wall_clock_is_labelled_not_reproducible(monkeypatch):
+    import solver.phased as phased_module
+
+    real = phased_module.solve_milp
+
+    def stopped_by_time(model, options):
+        return dataclasses.replace(real(model, options), termination="maxTimeLimit")
+
+    monkeypatch.setattr(phased_module, "solve_milp", stopped_by_time)
+    s = phased(TINY)
+    assert s["solver"]["deterministic"] is False
+    assert any("not reproducible" in note for note in s["notes"])
+
+
 # --- one period = today's answer -------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["budget-bound", "power-bound", "two-buildings"])
@@ -190,11 +224,22 @@ def test_more_power_earlier_never_lowers_cumulative_compute():
     assert earliest > base  # and here it helps
 
 
+@pytest.mark.parametrize("change", ["budget", "price", "purchasable"])
+def test_more_money_lower_prices_or_earlier_gpus_never_lower_cumulative_compute(change):
+    base = phased(TINY)["objective"]["value"]
+    doc = copy.deepcopy(TINY)
+    if change == "budget":
+        doc["periods"][0]["budget_usd"] = 40e6
+    elif change == "price":
+        doc["periods"][2]["prices"]["b200"]["node_price_usd"] = 250000.0
+    else:
+        doc["periods"][0]["gpus"] = ["h100-sxm", "b200"]
+    assert phased(doc)["objective"]["value"] >= base * (1 - 1e-9)
+
+
 # --- the checker per period ------------------------------------------------------------
 
 def test_checker_catches_an_overloaded_period():
-    from solver.backends import SolveOptions
-
     inst = instance_from_dict(copy.deepcopy(TINY))
     inputs = prepare(envelope(inst))
     ev = default_evaluators(inputs)

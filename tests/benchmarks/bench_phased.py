@@ -4,9 +4,10 @@ checks, design.json, the CSVs and timeline.png), wall time and peak memory, in a
 process.
 Run: python tests/benchmarks/bench_phased.py
 
-Target (issue 17): under 60 s on a 2-core machine. The solve's --time-limit (default 60 s)
-covers the whole phased solve: the MILP rounds stop at 80% of it and report their proven
-gap against the MILP's bound.
+Target (issue 17): under 60 s on a 2-core machine. The MILP stops at its relative gap
+target (SolveOptions.phased_gap) or node limit, not at the wall clock, so the plan is the
+same on every machine; the time limit here is the CLI's default (900 s), a safety net only
+(`deterministic` false in the output if it ever stopped the MILP).
 """
 
 from __future__ import annotations
@@ -17,17 +18,20 @@ import sys
 RUN = """
 import json, resource, sys, tempfile, time
 from solver import load_instance, solve
+from solver.backends import SolveOptions
 from solver.loading import INSTANCES_DIR
 from solver.phased_outputs import write_phased_outputs
 from pathlib import Path
 start = time.perf_counter()
-r = solve(load_instance(INSTANCES_DIR / "campus-phased.toml"))
+r = solve(load_instance(INSTANCES_DIR / "campus-phased.toml"),
+          options=SolveOptions(time_limit_s=900.0))
 write_phased_outputs(r, Path(tempfile.mkdtemp()))
 wall = time.perf_counter() - start
 s = r.summary
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"instance": s["instance"], "status": s["status"], "verified": s["verified"],
-                  "gap": s["solver"]["gap"], "wall_s": round(wall, 2),
+                  "gap": s["solver"]["gap"],
+                  "deterministic": s["solver"]["deterministic"], "wall_s": round(wall, 2),
                   "milp_s": round(s["solver"]["milp_runtime_s"], 2),
                   "tokens_T": round(s["totals"]["tokens"] / 1e12, 1), "peak_mib": round(peak)}))
 """
