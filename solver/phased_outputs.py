@@ -68,11 +68,13 @@ def timeline_png(summary: dict[str, Any], path: Path) -> None:
     axes[2].set_title("Spend per period")
     for ax in axes:
         ax.set_xticks(x, names, rotation=30)
-        ax.legend(fontsize=8, loc="upper left")
-    tokens = summary["totals"]["tokens"]
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.3)  # room for the legend above the bars
+        ax.legend(fontsize=8, loc="upper left", ncol=2)
+    tokens, gap = summary["totals"]["tokens"], summary["solver"]["gap"]
     fig.suptitle(f"{summary['instance']}: {tokens / 1e12:,.0f}T effective tokens by the "
                  f"horizon, ${summary['totals']['spend_usd'] / 1e9:,.2f}B spent "
-                 f"({summary['status']}, verified={summary['verified']})")
+                 f"({summary['status']}, proven gap "
+                 f"{'n/a' if gap is None else f'{gap:.1%}'}, verified={summary['verified']})")
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -108,7 +110,7 @@ def render_phased(summary: dict[str, Any], console) -> None:
                      f"{p['cumulative_tokens'] / 1e12:,.1f}T")
     console.print(head)
     s, t = summary["solver"], summary["totals"]
-    gap = f"{s['gap']:.2g}" if s["gap"] is not None else "n/a"
+    gap = f"{s['gap']:.2%}" if s["gap"] is not None else "n/a"
     console.print(f"{t['tokens'] / 1e12:,.1f}T effective tokens ({t['flops']:.3g} FLOPs) by the "
                   f"horizon for ${t['spend_usd'] / 1e9:,.3f}B; objective "
                   f"{summary['objective']['name']} = {summary['objective']['value']:.4g}")
