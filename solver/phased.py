@@ -484,9 +484,9 @@ def solve_phased(inst: Instance, options: SolveOptions | None = None,
     outcome, data, model, deterministic = solve_plan(data, inputs, evaluators, full,
                                                      options, deadline)
     if not deterministic:
-        notes = [*notes, "the phased MILP stopped at the wall-clock time limit "
-                         "before its gap target: this plan depends on the machine's speed "
-                 "and load and is not reproducible; raise --time-limit"]
+        notes = [*notes, "the phased MILP stopped at the wall-clock time limit before its "
+                 "gap target: this plan depends on the machine's speed and load and is not "
+                 "reproducible; raise --time-limit"]
         base["notes"] = notes
     if model is None:
         diagnosis = (["no build-out meets every period's power, cash flow and demand"]
