@@ -85,8 +85,9 @@ def phased_fingerprint(code: int, s: dict) -> dict:
             "gap": s["solver"]["gap"], "deterministic": s["solver"]["deterministic"],
             "periods": [{"name": p["name"], "spend_usd": p["spend_usd"], "it_mw": p["it_mw"],
                          "tokens": p["tokens"], "clusters": [
-                             {k: c[k] for k in ("plan", "gpus_owned", "gpus_operating",
-                                                "spend_usd")} for c in p["clusters"]]}
+                             {k: c[k] for k in ("gpu", "switch", "tiers", "gpus_owned",
+                                                "gpus_operating", "spend_usd")}
+                             for c in p["clusters"]]}
                         for p in s["periods"]]}
 
 
