@@ -38,10 +38,10 @@ FIRST_PASS_DETERMINISTIC_S = 1.0
 
 
 def placement_first_pass(options: SolveOptions) -> cp_model.CpSolver:
-    """The placement's quick first pass: one worker, the same seed and gap, at most
-    FIRST_PASS_DETERMINISTIC_S of deterministic time (reproducible). Its placement stands
-    when within the gap; else `placement_solver` solves as before
-    (models.placement.model.solve)."""
+    """The placement's quick passes: one worker, the same seed and gap, at most
+    FIRST_PASS_DETERMINISTIC_S of deterministic time each (reproducible): the model with
+    the hubs where the hub bound is least, then the whole model. A placement within the
+    gap stands; else `placement_solver` solves as before (models.placement.model.solve)."""
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = options.seed
