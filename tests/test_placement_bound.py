@@ -13,7 +13,7 @@ from models.placement import bound
 from models.placement.model import build_model, solve
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, group_types
 from solver.backends import SolveOptions
-from solver.backends.cpsat import placement_first_pass, placement_solver
+from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
 
 
 def cpsat(seconds: float):
@@ -74,7 +74,8 @@ def test_room_bound_by_hand():
     types = group_types(p.groups)
     hb = bound.exhaustive_bound(p, types)
     assert hb.bound == 240 == proven_optimum(p) and hb.hubs == ((1, 1, 0),)
-    sol = solve(p, cpsat(5), placement_first_pass(SolveOptions()))
+    sol = solve(p, cpsat(5), placement_first_pass(SolveOptions()),
+                placement_hub_pass(SolveOptions()))
     assert sol.status == "optimal" and sol.objective == 240 and sorted(sol.hub) == [0, 1]
 
 

@@ -202,19 +202,20 @@ def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]]
 
 
 def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
-          first: cp_model.CpSolver | None = None) -> PlacementSolution:
+          first: cp_model.CpSolver | None = None,
+          hubbed: cp_model.CpSolver | None = None) -> PlacementSolution:
     """Solve with ``solver``, a CP-SAT solver configured by the caller (the project's
     settings: ``solver.backends.cpsat.placement_solver``; with its deterministic workers
     and time the same problem gives the same placement).
 
-    ``first``: quick passes of one worker (``cpsat.placement_first_pass``). The first
-    places the groups' hubs where the hub bound is least (``HubBound.hubs``): the rest
-    of the model is then linear and small, and its optimum is what CP-SAT returns in
-    milliseconds (the default design: 0.04% above the bound). Then, if that is not within
-    ``solver``'s gap limit, the whole model: its answer stands when within the gap;
-    otherwise ``solver`` solves from scratch (hinted with the first pass's placement it
-    ended further from the bound: 0.83% vs 0.55% at the default 30 s). The least
-    objective found is returned.
+    ``hubbed`` (``cpsat.placement_hub_pass``): first the groups' hubs are fixed where the
+    hub bound is least (``HubBound.hubs``); the rest of the model is then linear and
+    small, and ``hubbed`` solves it in milliseconds (the default design: 0.04% above the
+    bound). ``first``: then, if that is not within ``solver``'s gap limit, a quick pass
+    (``cpsat.placement_first_pass``) on the whole model: its answer stands when within
+    the gap; otherwise ``solver`` solves from scratch (hinted with the first pass's
+    placement it ended further from the bound: 0.83% vs 0.55% at the default 30 s). The
+    least objective found is returned.
 
     The hub-enumeration bound (:mod:`models.placement.bound`), when the distributions are
     few enough to enumerate, enters as ``objective ≥ bound`` (valid, and it lets CP-SAT
@@ -228,11 +229,11 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
     limit = solver.parameters.relative_gap_limit
     found: list[PlacementSolution] = []
     spent = 0.0
-    if first is not None and enumerated is not None and enumerated.hubs is not None:
+    if hubbed is not None and enumerated is not None and enumerated.hubs is not None:
         fixed = with_hubs(model, v, enumerated.hubs)
-        found.append(_solution(problem, v, first, first.Solve(fixed), enumerated,
-                               first.WallTime(), own_bound=False))
-        spent += first.WallTime()
+        found.append(_solution(problem, v, hubbed, hubbed.Solve(fixed), enumerated,
+                               hubbed.WallTime(), own_bound=False))
+        spent += hubbed.WallTime()
         if found[-1].within(limit):
             return found[-1]
     if first is not None:
