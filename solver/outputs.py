@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -262,12 +263,52 @@ def write_solve_outputs(result, out_dir: Path) -> list[Path]:
                                            encoding="utf-8")
         pd.DataFrame(summary["bom"]).to_csv(stage / "bom.csv", index=False)
         (stage / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
-        if result.placement is not None and result.placement.status.has_solution:
-            _write_placement(result.placement, stage)
-        write_bom_xlsx(result, stage)
-        write_report_html(result, stage, pictures=out_dir)
+        with beside(lambda: write_bom_xlsx(result, stage)):
+            if result.placement is not None and result.placement.status.has_solution:
+                _write_placement(result.placement, stage)
+            write_report_html(result, stage, pictures=out_dir)
         names = sorted(p.name for p in stage.iterdir())
     return [out_dir / name for name in names]
+
+
+@contextlib.contextmanager
+def beside(write: Callable[[], object]) -> Iterator[None]:
+    """Run ``write`` in a forked process while the block runs, so a second core takes it
+    (bom.xlsx: 1-2 s of openpyxl beside the floor plan and report.html); at the block's
+    end wait for it and raise its error (an OSError as an OSError: an output-location
+    problem). When the block raises, the process is ended first. Without fork (not
+    POSIX) ``write`` runs here, before the block."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        write()
+        yield
+        return
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            write()
+            send.send(None)
+        except BaseException as exc:  # reported to the parent, which raises it
+            send.send((isinstance(exc, OSError), f"{type(exc).__name__}: {exc}"))
+
+    process = context.Process(target=child, daemon=True)
+    process.start()
+    send.close()
+    try:
+        yield
+    except BaseException:
+        process.terminate()
+        process.join()
+        raise
+    try:
+        failure = receive.recv()
+    except EOFError:  # ended without a word (killed)
+        failure = (False, f"it ended with code {process.exitcode}")
+    process.join()
+    if failure is not None:
+        os_error, message = failure
+        raise (OSError if os_error else RuntimeError)(f"writing in a second process: {message}")
 
 
 def placement_csv(racks: list[Rack]) -> str:

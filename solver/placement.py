@@ -45,7 +45,7 @@ from models.placement.model import solve as solve_model
 from models.power_cost import BomLine
 from models.space import split_by_weight
 from solver.backends import SolveOptions
-from solver.backends.cpsat import placement_first_pass, placement_solver
+from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
 from solver.fabric_inputs import resolve_fabric_parts
 from solver.placement_check import check_placement
 from solver.results import Status
@@ -310,7 +310,7 @@ def place(inputs: Inputs, design: DesignToPlace, options: SolveOptions) -> Place
         inp = placement_inputs(inputs, design, resolve_fabric_parts(
             inputs, design.gpu, design.switch))
         sol = solve_model(inp.problem, placement_solver(options),
-                          placement_first_pass(options))
+                          placement_first_pass(options), placement_hub_pass(options))
         if sol.status == "infeasible":
             return failed_placement(Status.INFEASIBLE, infeasibility_reason(inp))
         if sol.status == "unknown":

@@ -13,7 +13,7 @@ from models.placement import bound
 from models.placement.model import build_model, solve
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, group_types
 from solver.backends import SolveOptions
-from solver.backends.cpsat import placement_solver
+from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
 
 
 def cpsat(seconds: float):
@@ -46,6 +46,47 @@ def test_one_hall_bound_by_hand():
     assert hb.bound == 116 and hb.method == "exhaustive" and hb.distributions == 1
     sol = solve(one_hall(), cpsat(5))
     assert sol.status == "optimal" and sol.objective == 116 == sol.bound
+
+
+def competing_halls() -> PlacementProblem:
+    """Building b: halls A and B with 2 slots each (ring cost 10, 20 to the other hall);
+    building c: hall C with 4 slots, 100 from anywhere. Two groups of 3 blocks, 1 link
+    each; the core tier costs nothing."""
+    zones = (Zone("b/A", "b", (2,), (10,), 2, 10**9), Zone("b/B", "b", (2,), (10,), 2, 10**9),
+             Zone("c/C", "c", (4,), (10,), 0, 10**9))
+    remote = ((0, 20, 100), (20, 0, 100), (100, 100, 0))
+    groups = (Group(blocks=3, links_per_block=1, spine_switches=1, spine_racks=1,
+                    spine_power_w=0),) * 2
+    upper = (UpperTier("spine-core", switches=1, per_rack=1, switch_power_w=0, links=2,
+                       cost=((0,) * 3,) * 3),)
+    return PlacementProblem(zones, groups, 1, remote, upper, {"b": 10**9, "c": 10**9})
+
+
+def test_room_bound_by_hand():
+    """Hubs in A and B: each hall's own cheapest-options bound is 2 x 10 + 1 x 20 = 40
+    (80 in all) as if both could use the other hall's slots; building b holds 4 of the 6
+    blocks, so 2 leave at 100: 4 x 10 + 2 x 100 = 240, the optimum. Both hubs in A: 2 x 10
+    local, 2 x 20 in B, 2 x 100 away = 260."""
+    p = competing_halls()
+    assert bound.building_leaf_spine(p, (0, 1), (3, 3), (2, 2), 4) == 240
+    assert bound.building_leaf_spine(p, (0, 1), (6, 0), (2, 2), 4) == 260
+    assert bound.building_leaf_spine(p, (0, 1), (6, 0), (2, 2), 6) == 100
+    types = group_types(p.groups)
+    hb = bound.exhaustive_bound(p, types)
+    assert hb.bound == 240 == proven_optimum(p) and hb.hubs == ((1, 1, 0),)
+    sol = solve(p, cpsat(5), placement_first_pass(SolveOptions()),
+                placement_hub_pass(SolveOptions()))
+    assert sol.status == "optimal" and sol.objective == 240 and sorted(sol.hub) == [0, 1]
+
+
+def test_room_bound_without_another_building():
+    """One building, more blocks than room: no distribution has room (NO_ROOM)."""
+    zone = Zone("b/h", "b", (2,), (10,), 5, 10**9)
+    p = PlacementProblem((zone,), one_hall().groups * 2, 1, ((0,),), one_hall().upper,
+                         {"b": 10**9})
+    assert bound.building_leaf_spine(p, (0,), (4,), (2,), 2) == bound.NO_ROOM
+    assert bound.building_leaf_spine(p, (0,), (2,), (2,), 2) == 20
+    assert bound.exhaustive_bound(p, group_types(p.groups)) is None
 
 
 def random_problem(seed: int) -> PlacementProblem:

@@ -417,3 +417,20 @@ def test_simulation_is_seeded():
 def test_breakdown_keys_sorted():
     b = interruption_breakdown(design(1024), RATES)
     assert list(b) == sorted(b)
+
+
+def test_poisson_interval_quantile_by_hand_and_against_scipy():
+    """k = 1: P(Poisson(x) >= 1) = 1 - e^-x = q, so x = -ln(1 - q); k = 2: 1 - e^-x (1 + x)
+    = q checked at the result; other k against scipy's chi2 quantile / 2."""
+    import math
+
+    from scipy.stats import chi2
+
+    from models.reliability.rates import half_chi2_quantile
+    for q in (0.025, 0.5, 0.975):
+        assert half_chi2_quantile(1, q) == pytest.approx(-math.log(1 - q), rel=1e-14)
+        x = half_chi2_quantile(2, q)
+        assert 1 - math.exp(-x) * (1 + x) == pytest.approx(q, rel=1e-12)
+    for k in (3, 7, 46, 64, 500):
+        for q in (0.025, 0.975):
+            assert half_chi2_quantile(k, q) == pytest.approx(chi2.ppf(q, 2 * k) / 2, rel=1e-11)

@@ -247,3 +247,27 @@ def test_report_command_rebuilds_from_design_json(cli, default_solve_run, tmp_pa
     bad.write_text('{"status": "optimal"}')
     out = cli("report", bad)
     assert out.exit_code == 3 and "design: missing" in out.output
+
+
+def test_a_writer_in_a_second_process_reports_its_work_and_its_failure(tmp_path):
+    """solver.outputs.beside: the file is there after the block, an OSError comes back as
+    an OSError (an output-location problem, exit 3), an interrupted block ends the
+    process at once."""
+    import time
+
+    from solver.outputs import beside
+
+    written = tmp_path / "x.txt"
+    with beside(lambda: written.write_text("ok")):
+        pass
+    assert written.read_text() == "ok"
+
+    def full() -> None:
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"), beside(full):
+        pass
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt), beside(lambda: time.sleep(60)):
+        raise KeyboardInterrupt
+    assert time.perf_counter() - start < 10

@@ -18,6 +18,17 @@ nearly linear, and a valid bound ``LB(H) ≤ min cost given H`` is cheap:
   power left after the spines allows;
 * tiers above 3: ``min_ij coef_ij · S_{t-1} · S_t`` (every product sums to ``S_{t-1}·S_t``).
 
+The leaf-spine term above lets every hub hall take the same remote slots. When all groups
+have the same links per block, :func:`room_bound` also counts room: hall ``j`` holds at most
+``L_j = min(slots_j, ⌊(P_j − spine power_j)/block power⌋)`` blocks and building ``b`` at most
+``C_b = min(Σ_{j∈b} L_j, ⌊(P_b − spine power_b)/block power⌋)``. The blocks hubbed in ``b``
+stay in ``b`` at most ``C_b`` (blocks from elsewhere are ignored); a block of hub hall ``j``
+pays its own hall's cheapest ``L_j`` ring slots, at least ``s_j = min`` remote cost from a
+sibling hall with room, or at least ``x_j = min`` remote cost from another building. That
+relaxation is solved exactly by keeping in ``b`` the ``C_b`` blocks that save most against
+``x_j``; the larger of the two leaf-spine terms enters ``LB(H)``. On the default site it
+lifts the bound from 2.8% to 0.04% below the best placement.
+
 Every term relaxes a constraint of the model, so ``min_H LB(H)`` over *all* hub
 distributions that fit the zones' network positions and power is a lower bound on the
 optimum (:func:`exhaustive_bound`, vectorised over chunks of distributions).
@@ -64,6 +75,9 @@ class HubBound:
     distributions: int
     """Hub distributions that fit (exhaustive), or per-building hub vectors covered before
     the fit filter and the symmetry reduction (by building)."""
+    hubs: tuple[tuple[int, ...], ...] | None = None
+    """Exhaustive: a distribution of least ``LB(H)``, groups of each type (``group_types``
+    order) hubbed per zone: the start of a placement (models.placement.model.solve)."""
 
 
 def hub_loads(types, hubs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -199,21 +213,110 @@ def hub_distributions(problem: PlacementProblem, types) -> Iterator[np.ndarray]:
                 yield hubs
 
 
+NO_ROOM = np.iinfo(np.int64).max // 4
+"""room_bound of a distribution whose blocks cannot all find room."""
+
+
+def block_room(problem: PlacementProblem, types, hubs: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Blocks each zone can hold beside the spines hubbed there, ``L_j`` per row, and each
+    building's ``C_b`` (module doc)."""
+    _, _, watts = hub_loads(types, hubs)
+    slots = np.array([sum(z.ring_slots) for z in problem.zones])
+    power = np.array([z.power_cap_w for z in problem.zones])
+    per_block = problem.block_power_w
+    room = (np.minimum(slots, (power - watts) // per_block) if per_block
+            else np.broadcast_to(slots, watts.shape)).clip(0)
+    building = {}
+    for halls in buildings(problem):
+        total = room[:, halls].sum(1)
+        cap = problem.building_cap_w.get(problem.zones[halls[0]].building)
+        if cap is not None and per_block:
+            total = np.minimum(total, (cap - watts[:, halls].sum(1)) // per_block).clip(0)
+        building[tuple(halls)] = total
+    return room, building
+
+
+def building_leaf_spine(problem: PlacementProblem, halls: tuple[int, ...],
+                        hubbed: tuple[int, ...], room: tuple[int, ...], kept: int) -> int:
+    """The room relaxation of one building (module doc) in cost units per link: blocks
+    ``hubbed`` per hall, ``room`` per hall, at most ``kept`` of them in the building;
+    NO_ROOM when blocks that cannot leave find no room."""
+    n = len(problem.zones)
+    total, savings, stuck = 0, [], 0
+    for j, blocks, own in zip(halls, hubbed, room, strict=True):
+        if not blocks:
+            continue
+        z = problem.zones[j]
+        rings = sorted((c, k) for c, k in zip(z.ring_cost, z.ring_slots, strict=True) if k)
+        inside = list(itertools.islice(itertools.chain.from_iterable(
+            itertools.repeat(c, k) for c, k in rings), min(own, blocks)))
+        sibling = [problem.remote_cost[i][j] for i, r in zip(halls, room, strict=True)
+                   if i != j and r]
+        if sibling:
+            inside = sorted(inside + [min(sibling)] * blocks)[:blocks]
+        away = [problem.remote_cost[i][j] for i in range(n) if i not in halls]
+        if not away:  # nowhere else to go: the cheapest room inside, or none
+            stuck += blocks
+            savings += [(math.inf, c) for c in inside]
+            continue
+        leave = min(away)
+        total += blocks * leave
+        savings += [(leave - c, c) for c in inside if c < leave]
+    savings.sort(key=lambda s: -s[0])
+    chosen = savings[:kept]
+    if sum(1 for s, _ in chosen if s == math.inf) < stuck:
+        return NO_ROOM
+    return total + sum(c if s == math.inf else -s for s, c in chosen)
+
+
+def room_bound(problem: PlacementProblem, types, hubs: np.ndarray, memo: dict) -> np.ndarray:
+    """The room relaxation's leaf-spine cost per row of ``hubs`` (module doc; 0 when the
+    group types differ in links per block); ``memo`` keeps each building's values across
+    chunks."""
+    links = {grp.links_per_block for grp, _ in types}
+    total = np.zeros(len(hubs), dtype=np.int64)
+    if len(links) != 1:
+        return total
+    links = links.pop()
+    hubbed = (hubs * np.array([grp.blocks for grp, _ in types])[None, :, None]).sum(1)
+    room, kept = block_room(problem, types, hubs)
+    for halls, cap in kept.items():
+        rows = np.concatenate([hubbed[:, halls], room[:, halls], cap[:, None]], 1)
+        flat = np.ravel_multi_index(tuple(rows.T), tuple(rows.max(0) + 1))
+        _, first, where = np.unique(flat, return_index=True, return_inverse=True)
+        values = []
+        for key in map(tuple, rows[first].tolist()):
+            if (halls, key) not in memo:
+                k = len(halls)
+                memo[halls, key] = building_leaf_spine(problem, halls, key[:k], key[k:2 * k],
+                                                       key[-1])
+            values.append(memo[halls, key])
+        values = np.array(values, dtype=np.int64)
+        part = np.where(values >= NO_ROOM, NO_ROOM, values * links)[where.ravel()]
+        total = np.minimum(total + part, NO_ROOM)
+    return total
+
+
 def exhaustive_bound(problem: PlacementProblem, types) -> HubBound | None:
-    """``min_H LB(H)`` over every hub distribution (module doc)."""
+    """``min_H LB(H)`` over every hub distribution (module doc), and a distribution
+    reaching it."""
     tables = [hall_leaf_spine_table(problem, types, j) for j in range(len(problem.zones))]
     zones = range(len(problem.zones))
-    best = None
+    best, best_hubs, memo = None, None, {}
     size = 0
     for hubs in hub_distributions(problem, types):
         cores, feasible = spine_core_bound(problem, types, hubs)
         size += len(hubs)
+        roomy = room_bound(problem, types, hubs, memo)
+        feasible &= roomy < NO_ROOM
         if feasible.any():
-            lb = int((leaf_spine_bound(tables, hubs, zones) + cores)[feasible].min())
-            best = lb if best is None else min(best, lb)
+            lb = np.maximum(leaf_spine_bound(tables, hubs, zones), roomy) + cores
+            row = int(np.flatnonzero(feasible)[np.argmin(lb[feasible])])
+            if best is None or lb[row] < best:
+                best, best_hubs = int(lb[row]), tuple(map(tuple, hubs[row].tolist()))
     if best is None:
         return None
-    return HubBound(best + higher_tiers_bound(problem), "exhaustive", size)
+    return HubBound(best + higher_tiers_bound(problem), "exhaustive", size, best_hubs)
 
 
 def distribution_count(problem: PlacementProblem, types) -> int:

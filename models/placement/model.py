@@ -42,7 +42,7 @@ enumerates the hub distributions instead and its bound enters as ``objective ≥
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -70,6 +70,11 @@ class PlacementSolution:
     bound_method: str = "cp-sat"
     """Where ``bound`` comes from: cp-sat, or the hub bound's method (exhaustive | by
     building) when that is higher."""
+
+    def within(self, gap: float) -> bool:
+        """Placed, and ``(objective − bound) / objective ≤ gap``."""
+        return (self.status in ("optimal", "feasible")
+                and self.objective - self.bound <= gap * max(abs(self.objective), 1))
 
 
 def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
@@ -197,56 +202,85 @@ def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]]
 
 
 def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
-          first: cp_model.CpSolver | None = None) -> PlacementSolution:
+          first: cp_model.CpSolver | None = None,
+          hubbed: cp_model.CpSolver | None = None) -> PlacementSolution:
     """Solve with ``solver``, a CP-SAT solver configured by the caller (the project's
     settings: ``solver.backends.cpsat.placement_solver``; with its deterministic workers
     and time the same problem gives the same placement).
 
-    ``first``: a quick first pass (``cpsat.placement_first_pass``). Its answer stands when
-    it is within ``solver``'s gap limit (one default CP-SAT worker finds the default
-    design's placement within 2% in a fraction of a second, where the interleaved workers
-    need seconds of deterministic time); otherwise ``solver`` solves from scratch, as
-    without it: hinted with the first pass's placement it ended further from the bound
-    (0.83% vs 0.55% at the default 30 s).
+    ``hubbed`` (``cpsat.placement_hub_pass``): first the groups' hubs are fixed where the
+    hub bound is least (``HubBound.hubs``); the rest of the model is then linear and
+    small, and ``hubbed`` solves it in milliseconds (the default design: 0.04% above the
+    bound). ``first``: then, if that is not within ``solver``'s gap limit, a quick pass
+    (``cpsat.placement_first_pass``) on the whole model: its answer stands when within
+    the gap; otherwise ``solver`` solves from scratch (hinted with the first pass's
+    placement it ended further from the bound: 0.83% vs 0.55% at the default 30 s). The
+    least objective found is returned.
 
     The hub-enumeration bound (:mod:`models.placement.bound`), when the distributions are
     few enough to enumerate, enters as ``objective ≥ bound`` (valid, and it lets CP-SAT
     stop once within its relative gap limit of it); the reported bound is the larger of
-    the two.
+    the two (never the bound of the pass with fixed hubs, which holds for those hubs only).
     """
     model, v = build_model(problem)
     enumerated = hub_bound(problem)
     if enumerated is not None:
         model.Add(v["objective"] >= enumerated.bound)
+    limit = solver.parameters.relative_gap_limit
+    found: list[PlacementSolution] = []
     spent = 0.0
+    if hubbed is not None and enumerated is not None and enumerated.hubs is not None:
+        fixed = with_hubs(model, v, enumerated.hubs)
+        found.append(_solution(problem, v, hubbed, hubbed.Solve(fixed), enumerated,
+                               hubbed.WallTime(), own_bound=False))
+        spent += hubbed.WallTime()
+        if found[-1].within(limit):
+            return found[-1]
     if first is not None:
-        code = first.Solve(model)
-        spent = first.WallTime()
-        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            bound = max(first.BestObjectiveBound(),
-                        enumerated.bound if enumerated is not None else -math.inf)
-            gap = (first.ObjectiveValue() - bound) / max(abs(first.ObjectiveValue()), 1.0)
-            if gap <= solver.parameters.relative_gap_limit:
-                return _solution(problem, v, first, code, enumerated, spent)
-    return _solution(problem, v, solver, solver.Solve(model), enumerated,
-                     spent + solver.WallTime())
+        found.append(_solution(problem, v, first, first.Solve(model), enumerated,
+                               spent + first.WallTime()))
+        spent += first.WallTime()
+        if found[-1].within(limit):
+            return found[-1]
+    found.append(_solution(problem, v, solver, solver.Solve(model), enumerated,
+                           spent + solver.WallTime()))
+    placed = [s for s in found if s.status in ("optimal", "feasible")]
+    if not placed:
+        return found[-1]
+    best = min(placed, key=lambda s: s.objective)
+    proof = max(placed, key=lambda s: s.bound)
+    return dataclasses.replace(
+        best, status="optimal" if best.objective <= proof.bound else "feasible",
+        bound=proof.bound, bound_method=proof.bound_method, runtime_s=found[-1].runtime_s)
+
+
+def with_hubs(model: cp_model.CpModel, v: dict,
+              hubs: tuple[tuple[int, ...], ...]) -> cp_model.CpModel:
+    """A copy of ``model`` with the groups of each type hubbed as ``hubs[type][zone]``."""
+    fixed = model.clone()
+    for (ty, h), var in v["hubs"].items():
+        fixed.Add(fixed.GetIntVarFromProtoIndex(var.Index()) == hubs[ty][h])
+    return fixed
 
 
 def _solution(problem: PlacementProblem, v: dict, solver: cp_model.CpSolver, code: int,
-              enumerated, runtime_s: float) -> PlacementSolution:
+              enumerated, runtime_s: float, own_bound: bool = True) -> PlacementSolution:
     """The placement of a finished solve (status from the objective against the larger of
-    CP-SAT's and the enumerated bound)."""
+    CP-SAT's and the enumerated bound; ``own_bound`` False: CP-SAT's bound is of a
+    restricted model and is not used)."""
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
               cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")
     if status not in ("optimal", "feasible"):
-        return PlacementSolution(status, 0, 0, (), {}, {}, (), (), runtime_s)
+        return PlacementSolution(status if own_bound else "unknown", 0, 0, (), {}, {}, (), (),
+                                 runtime_s)
     val = {name: {key: solver.Value(x) for key, x in v[name].items()}
            for name in ("hubs", "loc", "rem")}
     hub, local, remote = disaggregate(problem, v["types"], val["hubs"], val["loc"], val["rem"])
     upper = tuple(tuple(solver.Value(x) for x in row) for row in v["sw"])
     upper_racks = tuple(tuple(solver.Value(x) for x in row) for row in v["racks"])
     objective, bound, method = (round(solver.ObjectiveValue()),
-                                round(solver.BestObjectiveBound()), "cp-sat")
+                                round(solver.BestObjectiveBound()) if own_bound else 0,
+                                "cp-sat")
     if enumerated is not None and enumerated.bound >= bound:
         bound, method = enumerated.bound, enumerated.method
     # CP-SAT calls a stop at the gap limit OPTIMAL; only a closed gap is.

@@ -49,6 +49,17 @@ def placement_first_pass(options: SolveOptions) -> cp_model.CpSolver:
     solver.parameters.max_deterministic_time = limit
     solver.parameters.max_time_in_seconds = WALL_CAP_FACTOR * limit
     solver.parameters.relative_gap_limit = options.placement_gap
+    solver.parameters.catch_sigint_signal = False  # see the note above
+    return solver
+
+
+def placement_hub_pass(options: SolveOptions) -> cp_model.CpSolver:
+    """The placement's pass with the hubs fixed where the hub bound is least (a small
+    linear model): one worker, the same seed, at most FIRST_PASS_DETERMINISTIC_S of
+    deterministic time, solved to optimality (no gap: the best placement of those hubs
+    costs milliseconds on the shipped sites)."""
+    solver = placement_first_pass(options)
+    solver.parameters.relative_gap_limit = 0.0
     return solver
 
 
