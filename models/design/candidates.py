@@ -48,7 +48,10 @@ def link_lengths(lengths, fabric: Fabric,
         "spine-core": lengths.spine_core_m,
     }
     top = lengths.spine_core_m if single_building else lengths.between_buildings_m
-    return {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
+    out = {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
+    if fabric.pods > 1:  # the class joining the pods, whatever tier it is
+        out[fabric.link_classes[-1].name] = top
+    return out
 
 
 def lengths_m(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> dict[str, float]:
@@ -222,7 +225,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
                 node_power_w=node_power_w(p), su_racks=su_racks(inputs, p, sized[-1][2], su),
                 checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo,
-                recovery=p.recovery)
+                recovery=p.recovery, pods_in_buildings=p.pods_in_buildings)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
             if node_kind not in ladders:
                 ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
@@ -341,7 +344,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
-               "block_power_w": space.block_power_w},
+               "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
+               "hall_power_w": space.hall_power_by_building()},
     )
 
 

@@ -51,6 +51,8 @@ class Config:
     """Medium of each link class, tier order."""
     recovery: str = "storage"
     """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
+    pods_in_buildings: bool = False
+    """One pod per building (site order), each placed whole in its building."""
 
 
 @dataclass(frozen=True)
