@@ -100,8 +100,9 @@ def required_tokens_per_s(inst: Instance) -> float:
 
 def link_length_m(inst: Instance, link_class: str, rail_optimized: bool,
                   joins_pods: bool = False) -> float:
-    """Typical length of a class; the class joining pods, and any class above spine-core,
-    spans the campus (between_buildings_m) on a site of several buildings."""
+    """Typical length of a class; the class joining pods, the top class of a tree of 3 or
+    more tiers and any class above spine-core span the campus (between_buildings_m) on a
+    site of several buildings."""
     cl = inst.site.cable_lengths
     if len(inst.site.buildings) > 1 and joins_pods:
         return cl.between_buildings_m
@@ -166,7 +167,8 @@ def evaluate(inst: Instance, config, cand) -> Design:
         m = media[lc.name]
         length = (space.node_link_m if lc.name == "node-leaf"
                   else link_length_m(inst, lc.name, config.rail_optimized,
-                                     fabric.pods > 1 and lc == fabric.link_classes[-1]))
+                                     (fabric.pods > 1 or fabric.tiers >= 3)
+                                     and lc == fabric.link_classes[-1]))
         if m.gbps != nic.port_gbps or m.reach_m < length:
             violated.append(f"reach[{lc.name}]")
         end_usd = m.price_usd_per_end / m.links_per_module
@@ -204,13 +206,22 @@ def evaluate(inst: Instance, config, cand) -> Design:
     room = [min(space.block_slots_by_building().get(b.name, 0),
                 math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
             for b in inst.site.buildings]
-    # one pod per building: pod i's blocks (block_count / pods) all in building i
+    # one pod per building: pod i's blocks (block_count / pods) all in building i, with
+    # the pod's switches above its leaves, every block full and every switch at the
+    # conservative power placement counts, within the building's and its halls' power
     per_pod = space.block_count // fabric.pods if config.pods_in_buildings else None
     pod_units = math.ceil(math.ceil(total / fabric.pods) / su) if per_pod else None
+    pod_w = (per_pod or 0) * space.block_power_w + sum(
+        fabric.switches_per_tier[1:fabric.pod_tiers]) // fabric.pods * space.leaf_power_w
+    hall_w = {b.name: 0.0 for b in inst.site.buildings}
+    for b, h in site_halls(inst):
+        hall_w[b] += h.hall_cap_kw * 1e3
+    pods_fit = per_pod is None or (
+        per_pod <= min(room) and all(pod_w <= min(b.it_power_mw * 1e6, hall_w[b.name])
+                                     * (1 + TOL) for b in inst.site.buildings))
     if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
                           network_racks, pod_units) \
-            or space.block_count > sum(room) \
-            or (per_pod is not None and per_pod > min(room)):
+            or space.block_count > sum(room) or not pods_fit:
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,
                   gpus, switches, equipment_usd, equipment_w, it_w, capex, tco, eff,
