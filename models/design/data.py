@@ -11,6 +11,7 @@ scalable units and network equipment in buildings.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -92,6 +93,11 @@ class Candidate:
     @property
     def su_count(self) -> int:
         return self.extra["su_count"]
+
+    def pod_units(self, su_nodes: int) -> int:
+        """Scalable units one pod's ``⌈(nodes + spares)/pods⌉`` nodes fill."""
+        pod = math.ceil((self.nodes + self.spare_nodes) / self.extra["pods"])
+        return math.ceil(pod / su_nodes)
 
     @cached_property  # summed once: pruning reads it for every candidate, often
     def equipment_capex_usd(self) -> float:

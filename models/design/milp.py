@@ -224,8 +224,7 @@ def add_pods_in_buildings(m: pyo.ConcreteModel, data: DesignData) -> None:
     @m.Constraint(m.POD_BUILDINGS, doc="a pod's scalable units in its building")
     def pod_units(m, b, c):
         su = data.configs[c].su_nodes
-        return m.su_in[b, c] <= ladder_sum(
-            m, lambda k: -(-(-(-(k.nodes + k.spare_nodes) // k.extra["pods"])) // su), [c])
+        return m.su_in[b, c] <= ladder_sum(m, lambda k: k.pod_units(su), [c])
 
 
 def add_pod_power(m: pyo.ConcreteModel, data: DesignData) -> None:

@@ -110,7 +110,7 @@ def pods_fit(data: DesignData, k: Candidate, units: list[int], blocks_by_power: 
     ``U_k <= Σ_b min(⌈⌈n/P⌉/su⌉, units_b)``."""
     cfg, pods = data.configs[k.config], k.extra["pods"]
     blocks = k.extra["blocks"] // pods
-    su = -(-(-(-(k.nodes + k.spare_nodes) // pods)) // cfg.su_nodes)
+    su = k.pod_units(cfg.su_nodes)
     for b in data.buildings:
         slots = k.extra["block_slots"].get(b.name, 0) if space else blocks
         room = min(b.it_power_w, k.extra["hall_power_w"].get(b.name, 0.0))
