@@ -194,3 +194,29 @@ def test_checker_fails_pods_placed_across_buildings():
                                                                     design=aligned))
     problems = check_placement(inputs, moved)
     assert any("cross buildings" in p or "its pod has" in p for p in problems)
+
+
+def test_checker_re_derives_each_buildings_pod():
+    """The independent design checker: building i holds exactly pod i's blocks; moving
+    one block to the other building fails it (while the block counts still sum)."""
+    import dataclasses
+
+    from models.design.candidates import build_design_data, exact_candidate
+    from models.design.evaluate import default_evaluators
+    from solver import checker
+
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"]["it_power_mw"] = 3.0
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.5},
+                              {"name": "b", "it_power_mw": 1.5}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
+    result = solve(instance_from_dict(d), place=False)
+    design, inputs = result.design, result.inputs
+    assert design.blocks_per_building == {"a": 3, "b": 3}  # 192 nodes: 2 pods of 3 blocks
+    data, _ = build_design_data(inputs, default_evaluators(inputs))
+    exact = exact_candidate(inputs, default_evaluators(inputs), data, design.candidate)
+    assert checker.check_design(inputs, design, data, exact).ok
+    moved = dataclasses.replace(design, blocks_per_building={"a": 4, "b": 2})
+    failures = checker.check_design(inputs, moved, data, exact).failures
+    assert any("pod_blocks[a]" in f for f in failures)
