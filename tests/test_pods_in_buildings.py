@@ -220,3 +220,22 @@ def test_checker_re_derives_each_buildings_pod():
     moved = dataclasses.replace(design, blocks_per_building={"a": 4, "b": 2})
     failures = checker.check_design(inputs, moved, data, exact).failures
     assert any("pod_blocks[a]" in f for f in failures)
+
+
+def test_pods_and_pods_per_together_are_refused_naming_the_field():
+    from solver.errors import InvalidInstance
+
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700", "pods": 2,
+                                "pods_per": "building"}]
+    with pytest.raises(InvalidInstance, match=r"choices\.fabrics\.0: set pods or pods_per"):
+        instance_from_dict(d)
+
+
+def test_pods_per_building_on_one_building_is_skipped_with_a_note():
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700"},
+                               {"switch": "quantum2-qm9700", "pods_per": "building"}]
+    inputs = prepare(instance_from_dict(d))
+    assert not any(p.pods_in_buildings for p in inputs.configs)
+    assert any("two or more buildings" in n for n in inputs.config_notes)
