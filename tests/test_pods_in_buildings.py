@@ -239,3 +239,19 @@ def test_pods_per_building_on_one_building_is_skipped_with_a_note():
     inputs = prepare(instance_from_dict(d))
     assert not any(p.pods_in_buildings for p in inputs.configs)
     assert any("two or more buildings" in n for n in inputs.config_notes)
+
+
+def test_a_pod_too_big_for_its_building_is_diagnosed():
+    """224 nodes need two pods of 4 blocks (4 x 347.5 kW) and 32 spines each (+58.7 kW at
+    the conservative switch power): 1.449 MW in halls that feed 1.40 MW (1.5 MW less the
+    non-server share), short by ~0.04 MW in each building."""
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"].update({"it_power_mw": 3.0, "min_gpus": 1792})
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.5},
+                              {"name": "b", "it_power_mw": 1.5}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
+    s = solve(instance_from_dict(d), place=False).summary
+    assert s["status"] == "infeasible"
+    assert sum("cannot feed one pod" in m and "short by 0.04 MW" in m
+               for m in s["diagnosis"]) == 2
