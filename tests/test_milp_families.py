@@ -91,7 +91,7 @@ CASES = {
                                               {"name": "h", "rows": 3, "positions_per_row": 24,
                                                "rack_power_kw": 40.0}]}]), "buildings"),
     # 224 nodes = two pods of 4 blocks: the blocks fit each building's slots and power
-    # alone (4 x 347.5 kW of 1,402 kW of halls) but not with the pod's 32 spines (+58.7 kW)
+    # alone (4 x 346.5 kW of 1,402 kW of halls) but not with the pod's 32 spines (+54.6 kW)
     "pod_power": (dict(limits={"it_power_mw": 5.0}, choices=ALIGNED,
                        buildings=[{"name": "a", "it_power_mw": 1.5},
                                   {"name": "b", "it_power_mw": 1.5}]), "buildings"),

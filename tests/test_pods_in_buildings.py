@@ -242,9 +242,9 @@ def test_pods_per_building_on_one_building_is_skipped_with_a_note():
 
 
 def test_a_pod_too_big_for_its_building_is_diagnosed():
-    """224 nodes need two pods of 4 blocks (4 x 347.5 kW) and 32 spines each (+58.7 kW at
-    the conservative switch power): 1.440 MW in halls that feed 1.402 MW (1.5 MW less the
-    non-server share), short by ~0.04 MW in each building."""
+    """224 nodes need two pods of 4 blocks (4 x 346.5 kW) and 32 spines each (+54.6 kW at
+    the conservative 1,707 W a switch): 1.440 MW in halls that feed 1.402 MW (1.5 MW less
+    the non-server share), short by ~0.04 MW in each building."""
     d = copy.deepcopy(read_document(TINY))
     d["limits"].update({"it_power_mw": 3.0, "min_gpus": 1792})
     d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.5},
