@@ -259,6 +259,22 @@ class SpaceLayout:
         block (a partly filled last block of a pod included) [W]."""
         return max((h.shape.power_w for h in self.halls if h.shape is not None), default=0.0)
 
+    @property
+    def pod_power_w(self) -> float:
+        """One pod as placement powers it [W]: its blocks, each full at
+        :attr:`block_power_w`, and the switches above its leaves inside the pod (tiers
+        2 … pod_tiers, ``S_t / pods`` each) at the conservative switch power."""
+        f = self.fabric
+        inner = sum(f.switches_per_tier[1:f.pod_tiers]) // f.pods
+        return self.blocks_per_pod * self.block_power_w + inner * self.leaf_power_w
+
+    def hall_power_by_building(self) -> dict[str, float]:
+        """Power the halls of each building can feed: the sum of their ``hall_cap_kw`` [W]."""
+        out: dict[str, float] = {}
+        for h in self.halls:
+            out[h.building] = out.get(h.building, 0.0) + h.hall.hall_cap_kw * 1e3
+        return out
+
     def block_slots_by_building(self) -> dict[str, int]:
         """Blocks each building's halls can take: per hall its block slots and
         ``⌊hall kW / block kW⌋``."""

@@ -251,6 +251,10 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
                        f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
                        f"{slots.get(b, 0)} block slots")
                    for b, n in sorted(blocks.items())]
+        if design.config.pods_in_buildings:  # building i holds pod i's blocks, no more
+            per_pod = space.block_count // fabric.pods
+            checks += [Check(f"pod_blocks[{b.name}]", blocks.get(b.name, 0) == per_pod,
+                             blocks.get(b.name, 0), per_pod) for b in inputs.site.buildings]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))

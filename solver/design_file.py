@@ -93,19 +93,20 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
                          lost_hours_per_interruption(rel.details),
                          cost_usd_per_hour(pc.tco_usd, pc.years),
                          tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
-                         parts.recovery)
+                         parts.recovery, parts.pods_in_buildings)
 
 
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
     """The instance's configuration with the design's decisions."""
     wanted = {"gpu": d.gpu, "switch": d.switch, "nic": d.nic, "pods": d.pods,
               "oversubscription": d.oversubscription, "rail_optimized": d.rail_optimized,
-              "nic_attachment": d.nic_attachment, "recovery": d.recovery}
+              "nic_attachment": d.nic_attachment, "recovery": d.recovery,
+              "pods_in_buildings": d.pods_in_buildings}
     for p in inputs.configs:
         have = {"gpu": p.gpu.id, "switch": p.switch.id, "nic": p.nic.id,
                 "pods": p.fabric.pods or 1, "oversubscription": p.fabric.oversubscription,
                 "rail_optimized": p.rail_optimized, "nic_attachment": p.nic_attachment,
-                "recovery": p.recovery}
+                "recovery": p.recovery, "pods_in_buildings": p.pods_in_buildings}
         if have == wanted:
             return p
     decisions = ", ".join(f"{k}={v}" for k, v in wanted.items())

@@ -147,4 +147,10 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
             msgs.append(f"site.buildings[{b.name}].it_power_mw {b.it_power_w / 1e6:g} cannot "
                         f"feed the scalable-unit blocks placement puts there for {need}; needs "
                         f">= {ceil_to(b.it_power_w / 1e6 + extra_mw, 2):.2f}")
+        if hasattr(m, "slack_pod_power"):
+            msgs += [f"site.buildings[{b.name}]: its halls cannot feed one pod of {need} ({c}) "
+                     f"with its switches (one pod per building); short by "
+                     f"{ceil_to(pyo.value(m.slack_pod_power[b.name, c]), 2):.2f} MW"
+                     for bb, c in m.POD_POWER
+                     if bb == b.name and pyo.value(m.slack_pod_power[bb, c]) > 1e-6]
     return msgs or [f"the limits cannot be met together with {need}"]

@@ -14,7 +14,7 @@ Shared by ``clusterplan fabric`` and the solve pipeline:
                  the row, so the node end leaves the rack) or
                  ``node_leaf_middle_of_rack_m`` (leaf in the rack group: copper)
   leaf-spine     ``leaf_spine_m``
-  spine-core     ``spine_core_m``
+  spine-core     ``spine_core_m``; ``between_buildings_m`` as the top of a campus tree
   core-super and ``between_buildings_m`` (a 4th tier, or the tier joining pods, spans
   above          the buildings of a campus); ``spine_core_m`` on a single-building site
   ============== =====================================================================

@@ -61,7 +61,8 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          lost_hours_per_interruption(cand.extra.get("reliability", {})),
                          cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None,
                          tuple(cand.switches_per_tier), tuple(cand.links_per_tier),
-                         cand.extra.get("reliability", {}).get("recovery", "storage"))
+                         cand.extra.get("reliability", {}).get("recovery", "storage"),
+                         c.pods_in_buildings)
 
 
 @dataclass(frozen=True)
@@ -159,13 +160,27 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
         upper: list[Rack] = []
         for h in range(len(halls)):
             upper += _switch_racks(inp, role, f"h{h}", sol.upper[t - 2][h], net_free[h], racks)
-        per_lower = split_by_weight(lc.links, [r.switches for r in lower])
-        for lo, n in zip(lower, per_lower, strict=True):
-            per = split_by_weight(n, [u.switches for u in upper])
-            bundles += [Bundle(lc.name, lc.tier, lo.id, u.id, c)
-                        for u, c in zip(upper, per, strict=True) if c]
+        inner = inp.problem.upper[t - 2].building_switches
+        if inner:  # a tier inside pods aligned with buildings: wired pod by pod
+            pod_links = lc.links // inp.fabric.pods
+            for b, _ in inner:
+                bundles += _spread(lc, [r for r in lower if r.position.building == b],
+                                   [u for u in upper if u.position.building == b], pod_links)
+        else:
+            bundles += _spread(lc, lower, upper, lc.links)
         lower = upper
     return Layout(racks, bundles, blocks_info)
+
+
+def _spread(lc: LinkClass, lower: list[Rack], upper: list[Rack], links: int) -> list[Bundle]:
+    """``links`` links of ``lc`` from the ``lower`` switch racks to the ``upper`` ones, each
+    end's share in proportion to its switches (largest remainder)."""
+    out = []
+    for lo, n in zip(lower, split_by_weight(links, [r.switches for r in lower]), strict=True):
+        per = split_by_weight(n, [u.switches for u in upper])
+        out += [Bundle(lc.name, lc.tier, lo.id, u.id, c)
+                for u, c in zip(upper, per, strict=True) if c]
+    return out
 
 
 def _switch_racks(inp: PlacementInputs, role: str, tag: str, switches: int, free: list[Position],

@@ -94,6 +94,8 @@ def check_placement(inputs: Inputs, result) -> list[str]:
         if links_by_class[lc.name] != lc.links:
             problems.append(f"{lc.name}: {links_by_class[lc.name]} links cabled, the fabric has "
                             f"{lc.links}")
+    if inp.design.pods_in_buildings:
+        problems += _pods_in_buildings(inputs, result, pos)
     designed = inp.design.switches_per_tier, inp.design.links_per_tier
     placed = fabric.switches_per_tier, fabric.links_per_tier
     if designed[0] is not None and tuple(designed[0]) != tuple(placed[0]):
@@ -103,6 +105,30 @@ def check_placement(inputs: Inputs, result) -> list[str]:
         problems.append(f"placement built links per tier {list(placed[1])}, the design has "
                         f"{list(designed[1])}")
     return problems
+
+
+def _pods_in_buildings(inputs: Inputs, result, pos: dict) -> list[str]:
+    """Pods aligned with buildings: building ``i`` (site order) holds pod ``i``'s nodes,
+    ``⌈n/P⌉`` each and the rest in the last pod, and only the top link class (the one
+    joining the pods) crosses buildings."""
+    fabric = result.inputs.fabric
+    names = [b.name for b in inputs.site.buildings]
+    pods, total = len(names), result.inputs.design.nodes
+    size = -(-total // pods)
+    want = {b: max(0, min(size, total - i * size)) for i, b in enumerate(names)}
+    have: Counter[str] = Counter()
+    for r in result.racks:
+        have[r.position.building] += r.nodes
+    out = [f"{b}: {have[b]} nodes placed, its pod has {want[b]}" for b in names
+           if have[b] != want[b]]
+    top = fabric.link_classes[-1].name
+    crossing: Counter[str] = Counter()
+    for run in result.runs:
+        if run.link_class != top and pos[run.a][0].building != pos[run.b][0].building:
+            crossing[run.link_class] += run.count
+    out += [f"{lc}: {n} links cross buildings; only {top} links may join the pods"
+            for lc, n in sorted(crossing.items())]
+    return out
 
 
 def _failure_domains(racks, network_rows: dict[tuple[str, str], int]) -> list[str]:

@@ -58,6 +58,8 @@ def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
                checkpoint_gbytes_per_s: float, recovery: str) -> str:
     tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
+    if fabric.pods_per == "building":
+        pods = f"-per-building-x{fabric.oversubscription:g}"
     layout = "rail" if rail else "mor"
     return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
             f"ckpt{checkpoint_gbytes_per_s:g}/{recovery}")
@@ -73,7 +75,12 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
             skipped.append(f"{gpu_id}: one failed part stops {gpu.gpus_per_node} GPUs, above "
                            f"reliability.max_blast_radius_gpus {blast}")
             continue
-        for fabric in inst.choices.fabrics:
+        for choice in inst.choices.fabrics:
+            fabric = pods_per_building(choice, len(inst.site.buildings))
+            if fabric is None:
+                skipped.append(f"{gpu_id} with {choice.switch}: pods per building need a site "
+                               f"of two or more buildings")
+                continue
             switch = cat.switch[fabric.switch]
             nic = backend_nic(cat, gpu, switch)
             if switch.family not in nic.families:
@@ -93,6 +100,16 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
                 parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
                                          storage, recovery))
     return sorted(parts, key=lambda p: p.key), skipped
+
+
+def pods_per_building(fabric: FabricChoice, buildings: int) -> FabricChoice | None:
+    """The fabric choice with its pods resolved: ``pods_per = 'building'`` gives one pod per
+    building (None on a single-building site, where it is the campus fabric)."""
+    if fabric.pods_per != "building":
+        return fabric
+    if buildings < 2:
+        return None
+    return fabric.model_copy(update={"pods": buildings})
 
 
 def site_halls(inst: Instance) -> tuple[tuple[str, Hall], ...]:

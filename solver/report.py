@@ -242,7 +242,7 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
             links_per_tier=tuple(cand.links_per_tier),
             media=tuple(MediaRow(**m) for m in design.media()),
             scalable_units_per_building=design.su_per_building,
-            job_mapping=mapping),
+            job_mapping=mapping, pods_in_buildings=cfg.pods_in_buildings),
         power=Power.of(pc),
         cost=Cost.of(pc),
         throughput=Throughput(

@@ -113,6 +113,8 @@ class DesignSection(Document):
     scalable_units_per_building: Mapping[str, int]
     job_mapping: Mapping[str, Any] | None
     """Where the job's parallel groups sit on the fabric (solver.job_mapping), or None."""
+    pods_in_buildings: bool = False
+    """One pod per building (site order), each placed whole in its building."""
 
 
 @dataclass(frozen=True)

@@ -98,8 +98,14 @@ def required_tokens_per_s(inst: Instance) -> float:
     return need
 
 
-def link_length_m(inst: Instance, link_class: str, rail_optimized: bool) -> float:
+def link_length_m(inst: Instance, link_class: str, rail_optimized: bool,
+                  joins_pods: bool = False) -> float:
+    """Typical length of a class; the class joining pods, the top class of a tree of 3 or
+    more tiers and any class above spine-core span the campus (between_buildings_m) on a
+    site of several buildings."""
     cl = inst.site.cable_lengths
+    if len(inst.site.buildings) > 1 and joins_pods:
+        return cl.between_buildings_m
     if link_class == "node-leaf":
         return cl.node_leaf_rail_optimized_m if rail_optimized else cl.node_leaf_middle_of_rack_m
     if link_class == "leaf-spine":
@@ -110,12 +116,15 @@ def link_length_m(inst: Instance, link_class: str, rail_optimized: bool) -> floa
 
 
 def fits_buildings(inst: Instance, su_count: int, su_w: float, su_racks: int,
-                   network_w: float, network_racks: int) -> bool:
-    """Some whole-SU split over the buildings leaves room for the network equipment."""
+                   network_w: float, network_racks: int, most_per_building: int | None = None
+                   ) -> bool:
+    """Some whole-SU split over the buildings (at most ``most_per_building`` SUs in each:
+    one pod per building) leaves room for the network equipment."""
     f = 1 + inst.catalog.facility.non_server_it_fraction
     blds = inst.site.buildings
     for split in itertools.product(range(su_count + 1), repeat=len(blds)):
-        if sum(split) != su_count:
+        if sum(split) != su_count or (most_per_building is not None
+                                      and max(split) > most_per_building):
             continue
         power_ok = all(f * u * su_w <= b.it_power_mw * 1e6 * (1 + TOL)
                        for u, b in zip(split, blds, strict=True))
@@ -157,7 +166,9 @@ def evaluate(inst: Instance, config, cand) -> Design:
     for lc in fabric.link_classes:
         m = media[lc.name]
         length = (space.node_link_m if lc.name == "node-leaf"
-                  else link_length_m(inst, lc.name, config.rail_optimized))
+                  else link_length_m(inst, lc.name, config.rail_optimized,
+                                     (fabric.pods > 1 or fabric.tiers >= 3)
+                                     and lc == fabric.link_classes[-1]))
         if m.gbps != nic.port_gbps or m.reach_m < length:
             violated.append(f"reach[{lc.name}]")
         end_usd = m.price_usd_per_end / m.links_per_module
@@ -192,12 +203,25 @@ def evaluate(inst: Instance, config, cand) -> Design:
         violated.append("gpu_range")
     if eff < required_tokens_per_s(inst) * (1 - TOL):
         violated.append("required_throughput")
+    room = [min(space.block_slots_by_building().get(b.name, 0),
+                math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
+            for b in inst.site.buildings]
+    # one pod per building: pod i's blocks (block_count / pods) all in building i, with
+    # the pod's switches above its leaves, every block full and every switch at the
+    # conservative power placement counts, within the building's and its halls' power
+    per_pod = space.block_count // fabric.pods if config.pods_in_buildings else None
+    pod_units = math.ceil(math.ceil(total / fabric.pods) / su) if per_pod else None
+    pod_w = (per_pod or 0) * space.block_power_w + sum(
+        fabric.switches_per_tier[1:fabric.pod_tiers]) // fabric.pods * space.leaf_power_w
+    hall_w = {b.name: 0.0 for b in inst.site.buildings}
+    for b, h in site_halls(inst):
+        hall_w[b] += h.hall_cap_kw * 1e3
+    pods_fit = per_pod is None or (
+        per_pod <= min(room) and all(pod_w <= min(b.it_power_mw * 1e6, hall_w[b.name])
+                                     * (1 + TOL) for b in inst.site.buildings))
     if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
-                          network_racks) \
-            or space.block_count > sum(
-                min(space.block_slots_by_building().get(b.name, 0),
-                    math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
-                for b in inst.site.buildings):
+                          network_racks, pod_units) \
+            or space.block_count > sum(room) or not pods_fit:
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,
                   gpus, switches, equipment_usd, equipment_w, it_w, capex, tco, eff,

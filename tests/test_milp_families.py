@@ -28,6 +28,9 @@ ALL_CHOICES = {"fabrics": [{"switch": "quantum2-qm9700"}, {"switch": "tomahawk5"
                            {"switch": "spectrum4-sn5600"}],
                "rail_optimized": [True, False], "nic_attachment": ["single", "twin"]}
 
+ALIGNED = {"fabrics": [{"switch": "quantum2-qm9700", "pods_per": "building",
+                        "oversubscription": 4.0}], "rail_optimized": [True]}
+
 
 def variant(limits=None, objective=None, buildings=None, choices=None, reliability=None,
             workload=None):
@@ -79,6 +82,19 @@ CASES = {
                              {"name": f"h{i}", "rows": 4, "positions_per_row": 24,
                               "rack_power_kw": 40.0, "power_kw": 1000.0,
                               "origin_m": [0.0, 20.0 * i]} for i in (1, 2)]}]), "buildings"),
+    # one pod per building: two equal pods, so building b's one hall of 3 rows x 24
+    # positions (the middle row for network racks; 2 blocks of 32 nodes a row) caps both
+    # pods at 4 blocks, while building a has room for more
+    "pods_in_buildings": (dict(limits={"it_power_mw": 5.0}, choices=ALIGNED,
+                               buildings=[{"name": "a", "it_power_mw": 3.0},
+                                          {"name": "b", "it_power_mw": 3.0, "halls": [
+                                              {"name": "h", "rows": 3, "positions_per_row": 24,
+                                               "rack_power_kw": 40.0}]}]), "buildings"),
+    # 224 nodes = two pods of 4 blocks: the blocks fit each building's slots and power
+    # alone (4 x 346.5 kW of 1,402 kW of halls) but not with the pod's 32 spines (+54.6 kW)
+    "pod_power": (dict(limits={"it_power_mw": 5.0}, choices=ALIGNED,
+                       buildings=[{"name": "a", "it_power_mw": 1.5},
+                                  {"name": "b", "it_power_mw": 1.5}]), "buildings"),
     "min_capex": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                        objective={"kind": "min_capex", "required_tokens_per_s": 1.2e9}),
                   "required_throughput"),
@@ -212,6 +228,9 @@ FAMILY_TESTS = {
     "block_slots": functools.partial(check_limit_family, "block_slots", "block_slots"),
     "block_power": functools.partial(check_limit_family, "block_power", "block_power"),
     "budget": functools.partial(check_limit_family, "budget", "budget"),
+    "pods_in_buildings": functools.partial(check_limit_family, "pods_in_buildings",
+                                           "pods_in_buildings"),
+    "pod_power": functools.partial(check_limit_family, "pod_power", "pod_power"),
     "required_throughput": functools.partial(check_limit_family, "required_throughput",
                                              "min_capex"),
 }
@@ -241,7 +260,7 @@ def test_one_design_builds_one_configuration_in_ladder_order():
 
 def test_elastic_mode_relaxes_only_resource_families():
     assert milp.RELAXABLE == {"it_power", "building_power", "space", "block_slots",
-                              "block_power", "budget"}
+                              "block_power", "pod_power", "budget"}
     inst, _, _ = case("it_power")
     data = design_data(inst)
     m = milp.build_model(data, elastic=True)

@@ -39,8 +39,11 @@ def link_lengths(lengths, fabric: Fabric,
     """Routed length [m] of every link class of ``fabric`` from the site's typical
     lengths (``CableLengths``): node-leaf by layout (rail-optimized: leaves at the end of
     the row; middle-of-rack: copper in the rack group), leaf-spine, spine-core; a 4th
-    tier or the tier joining pods spans the buildings of a campus (``spine_core_m`` on a
-    single-building site)."""
+    tier, the tier joining pods, and the top class of a tree of 3 or more tiers span the
+    buildings of a campus (``between_buildings_m``; ``spine_core_m`` on a single-building
+    site). Pods aligned with buildings keep every class but the joining one inside a
+    building. Priced whole at campus reach: placement finds about (B-1)/B of a campus
+    class's links crossing between B buildings and re-cables the rest."""
     by_class = {
         "node-leaf": (lengths.node_leaf_rail_optimized_m if fabric.spec.rail_optimized
                       else lengths.node_leaf_middle_of_rack_m),
@@ -48,7 +51,10 @@ def link_lengths(lengths, fabric: Fabric,
         "spine-core": lengths.spine_core_m,
     }
     top = lengths.spine_core_m if single_building else lengths.between_buildings_m
-    return {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
+    out = {c.name: by_class.get(c.name, top) for c in fabric.link_classes}
+    if fabric.pods > 1 or fabric.tiers >= 3:  # the pods' joining class; a campus tree's top
+        out[fabric.link_classes[-1].name] = top
+    return out
 
 
 def lengths_m(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> dict[str, float]:
@@ -209,37 +215,67 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
         if not sized:
             notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
             continue
-        combos, problem = _media_combos(inputs, p, sized[-1][2])
         spaces: dict = {}
-        if problem:
-            notes.append(problem)
-            continue
-        for combo in combos:
-            key = f"{p.key}/" + "+".join(a.medium for a in combo)
-            configs[key] = Config(
-                key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id, tiers=p.fabric.tiers,
-                pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
-                rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
-                node_power_w=node_power_w(p), su_racks=su_racks(inputs, p, sized[-1][2], su),
-                checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo,
-                recovery=p.recovery)
-            node_kind = combo[0].kind  # hot spares follow the node links' failure rate
-            if node_kind not in ladders:
-                ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
-                                                 first)
-            classes = {a.link_class for a in combo}
-            sized = [s for s in ladders[node_kind][0]
-                     if {lc.name for lc in s[2].link_classes} <= classes]
-            links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
-            goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
-            for (_, _, fabric) in sized:  # one space per size, shared by the media combos
-                if fabric.spec not in spaces:
-                    spaces[fabric.spec] = design_space(inputs, p, fabric)
-            candidates += [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
-                                      size_links, rel, spaces[fabric.spec])
-                           for (nodes, spares, fabric), size_links, rel
-                           in zip(sized, links, goodputs, strict=True)]
+        for largest, combos, problem in _combos_by_shape(inputs, p, sized):
+            if problem:
+                notes.append(problem)
+                continue
+            for combo in combos:
+                key = f"{p.key}/" + "+".join(a.medium for a in combo)
+                configs[key] = Config(
+                    key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id,
+                    tiers=p.fabric.tiers, pods=p.fabric.pods or 1,
+                    oversubscription=p.fabric.oversubscription,
+                    rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment,
+                    su_nodes=su, node_power_w=node_power_w(p),
+                    su_racks=su_racks(inputs, p, largest, su),
+                    checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node,
+                    media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings)
+                node_kind = combo[0].kind  # hot spares follow the node links' failure rate
+                if node_kind not in ladders:
+                    ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
+                                                     first)
+                candidates += _combo_candidates(inputs, evaluators, p, key, combo, su,
+                                                ladders[node_kind][0], spaces)
     return _design_data(inputs, configs, candidates), notes
+
+
+def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int, Fabric]]
+                     ) -> list[tuple[Fabric, list[tuple[MediaAssignment, ...]], str | None]]:
+    """Per link-class shape of the ladder's fabrics (their classes and each class's
+    length: a class's length depends on whether it is the campus class, so a ladder
+    that gains a tier changes shape), its largest fabric and the media combinations of
+    :func:`_media_combos` over it."""
+    largest: dict = {}
+    for _, _, fabric in sized:
+        largest[_shape(inputs, p, fabric)] = fabric
+    return [(f, *_media_combos(inputs, p, f)) for f in largest.values()]
+
+
+def _shape(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> tuple[tuple[str, float], ...]:
+    """The link classes of ``fabric`` with their typical lengths (node-leaf excluded: its
+    length is the block's, the same at every size)."""
+    lengths = link_lengths(inputs.site.cable_lengths, fabric, inputs.single_building)
+    return tuple((c, m) for c, m in lengths.items() if c != "node-leaf")
+
+
+def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
+                      combo: tuple[MediaAssignment, ...], su: int,
+                      ladder: list[tuple[int, int, Fabric]], spaces: dict) -> list[Candidate]:
+    """The candidates of one media combination: the ladder's sizes of its shape."""
+    shape = tuple((a.link_class, a.length_m) for a in combo if a.link_class != "node-leaf")
+    sized = [s for s in ladder if _shape(inputs, p, s[2]) == shape]
+    if not sized:
+        return []
+    links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
+    goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
+    for (_, _, fabric) in sized:  # one space per size, shared by the media combos
+        if fabric.spec not in spaces:
+            spaces[fabric.spec] = design_space(inputs, p, fabric)
+    return [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
+                       size_links, rel, spaces[fabric.spec])
+            for (nodes, spares, fabric), size_links, rel
+            in zip(sized, links, goodputs, strict=True)]
 
 
 def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
@@ -296,6 +332,8 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
             fabric = design_fabric(p.fabric_spec(nodes + spares))
         except ValueError:  # the fabric cannot grow: evaluate the ladder's tail exactly
             break
+        if {lc.name for lc in fabric.link_classes} != {a.link_class for a in combo}:
+            break  # the next size gains a tier (another shape): the tail is exact
         points.append((nodes, spares, fabric, links_of(inputs, p, combo, fabric)))
     crossing = [0] + [i for i in range(1, len(points))
                       if crosses(points[i - 1][0], points[i][0])]
@@ -341,7 +379,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
-               "block_power_w": space.block_power_w},
+               "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
+               "hall_power_w": space.hall_power_by_building()},
     )
 
 

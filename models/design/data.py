@@ -11,6 +11,7 @@ scalable units and network equipment in buildings.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -51,6 +52,8 @@ class Config:
     """Medium of each link class, tier order."""
     recovery: str = "storage"
     """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
+    pods_in_buildings: bool = False
+    """One pod per building (site order), each placed whole in its building."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,11 @@ class Candidate:
     @property
     def su_count(self) -> int:
         return self.extra["su_count"]
+
+    def pod_units(self, su_nodes: int) -> int:
+        """Scalable units one pod's ``⌈(nodes + spares)/pods⌉`` nodes fill."""
+        pod = math.ceil((self.nodes + self.spare_nodes) / self.extra["pods"])
+        return math.ceil(pod / su_nodes)
 
     @cached_property  # summed once: pruning reads it for every candidate, often
     def equipment_capex_usd(self) -> float:

@@ -40,6 +40,11 @@ class ConfigParts:
     def radix(self) -> int:
         return self.switch.radix(self.nic.port_gbps)
 
+    @property
+    def pods_in_buildings(self) -> bool:
+        """One pod per building of the site (the fabric choice's ``pods_per``)."""
+        return getattr(self.fabric, "pods_per", None) == "building"
+
     def fabric_spec(self, nodes: int) -> FabricSpec:
         return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
                           tiers=self.fabric.tiers, pods=self.fabric.pods or 1,

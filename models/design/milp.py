@@ -204,6 +204,48 @@ def add_block_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
 
 
 
+def add_pods_in_buildings(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """A configuration with one pod per building places pod ``i``'s blocks in building
+    ``i`` (site order), and no more scalable units there than the pod's ``n_pod =
+    ⌈(nodes + spares)/pods⌉`` nodes fill:
+    foreach such c, b_i: blocks_in[b_i,c] = blocks of c / pods;
+    su_in[b_i,c] <= ⌈n_pod / su_nodes⌉."""
+    aligned = [c for c in m.CONFIGS if data.configs[c].pods_in_buildings]
+    if not aligned:
+        return
+    m.POD_BUILDINGS = pyo.Set(initialize=[(b, c) for c in aligned for b in m.BUILDINGS],
+                              dimen=2, ordered=True)
+
+    @m.Constraint(m.POD_BUILDINGS, doc="a pod's blocks in its building")
+    def pod_blocks(m, b, c):
+        return m.blocks_in[b, c] == ladder_sum(
+            m, lambda k: k.extra["blocks"] // k.extra["pods"], [c])
+
+    @m.Constraint(m.POD_BUILDINGS, doc="a pod's scalable units in its building")
+    def pod_units(m, b, c):
+        su = data.configs[c].su_nodes
+        return m.su_in[b, c] <= ladder_sum(m, lambda k: k.pod_units(su), [c])
+
+
+def add_pod_power(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """A pod aligned with a building stands there with its inner switches, as placement
+    powers them (models.space.SpaceLayout.pod_power_w), within the building's power and
+    its halls' power:  foreach such c, b: pod_MW_c <= min(P_b, Σ hall MW of b)   [MW]."""
+    aligned = [c for c in m.CONFIGS if data.configs[c].pods_in_buildings]
+    if not aligned:
+        return
+    halls = {c: m.ladders[c][0].extra["hall_power_w"] for c in aligned}
+    caps = {(b.name, c): min(b.it_power_w, halls[c].get(b.name, 0.0)) / 1e6
+            for b in data.buildings for c in aligned}
+    m.POD_POWER = pyo.Set(initialize=sorted(caps), dimen=2, ordered=True)
+    slack = _slack(m, "pod_power", index=m.POD_POWER, scale=max(max(caps.values()), 1e-6))
+
+    @m.Constraint(m.POD_POWER, doc="a pod within its building's power [MW]")
+    def pod_power(m, b, c):
+        return (ladder_sum(m, lambda k: k.extra["pod_power_w"] / 1e6, [c])
+                <= caps[b, c] + slack((b, c)))
+
+
 def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     """Placement's blocks within each building's power, as placement counts them (every
     block full, its leaves at the conservative switch power; models.space):
@@ -251,6 +293,8 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("space", add_space, True),
     ("block_slots", add_block_slots, True),
     ("block_power", add_block_power, True),
+    ("pods_in_buildings", add_pods_in_buildings, False),
+    ("pod_power", add_pod_power, True),
     ("budget", add_budget, True),
     ("required_throughput", add_required_throughput, False),
     ("min_goodput", add_min_goodput, False),

@@ -9,6 +9,7 @@ candidate k can be built is decided by closed forms:
                  (1+f) (U_k u_P + N_k) <= sum_b P_b;   U_k u_R + NR_k <= sum_b R_b
                  B_k <= sum_b min(S_{k,b}, floor(P_b / u_B))   (placement blocks of
                  u_B watts in the halls' block slots and the buildings' power)
+                 pods in buildings: every building b takes one pod (:func:`pods_fit`)
 with U_k scalable units of u_P watts and u_R racks, N_k / NR_k the network power and
 racks, which the MILP may split across buildings continuously. The building conditions
 are exact: the leftover of every building sums to the same total whatever the integer
@@ -95,7 +96,28 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
                 if power else k.extra["blocks"] for b in data.buildings}
     slots_ok = k.extra["blocks"] <= sum(
         min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
-    return k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok
+    pods_ok = (not cfg.pods_in_buildings
+               or pods_fit(data, k, per_building, by_power, power, space))
+    return k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok and pods_ok
+
+
+def pods_fit(data: DesignData, k: Candidate, units: list[int], blocks_by_power: dict,
+             power: bool, space: bool) -> bool:
+    """One pod per building (models.design.milp.add_pods_in_buildings, add_pod_power):
+    every building takes a whole pod, its ``B_k/P`` blocks within its slots and power and
+    the pod's placement power within the building's and its halls' power; the units split
+    with at most a pod's ``⌈⌈n/P⌉/su⌉`` and the building's ``units`` in each building:
+    ``U_k <= Σ_b min(⌈⌈n/P⌉/su⌉, units_b)``."""
+    cfg, pods = data.configs[k.config], k.extra["pods"]
+    blocks = k.extra["blocks"] // pods
+    su = k.pod_units(cfg.su_nodes)
+    for b in data.buildings:
+        slots = k.extra["block_slots"].get(b.name, 0) if space else blocks
+        room = min(b.it_power_w, k.extra["hall_power_w"].get(b.name, 0.0))
+        if (blocks > min(slots, blocks_by_power[b.name])
+                or (power and not within(k.extra["pod_power_w"], room))):
+            return False
+    return k.su_count <= sum(min(su, can) for can in units)
 
 
 def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:

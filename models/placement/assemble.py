@@ -9,7 +9,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from models.design.inputs import Inputs
-from models.fabric import Fabric, FabricSpec, design_fabric, media_for, pod_tiers
+from models.fabric import (
+    Fabric,
+    FabricSpec,
+    design_fabric,
+    leaf_groups,
+    media_for,
+    pod_tiers,
+)
 from models.placement.economics import MediaPricing, Medium, link_cost_units, media_pricing
 from models.placement.halls import FabricParts, HallGeo, hall_geometry, max_length, routing
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
@@ -50,6 +57,9 @@ class DesignToPlace:
     """The designed fabric's links per tier, node-leaf first (None: not known)."""
     recovery: str = "storage"
     """The design's recovery mode (storage or in-memory)."""
+    pods_in_buildings: bool = False
+    """One pod per building (site order): each pod's blocks, spines and inner tiers stand
+    in its building; only the tier joining the pods crosses buildings."""
 
 
 @dataclass
@@ -98,6 +108,9 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                           node_power_w(parts), space.leaf_power_w,
                           inputs.site.cable_lengths.between_buildings_m,
                           media_pricing(inputs, design, parts))
+    if design.pods_in_buildings and design.pods != len(inputs.site.buildings):
+        raise Unplaceable(f"pods aligned with buildings: {design.pods} pods on a site of "
+                          f"{len(inputs.site.buildings)} buildings")
     precheck(out)
     out.problem = zone_problem(out)
     return out
@@ -164,22 +177,40 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
                   h.key)
             for o in inp.halls))
     spine_w = inp.leaf_power_w
+    pod_building = pod_buildings(inp)
+    group_building = ([pod_building[g.pod] for g in leaf_groups(inp.fabric)] if pod_building
+                      else [None] * len(inp.group_blocks))
     groups = tuple(Group(b, inp.leaves_per_block * (inp.parts.radix // 2) if inp.fabric.tiers >= 2
-                         else 0, s, -(-s // inp.switches_per_rack), round(s * spine_w))
-                   for b, s in zip(inp.group_blocks, inp.group_spines, strict=True))
+                         else 0, s, -(-s // inp.switches_per_rack), round(s * spine_w), where)
+                   for b, s, where in zip(inp.group_blocks, inp.group_spines, group_building,
+                                          strict=True))
     upper = []
+    pods = inp.fabric.pods
     for t in range(2, inp.fabric.tiers):
         lc = inp.fabric.link_classes[t]
-        cost = tuple(tuple(_cost(inp, max_length(list(a.network_positions),
-                                                 list(b.network_positions), routing(a, inputs)),
-                                 lc.name, lc.tier, a.key) if a.network_positions
-                           and b.network_positions else 0
-                           for b in inp.halls) for a in inp.halls)
+        inner = bool(pod_building) and t < inp.fabric.pod_tiers
+        cost = tuple(tuple(
+            0 if not (a.network_positions and b.network_positions)
+            or (inner and a.building != b.building)
+            else (pods if inner else 1) * _cost(
+                inp, max_length(list(a.network_positions), list(b.network_positions),
+                                routing(a, inputs)), lc.name, lc.tier, a.key)
+            for b in inp.halls) for a in inp.halls)
+        per_pod = inp.fabric.switches_per_tier[t] // pods
         upper.append(UpperTier(lc.name, inp.fabric.switches_per_tier[t], inp.switches_per_rack,
-                               round(spine_w), lc.links, cost))
+                               round(spine_w), lc.links, cost,
+                               tuple((b, per_pod) for b in pod_building) if inner else ()))
     caps = {b.name: int(b.it_power_mw * 1e6) for b in inputs.site.buildings}
     return PlacementProblem(tuple(zones), groups, round(block_power_w(inp)), tuple(remote),
                             tuple(upper), caps)
+
+
+def pod_buildings(inp: PlacementInputs) -> tuple[str, ...]:
+    """The building of each pod when the design aligns pods with buildings (site order),
+    else ()."""
+    if not inp.design.pods_in_buildings:
+        return ()
+    return tuple(b.name for b in inp.inputs.site.buildings)
 
 
 def _cost(inp: PlacementInputs, length: float, link_class: str, tier: int, where: str) -> int:

@@ -17,6 +17,12 @@ Structure (what makes 100,000 GPUs tractable):
   lower-tier switch in hall ``i`` and tier-``t`` switches in hall ``j`` number
   ``links_t · D_{t-1}[i] · sw_t[j] / (S_{t-1} · S_t)`` (``D_2`` = spines by hub hall).
 
+* **Pods aligned with buildings**: a group of pod ``p`` has its hub and blocks in building
+  ``p`` only, and a tier inside the pods holds ``S_t/P`` switches in each building. Its
+  links stay inside each pod, so the link cost of a zone pair is ``P·cost`` within one
+  building and 0 across (the proportional count above, taken per pod); only the tier
+  joining the pods crosses buildings. The hub-enumeration bound is not used then.
+
 Identical groups are aggregated into types (exact: no constraint is per group, so any
 split of a type's totals over its groups is a placement, :func:`disaggregate`).
 Variables per type ``τ``: ``hubs[τ,h] ≥ 0`` (groups with their hub in hall ``h``),
@@ -87,15 +93,18 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
     hubs, loc, rem = {}, {}, {}
     for ty, (grp, members) in enumerate(types):
         count = len(members)
+        # a group bound to a building has its hub and blocks there (0 elsewhere)
+        ok = [grp.building in (None, z.building) for z in zones]
         for h, z in enumerate(zones):
-            hubs[ty, h] = m.NewIntVar(0, count, f"hubs[{ty},{h}]")
+            hubs[ty, h] = m.NewIntVar(0, count * ok[h], f"hubs[{ty},{h}]")
             for k, slots in enumerate(z.ring_slots):
-                loc[ty, h, k] = m.NewIntVar(0, min(count * grp.blocks, slots),
+                loc[ty, h, k] = m.NewIntVar(0, min(count * grp.blocks, slots) * ok[h],
                                             f"loc[{ty},{h},{k}]")
             for j in range(nz):
                 if j != h:
-                    rem[ty, h, j] = m.NewIntVar(0, min(count * grp.blocks, sum(z.ring_slots)),
-                                                f"rem[{ty},{h},{j}]")
+                    rem[ty, h, j] = m.NewIntVar(
+                        0, min(count * grp.blocks, sum(z.ring_slots)) * ok[h] * ok[j],
+                        f"rem[{ty},{h},{j}]")
         m.Add(sum(hubs[ty, h] for h in range(nz)) == count)
         for h, z in enumerate(zones):
             m.Add(sum(loc[ty, h, k] for k in range(len(z.ring_slots)))
@@ -117,6 +126,8 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
         racks_t = [m.NewIntVar(0, -(-tier.switches // tier.per_rack), f"racks[{t},{h}]")
                    for h in range(nz)]
         m.Add(sum(sw_t) == tier.switches)
+        for b, n in tier.building_switches:
+            m.Add(sum(sw_t[h] for h, z in enumerate(zones) if z.building == b) == n)
         for h in range(nz):
             m.Add(tier.per_rack * racks_t[h] >= sw_t[h])
         p_t = {}
@@ -201,6 +212,12 @@ def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]]
     return tuple(hub), dict(sorted(local.items())), dict(sorted(remote.items()))
 
 
+def pods_in_buildings(problem: PlacementProblem) -> bool:
+    """Some group or tier is bound to a building (pods aligned with buildings)."""
+    return (any(g.building is not None for g in problem.groups)
+            or any(t.building_switches for t in problem.upper))
+
+
 def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
           first: cp_model.CpSolver | None = None,
           hubbed: cp_model.CpSolver | None = None) -> PlacementSolution:
@@ -223,7 +240,8 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
     the two (never the bound of the pass with fixed hubs, which holds for those hubs only).
     """
     model, v = build_model(problem)
-    enumerated = hub_bound(problem)
+    # the enumerated bound is derived for groups and tiers free to use any hall
+    enumerated = None if pods_in_buildings(problem) else hub_bound(problem)
     if enumerated is not None:
         model.Add(v["objective"] >= enumerated.bound)
     limit = solver.parameters.relative_gap_limit

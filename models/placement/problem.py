@@ -30,6 +30,9 @@ class Group:
     spine_switches: int
     spine_racks: int
     spine_power_w: int
+    building: str | None = None
+    """The building its hub and blocks must stand in (its pod's, when pods are aligned
+    with buildings); None = anywhere."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class UpperTier:
     links: int
     cost: tuple[tuple[int, ...], ...]
     """Cost per link [cost units], lower end in zone ``i``, upper end in zone ``j``."""
+    building_switches: tuple[tuple[str, int], ...] = ()
+    """(building, switches) each building must hold: a tier inside pods aligned with
+    buildings; empty = anywhere."""
 
 
 @dataclass(frozen=True)

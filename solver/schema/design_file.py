@@ -64,6 +64,8 @@ class DesignDecisions(DesignFileModel):
     rail_optimized: StrictBool
     nic_attachment: Literal["single", "twin"]
     recovery: Literal["storage", "in-memory"] = "storage"
+    pods_in_buildings: StrictBool = False
+    """One pod per building of the site (a fabric choice with pods_per = 'building')."""
     switches_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     links_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]

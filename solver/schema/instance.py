@@ -92,6 +92,16 @@ class FabricChoice(StrictModel):
     """Split the cluster into this many equal pods joined by an oversubscribed top tier."""
     oversubscription: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
     """Down:up bandwidth ratio between pods (1 = non-blocking)."""
+    pods_per: Literal["building"] | None = None
+    """'building': one pod per building of the site (``pods`` = the buildings), each pod
+    placed whole in its building, so only the links joining the pods cross buildings."""
+
+    @model_validator(mode="after")
+    def _pods_or_pods_per(self) -> FabricChoice:
+        if self.pods_per is not None and self.pods is not None:
+            raise ValueError("set pods or pods_per, not both (pods_per = 'building' makes "
+                             "one pod per building)")
+        return self
 
 
 class Choices(StrictModel):

@@ -58,7 +58,7 @@ DESIGN = obj({
     "media": array(obj({"link_class": STR, "medium": STR, "kind": STR, "length_m": NUM,
                         "links": INT})),
     "scalable_units_per_building": {"type": "object", "additionalProperties": INT},
-    "job_mapping": nullable(JOB_MAPPING)})
+    "job_mapping": nullable(JOB_MAPPING), "pods_in_buildings": BOOL})
 
 THROUGHPUT = obj({
     "tokens_per_s": NUM, "effective_tokens_per_s": NUM, "mfu": NUM, "goodput": NUM,

@@ -1,0 +1,257 @@
+"""Pods aligned with buildings (issue 15, topology options): one pod per building joined
+by an oversubscribed top tier. The fabric counts by hand, the campus links it prices, the
+performance model's view of it, placement of each pod in its building (checked
+independently), and the MILP's choice between it and one campus-wide tree."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from models.design.candidates import link_lengths
+from models.design.evaluate import network_spec
+from models.fabric import FabricSpec, design_fabric
+from models.placement.assemble import DesignToPlace
+from solver import solve
+from solver.backends import SolveOptions
+from solver.fabric_inputs import resolve_fabric_parts
+from solver.loading import DEFAULT_INSTANCE, instance_from_dict, read_document
+from solver.placement import place
+from solver.prepare import prepare
+from solver.schema import CableLengths
+
+TINY = Path(__file__).resolve().parents[1] / "instances" / "tiny" / "power-bound.toml"
+
+
+@pytest.mark.parametrize(("ratio", "pod_tops", "uplinks", "supers"),
+                         [(1.0, 8, 32, 8), (2.0, 8, 16, 4), (4.0, 8, 8, 2)])
+def test_pods_cut_the_links_between_buildings_to_the_oversubscription(ratio, pod_tops,
+                                                                      uplinks, supers):
+    """64 HGX nodes (8 rails) on 64-port switches in two building pods of 2 tiers.
+    By hand: a pod of 32 nodes has 8 rail leaves with 32 uplinks = 256 leaf links. Its
+    top switches come in S | 32 with d = 8·32/S downlinks and u >= d/R uplinks, d + u <=
+    64: S = 4 gives d = 64 (no room), S = 8 gives d = 32 and u = 32/R, so 8 pod tops a
+    pod. The links between the buildings are 2·8·u = 512/R = endpoints/R, on
+    ⌈2·8·u/64⌉ super switches. One campus tree of the same 512 endpoints sends all
+    512 leaf links to spines that stand in one building, so half of them cross."""
+    pods = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, tiers=2, pods=2,
+                                    oversubscription=ratio))
+    assert pods.switches_per_tier == (16, 2 * pod_tops, supers)
+    assert pods.links_per_tier == (512, 512, 2 * pod_tops * uplinks)
+    assert pods.links_per_tier[-1] == 512 / ratio
+    assert pods.tiers == 3  # the oversubscribed top tier is the third, as a campus tree's
+    campus = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64))
+    assert campus.links_per_tier == (512, 512) and campus.tiers == 2
+
+
+def test_only_the_class_joining_building_pods_is_priced_at_campus_reach():
+    lengths = CableLengths(leaf_spine_m=50.0, spine_core_m=300.0, between_buildings_m=1000.0)
+    pods2 = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, tiers=2, pods=2,
+                                     oversubscription=4.0))
+    assert link_lengths(lengths, pods2) == {"node-leaf": 30.0, "leaf-spine": 50.0,
+                                            "spine-core": 1000.0}
+    pods3 = design_fabric(FabricSpec(nodes=4_000, ports_per_node=8, radix=64, tiers=3, pods=2,
+                                     oversubscription=4.0))
+    assert link_lengths(lengths, pods3)["spine-core"] == 300.0
+    assert link_lengths(lengths, pods3)["core-super"] == 1000.0
+    # one tree of 3 tiers across the campus: its top class crosses the buildings
+    tree = design_fabric(FabricSpec(nodes=4_000, ports_per_node=8, radix=64))
+    assert tree.tiers == 3 and link_lengths(lengths, tree)["spine-core"] == 1000.0
+    assert link_lengths(lengths, tree, single_building=True)["spine-core"] == 300.0
+
+
+def test_the_performance_model_sees_the_pods_and_their_oversubscription():
+    """The job runs on pods of ⌈gpus/pods⌉ GPUs joined at R:1 (models.perf charges the
+    traffic that crosses them at the oversubscribed bandwidth); DP crosses them, so a
+    higher R never speeds the job up."""
+    from models.design.evaluate import exact_throughput
+
+    inputs = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
+    parts = next(p for p in inputs.configs if p.switch.id == "tomahawk5" and p.rail_optimized)
+    spec = FabricSpec(nodes=4_096, ports_per_node=8, radix=parts.radix, pods=3,
+                      oversubscription=7.0)
+    net = network_spec(parts, design_fabric(spec), 32_768)
+    assert (net.pod_gpus, net.oversubscription) == (10_923, 7.0)
+    speeds = [exact_throughput(inputs, parts, design_fabric(
+        FabricSpec(nodes=4_096, ports_per_node=8, radix=parts.radix, pods=3,
+                   oversubscription=r)), 32_768).tokens_per_s for r in (1.0, 7.0)]
+    assert speeds[1] <= speeds[0]
+
+
+def tiny_campus(budget: float = 1e9, fr4_usd: float | None = None, **objective) -> dict:
+    """The tiny dense instance on two 3 MW buildings with the perf model and the
+    GPT-3 workload; fabric options: one Quantum-2 tree (3 tiers past 256 nodes) or one
+    pod of 2 tiers per building at 7:1 (3 tiers with the super tier)."""
+    d = copy.deepcopy(read_document(TINY))
+    d["workload"] = "gpt3-175b"
+    d["limits"].update({"it_power_mw": 6.0, "budget_usd": budget, "max_gpus": 3584})
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 3.0},
+                              {"name": "b", "it_power_mw": 3.0}]
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700"},
+                               {"switch": "quantum2-qm9700", "tiers": 2, "pods_per": "building",
+                                "oversubscription": 7.0}]
+    d["choices"]["rail_optimized"] = [True]
+    d["objective"].update({"performance": "model", **objective})
+    if fr4_usd is not None:  # the 1 km single-mode optics of the links between buildings
+        d.setdefault("catalog", {}).setdefault("medium", {})["fr4-400g"] = {
+            "price_usd_per_end": fr4_usd, "switch_end_price_usd": fr4_usd}
+    return d
+
+
+def test_building_pods_are_chosen_when_campus_optics_make_them_worth_it():
+    """3,584 GPUs. The campus tree (3 tiers) cables all 3,584 spine-core links at campus
+    reach; the building pods only their 512 links between pods (8 per pod top at 7:1), but
+    lose 1.5% of throughput to the 7:1 crossing of the data-parallel traffic. With a
+    $245M budget and the catalog's FR4 ($850 a switch end) the tree fits and wins on
+    throughput; with FR4 at $3,000 an end (+$15.4M for the tree, +$2.2M for the pods) it
+    no longer fits at that size, and the pods at full size beat the tree 256 nodes
+    smaller."""
+    cheap = solve(instance_from_dict(tiny_campus(245e6)), place=False).summary
+    dear = solve(instance_from_dict(tiny_campus(245e6, fr4_usd=3000.0)), place=False).summary
+    assert cheap["status"] == dear["status"] == "optimal"
+    assert (cheap["design"]["pods"], cheap["design"]["gpus"]) == (1, 3584)
+    assert (dear["design"]["pods"], dear["design"]["gpus"]) == (2, 3584)
+    assert dear["design"]["tiers"] == cheap["design"]["tiers"] == 3
+    pods_row = next(r for r in cheap["runner_ups"] if r["pods"] == 2)
+    assert pods_row["capex_usd"] < cheap["cost"]["capex_usd"]  # cheaper, yet slower:
+    assert pods_row["effective_tokens_per_s"] < cheap["throughput"]["effective_tokens_per_s"]
+    top = dear["design"]["media"][-1]
+    assert (top["link_class"], top["length_m"], top["links"]) == ("spine-core", 1000.0, 512)
+
+
+def check_pods_placed(inputs, result, designed_switches, designed_links) -> None:
+    """Placed fabric == designed, each building holds its pod's nodes, and only the
+    class joining the pods crosses buildings."""
+    assert result.status in ("optimal", "feasible") and result.summary["verified"]
+    fabric = result.inputs.fabric
+    assert fabric.switches_per_tier == tuple(designed_switches)
+    assert fabric.links_per_tier == tuple(designed_links)
+    where = {r.id: r.position.building for r in result.racks}
+    crossing = Counter(run.link_class for run in result.runs
+                       if where[run.a] != where[run.b] for _ in range(run.count))
+    assert set(crossing) <= {fabric.link_classes[-1].name}
+    nodes = Counter()
+    for r in result.racks:
+        nodes[r.position.building] += r.nodes
+    size = -(-result.inputs.design.nodes // fabric.pods)
+    assert [nodes[b.name] for b in inputs.site.buildings] == [
+        min(size, result.inputs.design.nodes - i * size) for i in range(fabric.pods)]
+
+
+def test_tiny_building_pods_are_placed_pod_by_building():
+    inst = instance_from_dict(tiny_campus(245e6, fr4_usd=3000.0))
+    s = solve(inst, place=True).summary
+    assert s["status"] == "optimal" and s["placement"]["verified"] is True
+    assert s["design"]["pods"] == 2
+    by_class = Counter()
+    for m in s["design"]["media"]:
+        by_class[m["link_class"]] += m["links"]
+    assert by_class["spine-core"] == 512
+
+
+def test_building_pods_place_on_the_default_campus():
+    """Tomahawk 5, one pod per building of the default campus at 7:1: each pod (768 nodes,
+    2 tiers inside: 8 x 12 leaves, at most 112 under a 7:1 pod top of 128 ports) stands in
+    its building, the placed fabric is the designed one, and the checker re-derives
+    both."""
+    inputs = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
+    parts = resolve_fabric_parts(inputs, "h100-sxm", "tomahawk5")
+    nodes = 3 * 768
+    designed = design_fabric(FabricSpec(nodes=nodes, ports_per_node=8, radix=parts.radix,
+                                        tiers=2, pods=3, oversubscription=7.0))
+    assert designed.tiers == 3
+    design = DesignToPlace("h100-sxm", "tomahawk5", nodes, designed.tiers, 3, 7.0, True,
+                           "single", switches_per_tier=designed.switches_per_tier,
+                           links_per_tier=designed.links_per_tier, pods_in_buildings=True)
+    result = place(inputs, design, SolveOptions(placement_time_limit_s=10))
+    check_pods_placed(inputs, result, designed.switches_per_tier, designed.links_per_tier)
+
+
+def test_checker_fails_pods_placed_across_buildings():
+    """The same fabric placed freely (pods not bound to buildings) and then checked as
+    a building-aligned design: the checker re-derives each building's pod and finds
+    nodes or inner links in the wrong building."""
+    import dataclasses
+
+    from solver.placement_check import check_placement
+
+    inputs = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
+    parts = resolve_fabric_parts(inputs, "h100-sxm", "tomahawk5")
+    nodes = 3 * 768
+    designed = design_fabric(FabricSpec(nodes=nodes, ports_per_node=8, radix=parts.radix,
+                                        tiers=2, pods=3, oversubscription=7.0))
+    free = DesignToPlace("h100-sxm", "tomahawk5", nodes, designed.tiers, 3, 7.0, True,
+                         "single", switches_per_tier=designed.switches_per_tier,
+                         links_per_tier=designed.links_per_tier)
+    result = place(inputs, free, SolveOptions(placement_time_limit_s=5))
+    assert result.summary["verified"] is True
+    aligned = dataclasses.replace(result.inputs.design, pods_in_buildings=True)
+    moved = dataclasses.replace(result, inputs=dataclasses.replace(result.inputs,
+                                                                    design=aligned))
+    problems = check_placement(inputs, moved)
+    assert any("cross buildings" in p or "its pod has" in p for p in problems)
+
+
+def test_checker_re_derives_each_buildings_pod():
+    """The independent design checker: building i holds exactly pod i's blocks; moving
+    one block to the other building fails it (while the block counts still sum)."""
+    import dataclasses
+
+    from models.design.candidates import build_design_data, exact_candidate
+    from models.design.evaluate import default_evaluators
+    from solver import checker
+
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"]["it_power_mw"] = 3.0
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.5},
+                              {"name": "b", "it_power_mw": 1.5}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
+    result = solve(instance_from_dict(d), place=False)
+    design, inputs = result.design, result.inputs
+    assert design.blocks_per_building == {"a": 3, "b": 3}  # 192 nodes: 2 pods of 3 blocks
+    data, _ = build_design_data(inputs, default_evaluators(inputs))
+    exact = exact_candidate(inputs, default_evaluators(inputs), data, design.candidate)
+    assert checker.check_design(inputs, design, data, exact).ok
+    moved = dataclasses.replace(design, blocks_per_building={"a": 4, "b": 2})
+    failures = checker.check_design(inputs, moved, data, exact).failures
+    assert any("pod_blocks[a]" in f for f in failures)
+
+
+def test_pods_and_pods_per_together_are_refused_naming_the_field():
+    from solver.errors import InvalidInstance
+
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700", "pods": 2,
+                                "pods_per": "building"}]
+    with pytest.raises(InvalidInstance, match=r"choices\.fabrics\.0: set pods or pods_per"):
+        instance_from_dict(d)
+
+
+def test_pods_per_building_on_one_building_is_skipped_with_a_note():
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700"},
+                               {"switch": "quantum2-qm9700", "pods_per": "building"}]
+    inputs = prepare(instance_from_dict(d))
+    assert not any(p.pods_in_buildings for p in inputs.configs)
+    assert any("two or more buildings" in n for n in inputs.config_notes)
+
+
+def test_a_pod_too_big_for_its_building_is_diagnosed():
+    """224 nodes need two pods of 4 blocks (4 x 346.5 kW) and 32 spines each (+54.6 kW at
+    the conservative 1,707 W a switch): 1.440 MW in halls that feed 1.402 MW (1.5 MW less
+    the non-server share), short by ~0.04 MW in each building."""
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"].update({"it_power_mw": 3.0, "min_gpus": 1792})
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.5},
+                              {"name": "b", "it_power_mw": 1.5}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
+    s = solve(instance_from_dict(d), place=False).summary
+    assert s["status"] == "infeasible"
+    assert sum("cannot feed one pod" in m and "short by 0.04 MW" in m
+               for m in s["diagnosis"]) == 2
