@@ -557,3 +557,31 @@ def test_checker_fails_a_placement_of_another_fabric(mor):
     other = dataclasses.replace(result.inputs.design, switches_per_tier=(1, 1))
     moved = dataclasses.replace(result, inputs=dataclasses.replace(result.inputs, design=other))
     assert any("switches per tier" in p for p in check_placement(inst, moved))
+
+
+def test_every_api_output_of_a_placed_solve_is_the_placed_result():
+    """Was: after placement ``SolveResult.cost``/``.power`` rolled up the design estimate
+    (tables from design.power_cost), and ``objective.value`` and the runner-ups were
+    compared against the estimate. min-tco: the placed cabling moves the TCO."""
+    from solver import load_instance, solve
+    from solver.loading import INSTANCES_DIR
+
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "min-tco.toml"))
+    s = r.summary
+    est = s["design_estimate"]
+    assert s["cost"]["tco_usd"] != pytest.approx(est["cost"]["tco_usd"], rel=1e-6)
+    assert s["objective"]["value"] == s["cost"]["tco_usd"]
+    cost = dict(zip(r.cost["term"], r.cost["cost_usd"], strict=True))
+    assert cost["capex total"] == pytest.approx(s["cost"]["capex_usd"], rel=1e-12)
+    assert cost["tco total"] == pytest.approx(s["cost"]["tco_usd"], rel=1e-12)
+    assert cost["facility build"] == pytest.approx(s["cost"]["facility_capex_usd"], rel=1e-12)
+    power = dict(zip(r.power["component"], r.power["power_kw"], strict=True))
+    assert power["critical IT total"] == pytest.approx(s["power"]["it_mw"] * 1e3, rel=1e-12)
+    media = ("optics", "cable")
+    assert sum(power.get(c, 0.0) for c in media) == pytest.approx(
+        sum(b["power_w"] for b in s["bom"] if b["category"] in media) / 1e3)
+    assert s["runner_ups"]
+    for u in s["runner_ups"]:  # their own figures are estimates, compared with the placed
+        assert u["capex_more_usd"] == pytest.approx(u["capex_usd"] - s["cost"]["capex_usd"])
+        assert u["loss"] == pytest.approx(u["objective_value"] - s["objective"]["value"])
+        assert u["loss_fraction"] == pytest.approx(u["loss"] / s["objective"]["value"])
