@@ -93,7 +93,7 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
                          lost_hours_per_interruption(rel.details),
                          cost_usd_per_hour(pc.tco_usd, pc.years),
                          tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
-                         parts.recovery)
+                         parts.recovery, tuple((m.link_class, m.medium) for m in media))
 
 
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:

@@ -190,15 +190,17 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRo
                   pc: PowerCost, placement: dict[str, Any]) -> tuple[BindingRow, ...]:
     """The limit rows re-stated on the placed design: critical IT and spend from the
     placed BOM, each building's critical IT from its placed racks (x (1 + non-server IT
-    share)), racks per building counted. ``binding`` (the next size up breaks the limit)
-    stays the design stage's verdict, re-judged for a building: binding when its placed
-    headroom is less than one scalable unit."""
+    share)) and its racks (``max_racks``) counted. ``binding`` (the next size up breaks
+    the limit) stays the design stage's verdict, re-judged for a building: binding when
+    its placed headroom is less than one scalable unit."""
     f = 1 + inputs.facility.non_server_it_fraction
     spend = pc.tco_usd if inputs.limits.budget_basis == "tco" else pc.capex_usd
     by_building: dict[str, float] = {}
+    racks_in: dict[str, int] = {}
     for h in placement.get("halls", []):
         b = h["hall"].split("/")[0]
         by_building[b] = by_building.get(b, 0.0) + f * h["power_kw"] / 1e3
+        racks_in[b] = racks_in.get(b, 0) + h["racks"]
     su_mw = _su_mw(inputs, design)
     out = []
     for row in binding:
@@ -212,6 +214,10 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRo
             row = dataclasses.replace(row, binding=row.limit - value < su_mw, note=(
                 f"placed rack power x (1 + non-server IT share {f - 1:g}), as the design "
                 "stage counts it; the placement caps rack power per hall"))
+        elif name.startswith("site.buildings[") and name.endswith("].max_racks"):
+            value = racks_in.get(name[len("site.buildings["):-len("].max_racks")], 0)
+            row = dataclasses.replace(row, binding=row.limit - value < design.config.su_racks,
+                                      note="racks placement stood up in the building")
         out.append(row if value is None else dataclasses.replace(
             row, value=value, slack=row.limit - value, basis="placed"))
     return tuple(out)

@@ -585,3 +585,28 @@ def test_every_api_output_of_a_placed_solve_is_the_placed_result():
         assert u["capex_more_usd"] == pytest.approx(u["capex_usd"] - s["cost"]["capex_usd"])
         assert u["loss"] == pytest.approx(u["objective_value"] - s["objective"]["value"])
         assert u["loss_fraction"] == pytest.approx(u["loss"] / s["objective"]["value"])
+
+
+def test_placed_racks_are_held_to_each_buildings_max_racks():
+    """Was: placement ignored ``site.buildings[].max_racks`` and the space row kept the
+    design stage's count. The row is re-stated on the racks placement stood up, and a
+    placement over it is not verified."""
+    from solver import load_instance, solve
+    from solver.loading import INSTANCES_DIR
+    from solver.placement import placed_bom_lines
+    from solver.report import with_placement
+
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "space-bound.toml"))
+    s = r.summary
+    (row,) = [b for b in s["binding"] if b["name"] == "site.buildings[hall].max_racks"]
+    assert row["basis"] == "placed" and row["limit"] == 25
+    assert row["value"] == s["placement"]["racks_total"] == len(r.placement.racks) == 25
+    assert s["placement"]["within_limits"]["site.buildings[hall].max_racks"] is True
+    assert s["verified"] is True
+    # the same placement with one more rack in the building: over max_racks, not verified
+    placed = r.placement.summary
+    one_more = dict(placed, halls=[dict(h, racks=h["racks"] + 1) for h in placed["halls"]])
+    over = with_placement(r.inputs, r.document, r.design, placed_bom_lines(r.placement), 26,
+                          one_more).to_dict()
+    assert over["placement"]["within_limits"]["site.buildings[hall].max_racks"] is False
+    assert over["verified"] is False

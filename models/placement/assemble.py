@@ -50,6 +50,10 @@ class DesignToPlace:
     """The designed fabric's links per tier, node-leaf first (None: not known)."""
     recovery: str = "storage"
     """The design's recovery mode (storage or in-memory)."""
+    media: tuple[tuple[str, str], ...] | None = None
+    """(link class, medium) the design stage chose (None: not known); placement picks
+    media by routed length, and the checker reports where they differ
+    (solver.placement_check.media_changes)."""
 
 
 @dataclass
