@@ -327,17 +327,12 @@ def test_solve_json_reports_a_failed_placement_with_exit_4(tmp_path):
     assert not (tmp_path / "out" / "design.json").exists()
 
 
-PLACEMENT_POWER_GAP = pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 12): placement prices leaf racks at the most power-hungry medium "
-    "and budgets a hall's racks at its power less the non-server IT share; the design "
-    "MILP's block_power family counts neither, so two-buildings' design is 11 kW short"))
-
-
-@pytest.mark.parametrize("name", [pytest.param("two-buildings", marks=PLACEMENT_POWER_GAP),
-                                  "space-bound", "min-tco"])
+@pytest.mark.parametrize("name", ["two-buildings", "space-bound", "min-tco"])
 def test_tiny_designs_place_on_generated_halls(name):
     """Buildings without explicit halls get generated ones (one extra row for network
-    racks), and the chosen design must fit them."""
+    racks), and the chosen design must fit them. two-buildings was 11 kW short: the
+    design MILP did not count the network racks' power nor the halls' power (the
+    non-server IT share kept) as placement does."""
     from solver import load_instance, solve
     from solver.loading import INSTANCES_DIR
     from solver.placement import design_to_place
@@ -610,3 +605,32 @@ def test_placed_racks_are_held_to_each_buildings_max_racks():
                           one_more).to_dict()
     assert over["placement"]["within_limits"]["site.buildings[hall].max_racks"] is False
     assert over["verified"] is False
+
+
+@pytest.mark.parametrize("name", ["two-buildings", "space-bound"])
+def test_design_and_placement_count_network_rack_power_alike(name):
+    """One definition (models.space.SpaceLayout.network_power_w): the network racks'
+    power the design MILP's block_power family counts is the power placement gives its
+    spine groups and upper tiers, and a building's cap is its halls' power."""
+    from models.placement.assemble import placement_inputs
+    from models.space import rack_power_by_building
+    from solver import load_instance, solve
+    from solver.fabric_inputs import resolve_fabric_parts
+    from solver.loading import INSTANCES_DIR
+    from solver.placement import design_to_place
+
+    solved = solve(load_instance(INSTANCES_DIR / "tiny" / f"{name}.toml"), place=False)
+    design = design_to_place(solved.design, solved.inputs)
+    inp = placement_inputs(solved.inputs, design, resolve_fabric_parts(
+        solved.inputs, design.gpu, design.switch))
+    p = inp.problem
+    placed_w = (sum(g.spine_power_w for g in p.groups)
+                + sum(t.switches * t.switch_power_w for t in p.upper))
+    assert solved.design.candidate.extra["network_rack_power_w"] == pytest.approx(
+        placed_w, abs=len(p.groups) + len(p.upper))  # placement rounds to whole watts
+    caps = rack_power_by_building(solved.inputs.halls)
+    share = 1 + solved.inputs.facility.non_server_it_fraction
+    for b in solved.inputs.site.buildings:
+        halls_w = sum(z.power_cap_w for z in p.zones if z.building == b.name)
+        assert caps[b.name] == pytest.approx(halls_w, abs=len(p.zones))
+        assert halls_w <= b.it_power_mw * 1e6 / share + len(p.zones)

@@ -91,11 +91,15 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
     space_ok = (not space or None in racks
                 or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
     slots = k.extra["block_slots"]
-    by_power = {b.name: math.floor(b.it_power_w / k.extra["block_power_w"] * (1 + REL_TIE))
+    bw = k.extra["block_power_w"]
+    by_power = {b.name: math.floor(b.block_power_cap_w / bw * (1 + REL_TIE))
                 if power else k.extra["blocks"] for b in data.buildings}
     slots_ok = k.extra["blocks"] <= sum(
         min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
-    return k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok
+    racks_powered = not power or k.extra["blocks"] * bw + k.extra["network_rack_power_w"] <= sum(
+        b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
+    return (k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok
+            and racks_powered)
 
 
 def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
