@@ -146,7 +146,7 @@ def test_every_fabric_option_places_the_fabric_and_racks_it_was_designed_with(in
 
 def test_goodput_is_re_evaluated_on_the_placed_media():
     """After placement, goodput counts each link class's links by the media placement
-    gave them: the same placement re-stated all in copper (the most reliable) gives at
+    gave them: the same placement re-stated all in DAC copper (the most reliable) gives at
     least its goodput, all in single-mode optics at most."""
     from solver.report import placed_throughput
 
@@ -161,7 +161,7 @@ def test_goodput_is_re_evaluated_on_the_placed_media():
                                  dict(s["placement"], bom_media=media)).goodput
 
     assert s["throughput"]["goodput"] == pytest.approx(goodput(None), rel=1e-12)
-    assert goodput("copper") > goodput("singlemode")
-    assert goodput("copper") >= s["throughput"]["goodput"] >= goodput("singlemode")
+    assert goodput("dac") > goodput("singlemode")
+    assert goodput("dac") >= s["throughput"]["goodput"] >= goodput("singlemode")
     assert s["throughput"]["effective_tokens_per_s"] == pytest.approx(
         s["throughput"]["tokens_per_s"] * s["throughput"]["goodput"], rel=1e-12)
