@@ -14,7 +14,10 @@ network rows), so every design the MILP returns has the positions placement need
 * Switches are sized conservatively: switch power plus every port at the most
   power-hungry medium of the link speed; ``⌊42/U⌋`` of them a rack, fewer where the
   site's smallest rack power cannot feed them.
-* Network racks: each tier-2 group's spines in their own racks, each upper tier packed.
+* Network racks: each tier-2 group's spines in their own racks, each upper tier packed;
+  their power is their switches at the conservative switch power.
+* Rack power of a building: its halls' power (the site's halls carry the building's IT
+  power less the non-server IT share, solver.prepare.site_halls), at most its IT power.
 * Network rows of a hall: the middle ``max(1, ⌈1.5 · R_net · P_hall / ΣP / positions⌉)``
   rows (its power share of the network racks, 50% headroom); every other row takes
   ``min(⌊positions / width⌋, ⌊row kW / block kW⌋)`` blocks.
@@ -268,12 +271,12 @@ class SpaceLayout:
         inner = sum(f.switches_per_tier[1:f.pod_tiers]) // f.pods
         return self.blocks_per_pod * self.block_power_w + inner * self.leaf_power_w
 
-    def hall_power_by_building(self) -> dict[str, float]:
-        """Power the halls of each building can feed: the sum of their ``hall_cap_kw`` [W]."""
-        out: dict[str, float] = {}
-        for h in self.halls:
-            out[h.building] = out.get(h.building, 0.0) + h.hall.hall_cap_kw * 1e3
-        return out
+    def network_power_w(self) -> float:
+        """Switches in network racks (every tier-2 group's spines and every upper tier) at
+        the conservative switch power, as placement counts them (models.placement.assemble)
+        and the design MILP's block_power family [W]."""
+        spines = sum(block_structure(self.fabric, self.su_nodes, self.leaves_per_block)[2])
+        return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
     def block_slots_by_building(self) -> dict[str, int]:
         """Blocks each building's halls can take: per hall its block slots and
@@ -296,6 +299,14 @@ class SpaceLayout:
         shape = max(shapes, key=lambda s: (s.nodes_per_rack, -s.leaf_racks))
         return (sum(count * shape.racks(n) for n, count in self.block_sizes().items())
                 + self.network_racks)
+
+
+def rack_power_by_building(halls: Sequence[tuple[str, Hall]]) -> dict[str, float]:
+    """Power the racks of each building may draw: the sum of its halls' power [W]."""
+    out: dict[str, float] = {}
+    for b, h in halls:
+        out[b] = out.get(b, 0.0) + h.hall_cap_kw * 1e3
+    return out
 
 
 def space_layout(fabric: Fabric, gpu: Any, switch: Any, node_w: float, media: Sequence[Any],

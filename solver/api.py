@@ -173,8 +173,8 @@ def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candid
     summary = summary_document(inputs, design, exact, milp, verdict,
                                binding_limits(inputs, design, full),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
-    summary = dataclasses.replace(summary, runner_ups=runner_ups(full, design))
-    return SolveResult(milp.status, summary, tables(inputs, design, summary), design,
+    summary = dataclasses.replace(summary, runner_ups=runner_ups(full, design, summary))
+    return SolveResult(milp.status, summary, tables(summary), design,
                        tuple(notes), inputs)
 
 
@@ -192,7 +192,7 @@ def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
                              placed_bom_lines(placed), placed.summary["racks_total"],
                              placed.summary)
     return dataclasses.replace(result, document=summary,
-                               tables=tables(result.inputs, result.design, summary),
+                               tables=tables(summary),
                                placement=placed)
 
 

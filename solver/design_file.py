@@ -72,17 +72,17 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
             f"{file.instance_sha256[:12]}...), not on '{inputs.name}' (sha256 "
             f"{inputs.sha256[:12]}...); solve this instance or place the design on its own "
             "instance (--instance)"], "design")
-    d = file.decisions()
+    d, field = file.decisions(), file.media_field
     parts = _configuration(inputs, d)
     evaluators = default_evaluators(inputs)
-    media = _media(inputs, parts, d)
+    media = _media(inputs, d, field)
     spares = evaluators.spare_nodes(inputs, parts, d.nodes, media[0].kind)
     try:
         fabric = design_fabric(parts.fabric_spec(d.nodes + spares))
     except ValueError as exc:
         raise InvalidInstance([f"design.nodes: {d.nodes:,} nodes: {exc}"], "design") from None
     _check_counts(d, parts, spares, fabric)
-    media = _check_media(inputs, parts, d, media, fabric)
+    media = _check_media(inputs, parts, d, media, fabric, field)
     links = links_of(inputs, parts, media, fabric)
     racks = design_space(inputs, parts, fabric).racks
     pc = power_cost(bom_lines(inputs, parts, d.nodes, spares, fabric, links, racks),
@@ -93,7 +93,8 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
                          lost_hours_per_interruption(rel.details),
                          cost_usd_per_hour(pc.tco_usd, pc.years),
                          tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
-                         parts.recovery, parts.pods_in_buildings)
+                         parts.recovery, parts.pods_in_buildings,
+                         tuple((m.link_class, m.medium) for m in media))
 
 
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
@@ -114,10 +115,9 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
                            f"{decisions}"], "design")
 
 
-def _media(inputs: Inputs, parts: ConfigParts, d: DesignDecisions
-           ) -> tuple[MediaAssignment, ...]:
-    """The file's medium per link class, with the catalog's kind."""
-    problems = [f"design.media.{i}.medium: '{m.medium}' is not in the instance's catalog"
+def _media(inputs: Inputs, d: DesignDecisions, field: str) -> tuple[MediaAssignment, ...]:
+    """The file's medium per link class (read from ``field``), with the catalog's kind."""
+    problems = [f"{field}.{i}.medium: '{m.medium}' is not in the instance's catalog"
                 for i, m in enumerate(d.media) if m.medium not in inputs.medium]
     if problems:
         raise InvalidInstance(problems, "design")
@@ -139,26 +139,27 @@ def _check_counts(d: DesignDecisions, parts: ConfigParts, spares: int, fabric: F
 
 
 def _check_media(inputs: Inputs, parts: ConfigParts, d: DesignDecisions,
-                 media: tuple[MediaAssignment, ...], fabric: Fabric
+                 media: tuple[MediaAssignment, ...], fabric: Fabric, field: str
                  ) -> tuple[MediaAssignment, ...]:
     """One medium per link class of the fabric, at the NIC's speed, reaching the class's
-    length on this site; lengths re-derived from the site."""
+    length on this site; lengths re-derived from the site. Problems name ``field`` (where
+    the media were read: design.media, or a placed file's design_estimate.media)."""
     lengths = lengths_m(inputs, parts, fabric)
     classes = [lc.name for lc in fabric.link_classes]
     if [m.link_class for m in media] != classes:
-        raise InvalidInstance([f"design.media: link classes {[m.link_class for m in media]} "
+        raise InvalidInstance([f"{field}: link classes {[m.link_class for m in media]} "
                                f"differ from the fabric's {classes}"], "design")
     problems = []
     for i, (m, lc) in enumerate(zip(media, fabric.link_classes, strict=True)):
         medium = inputs.medium[m.medium]
         if (medium.gbps != parts.nic.port_gbps or medium.reach_m < lengths[lc.name]
                 or parts.switch.family not in medium.switch_families):
-            problems.append(f"design.media.{i}.medium: {m.medium} ({medium.gbps}G, reach "
+            problems.append(f"{field}.{i}.medium: {m.medium} ({medium.gbps}G, reach "
                             f"{medium.reach_m:g} m, for {'/'.join(medium.switch_families)}) "
                             f"cannot build {lc.name} links ({parts.nic.port_gbps}G, "
                             f"{lengths[lc.name]:g} m, {parts.switch.family})")
         if d.media[i].links != lc.links:
-            problems.append(f"design.media.{i}.links: {d.media[i].links} differs from the "
+            problems.append(f"{field}.{i}.links: {d.media[i].links} differs from the "
                             f"fabric's {lc.links} {lc.name} links")
     if problems:
         raise InvalidInstance(problems, "design")

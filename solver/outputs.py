@@ -337,8 +337,24 @@ def _write_placement(result: PlacementResult, stage: Path) -> None:
     floorplan_png(result, stage / "floorplan.png")
 
 
+def check_place_location(folder: Path) -> None:
+    """`folder` can take a placement's set (:func:`check_out_location`) and holds no
+    solve's set: placement.csv, cables.csv and floorplan.png written beside another
+    solve's design.json, BOM and report would mix two sets (exit 3 naming --out)."""
+    check_out_location(folder)
+    solve_only = sorted(n for n in set(SOLVE_FILES) - set(PLACEMENT_FILES)
+                        if (folder / n).exists())
+    if solve_only:
+        raise InvalidInstance([
+            f"{folder}: holds a solve's output set ({', '.join(solve_only)}); `place` "
+            f"writes {', '.join(PLACEMENT_FILES)} only, and the folder would mix the two "
+            f"sets: give another --out (or `solve` the instance to place it with its "
+            f"design)"], "--out")
+
+
 def write_placement_outputs(result: PlacementResult, out_dir) -> list[Path]:
-    """placement.csv, cables.csv and floorplan.png into ``out_dir``, as one set."""
+    """placement.csv, cables.csv and floorplan.png into ``out_dir``, as one set
+    (``out_dir`` checked by :func:`check_place_location` before any work)."""
     out_dir = Path(out_dir)
     with output_set(out_dir, replaces=PLACEMENT_FILES) as stage:
         _write_placement(result, stage)

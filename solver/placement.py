@@ -47,7 +47,7 @@ from models.space import split_by_weight
 from solver.backends import SolveOptions
 from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
 from solver.fabric_inputs import resolve_fabric_parts
-from solver.placement_check import check_placement
+from solver.placement_check import check_placement, media_changes
 from solver.results import Status
 
 
@@ -62,7 +62,8 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None,
                          tuple(cand.switches_per_tier), tuple(cand.links_per_tier),
                          cand.extra.get("reliability", {}).get("recovery", "storage"),
-                         c.pods_in_buildings)
+                         c.pods_in_buildings,
+                         tuple((m["link_class"], m["medium"]) for m in design.media()))
 
 
 @dataclass(frozen=True)
@@ -342,7 +343,8 @@ def place(inputs: Inputs, design: DesignToPlace, options: SolveOptions) -> Place
     if problems:
         return failed_placement(Status.INFEASIBLE, "placement failed the independent "
                                 "check:\n" + "\n".join(f"  - {p}" for p in problems[:20]))
-    return dataclasses.replace(result, summary=summary | {"verified": True})
+    return dataclasses.replace(result, summary=summary | {
+        "verified": True, "media_changes": media_changes(design.media, runs)})
 
 
 def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layout,
@@ -413,6 +415,8 @@ def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layo
                    "nodes_per_rack": h.nodes_per_rack, "unit_width": h.width,
                    "unit_slots": len(h.block_slots), "network_rows": list(h.network_rows),
                    "power_cap_kw": h.hall.hall_cap_kw,
+                   "racks": sum(1 for r in layout.racks if r.position.hall == h.hall.name
+                                and r.position.building == h.building),
                    "power_kw": round(sum(r.power_w for r in layout.racks
                                          if r.position.hall == h.hall.name
                                          and r.position.building == h.building) / 1e3, 1)}

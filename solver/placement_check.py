@@ -131,6 +131,19 @@ def _pods_in_buildings(inputs: Inputs, result, pos: dict) -> list[str]:
     return out
 
 
+def media_changes(designed: tuple[tuple[str, str], ...] | None, runs) -> list[dict]:
+    """Link classes whose placed media differ from the design stage's medium: placement
+    picks each run's medium by its routed length, so a class may come out in other media
+    (their cost, power and failures enter the placed BOM, limits and goodput). One row a
+    changed class: link_class, designed medium, placed {medium: links}. Empty when the
+    designed media are not known."""
+    placed: dict[str, Counter[str]] = defaultdict(Counter)
+    for run in runs:
+        placed[run.link_class][run.medium] += run.count
+    return [{"link_class": lc, "designed": medium, "placed": dict(sorted(placed[lc].items()))}
+            for lc, medium in designed or () if set(placed[lc]) != {medium}]
+
+
 def _failure_domains(racks, network_rows: dict[tuple[str, str], int]) -> list[str]:
     """Switch racks of one tier in a hall must not share one row (one busway feed) where
     the hall has more than one network row: a feed failure would take the whole tier of

@@ -141,12 +141,14 @@ RUNNER_UPS = 6
 """Runner-up designs listed in the summary (the best of each other configuration)."""
 
 
-def runner_ups(data: DesignData, design: ChosenDesign) -> tuple[RunnerUp, ...]:
+def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
+               ) -> tuple[RunnerUp, ...]:
     """The best buildable design of every other technology choice (GPU, switch, tiers,
     pods, oversubscription, rail-optimized, NIC attachment, recovery), best first, with
-    how much it loses on the objective against the chosen design and how much more capex
-    it takes (a tie on the objective goes to the cheaper design); figures of a candidate
-    not evaluated exactly (``exact`` false) are the ladder's interpolation."""
+    how much it loses on the objective against the chosen design's final figures
+    (``summary``; :func:`compared_runner_ups`) and how much more capex it takes (a tie on
+    the objective goes to the cheaper design); figures of a candidate not evaluated
+    exactly (``exact`` false) are the ladder's interpolation."""
     def family(c: Candidate) -> tuple:
         f = data.configs[c.config]
         return (f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
@@ -160,33 +162,45 @@ def runner_ups(data: DesignData, design: ChosenDesign) -> tuple[RunnerUp, ...]:
         f = family(c)
         if f not in best or prune.objective_value(data, c) > prune.objective_value(data, best[f]):
             best[f] = c
-    top = prune.objective_value(data, chosen)
     rows = []
     for c in sorted(best.values(), key=lambda c: (-prune.objective_value(data, c), c.key)):
         f = data.configs[c.config]
-        value = prune.objective_value(data, c)
         rows.append(RunnerUp(
             f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
             f.nic_attachment, f.recovery, c.gpus, c.effective_tokens_per_s,
             prune.capex_usd(data, c), prune.it_power_w(data, c) / 1e6, c.exact,
-            prune.capex_usd(data, c) - prune.capex_usd(data, chosen), abs(top - value),
-            abs(top - value) / abs(top) if top else 0.0))
-    return tuple(rows[:RUNNER_UPS])
+            0.0, 0.0, 0.0, abs(prune.objective_value(data, c))))
+    return compared_runner_ups(tuple(rows[:RUNNER_UPS]), summary.objective, summary.cost)
+
+
+def compared_runner_ups(rows: tuple[RunnerUp, ...], objective: Objective, cost: Cost
+                        ) -> tuple[RunnerUp, ...]:
+    """``rows`` compared with the chosen design's final objective and capex: capex_more =
+    capex - capex_chosen; loss = v_chosen - v (maximised) or v - v_chosen (minimised),
+    loss_fraction = loss / |v_chosen|."""
+    top, sign = objective.value, 1.0 if objective.unit == "tokens/s" else -1.0
+    return tuple(dataclasses.replace(
+        r, capex_more_usd=r.capex_usd - cost.capex_usd,
+        loss=sign * (top - r.objective_value),
+        loss_fraction=sign * (top - r.objective_value) / abs(top) if top else 0.0)
+        for r in rows)
 
 
 def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRow, ...],
                   pc: PowerCost, placement: dict[str, Any]) -> tuple[BindingRow, ...]:
     """The limit rows re-stated on the placed design: critical IT and spend from the
     placed BOM, each building's critical IT from its placed racks (x (1 + non-server IT
-    share)), racks per building counted. ``binding`` (the next size up breaks the limit)
-    stays the design stage's verdict, re-judged for a building: binding when its placed
-    headroom is less than one scalable unit."""
+    share)) and its racks (``max_racks``) counted. ``binding`` (the next size up breaks
+    the limit) stays the design stage's verdict, re-judged for a building: binding when
+    its placed headroom is less than one scalable unit."""
     f = 1 + inputs.facility.non_server_it_fraction
     spend = pc.tco_usd if inputs.limits.budget_basis == "tco" else pc.capex_usd
     by_building: dict[str, float] = {}
+    racks_in: dict[str, int] = {}
     for h in placement.get("halls", []):
         b = h["hall"].split("/")[0]
         by_building[b] = by_building.get(b, 0.0) + f * h["power_kw"] / 1e3
+        racks_in[b] = racks_in.get(b, 0) + h["racks"]
     su_mw = _su_mw(inputs, design)
     out = []
     for row in binding:
@@ -200,6 +214,10 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRo
             row = dataclasses.replace(row, binding=row.limit - value < su_mw, note=(
                 f"placed rack power x (1 + non-server IT share {f - 1:g}), as the design "
                 "stage counts it; the placement caps rack power per hall"))
+        elif name.startswith("site.buildings[") and name.endswith("].max_racks"):
+            value = racks_in.get(name[len("site.buildings["):-len("].max_racks")], 0)
+            row = dataclasses.replace(row, binding=row.limit - value < design.config.su_racks,
+                                      note="racks placement stood up in the building")
         out.append(row if value is None else dataclasses.replace(
             row, value=value, slack=row.limit - value, basis="placed"))
     return tuple(out)
@@ -312,12 +330,18 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     placed_media_rows = tuple(MediaRow(m["link_class"], m["medium"], m["kind"],
                                        m["longest_m"], m["links"])
                               for m in placement.get("bom_media", []))
+    throughput = placed_throughput(inputs, summary, design, placement)
+    objective = dataclasses.replace(summary.objective, value={
+        "effective_tokens_per_s": throughput.effective_tokens_per_s,
+        "capex_usd": pc.capex_usd, "tco_usd": pc.tco_usd}[summary.objective.name])
     return dataclasses.replace(
         summary, design=dataclasses.replace(summary.design,
                                             media=placed_media_rows or summary.design.media),
+        objective=objective,
+        runner_ups=compared_runner_ups(summary.runner_ups, objective, Cost.of(pc)),
         bom=bom_rows(lines), power=Power.of(pc), cost=Cost.of(pc),
         binding=binding,
-        throughput=placed_throughput(inputs, summary, design, placement),
+        throughput=throughput,
         design_estimate=DesignEstimate(summary.bom, summary.power, summary.cost,
                                        summary.throughput, summary.binding,
                                        summary.design.media),
@@ -325,23 +349,23 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
         verified=summary.verified and all(within.values()))
 
 
-def tables(inputs: Inputs, design: ChosenDesign, summary: SolveSummary
-           ) -> dict[str, pd.DataFrame]:
-    """bom, power, cost and binding tables with unit-suffixed columns."""
+def tables(summary: SolveSummary) -> dict[str, pd.DataFrame]:
+    """bom, power, cost and binding tables with unit-suffixed columns, all from
+    ``summary`` (after placement: the placed, re-checked figures)."""
     bom = pd.DataFrame([row.to_dict() for row in summary.bom])
-    pc = design.power_cost(inputs)
+    p, c = summary.power, summary.cost
     power = pd.DataFrame([
         {"component": cat, "power_kw": grp["power_w"].sum() / 1e3}
         for cat, grp in bom.groupby("category", sort=True)
-    ] + [{"component": "non-server IT", "power_kw": (pc.it_power_w - pc.equipment_power_w) / 1e3},
-         {"component": "critical IT total", "power_kw": pc.it_power_w / 1e3},
-         {"component": "facility (PUE)", "power_kw": pc.facility_power_w / 1e3}])
+    ] + [{"component": "non-server IT", "power_kw": p.it_mw * 1e3 - bom["power_w"].sum() / 1e3},
+         {"component": "critical IT total", "power_kw": p.it_mw * 1e3},
+         {"component": "facility (PUE)", "power_kw": p.facility_mw * 1e3}])
     cost = pd.DataFrame([
         {"term": cat, "cost_usd": grp["cost_usd"].sum()}
         for cat, grp in bom.groupby("category", sort=True)
-    ] + [{"term": "facility build", "cost_usd": pc.facility_capex_usd},
-         {"term": "capex total", "cost_usd": pc.capex_usd},
-         {"term": f"opex x {pc.years} years", "cost_usd": pc.years * pc.annual_opex_usd},
-         {"term": "tco total", "cost_usd": pc.tco_usd}])
+    ] + [{"term": "facility build", "cost_usd": c.facility_capex_usd},
+         {"term": "capex total", "cost_usd": c.capex_usd},
+         {"term": f"opex x {c.tco_years} years", "cost_usd": c.tco_years * c.annual_opex_usd},
+         {"term": "tco total", "cost_usd": c.tco_usd}])
     return {"bom": bom, "power": power, "cost": cost,
             "binding": pd.DataFrame([row.to_dict() for row in summary.binding])}

@@ -63,7 +63,8 @@ class Objective(Document):
     name: str
     """effective_tokens_per_s | capex_usd | tco_usd."""
     value: float
-    """The objective of the exactly re-evaluated design [unit]."""
+    """The objective of the final design: exactly re-evaluated, and placed and re-checked
+    when placed [unit]."""
     unit: str
     """tokens/s or USD."""
     milp_value: float | None
@@ -255,7 +256,10 @@ class DesignEstimate(Document):
 
 @dataclass(frozen=True)
 class RunnerUp(Document):
-    """The best buildable design of another technology choice and what it loses."""
+    """The best buildable design of another technology choice and what it loses. Its own
+    figures are design-stage estimates (it is not placed); ``capex_more_usd``, ``loss``
+    and ``loss_fraction`` compare them with the chosen design's final figures (placed and
+    re-checked when placed: solver.report.compared_runner_ups)."""
 
     gpu: str
     switch: str
@@ -274,8 +278,11 @@ class RunnerUp(Document):
     capex_more_usd: float
     """Its capex minus the chosen design's [USD]."""
     loss: float
-    """What it loses on the objective, in the objective's unit."""
+    """What it loses on the objective, in the objective's unit (negative: its estimate
+    beats the chosen design's placed figure)."""
     loss_fraction: float
+    objective_value: float
+    """Its objective (design-stage estimate) [the objective's unit]."""
 
 
 @dataclass(frozen=True)

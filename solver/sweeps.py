@@ -79,6 +79,7 @@ from models.design.evaluate import Evaluators, default_evaluators
 from models.design.limits import shared_paths
 from solver.api import solve
 from solver.backends import SolveOptions
+from solver.deadline import Deadline
 from solver.errors import ClusterplanError, InvalidInstance, NoSolution, UsageError
 from solver.loading import (
     DEFAULT_INSTANCE,
@@ -120,6 +121,9 @@ SCHEDULER_TIMEOUT_S = 10.0
 LOCK_NAME = ".sweep.lock"
 _ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?"
                       r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$")
+
+
+SCENARIO_LIMIT_FLAG = "--time-limit (per scenario)"
 
 
 @dataclass(frozen=True)
@@ -169,14 +173,23 @@ def _shared_candidates(doc: dict[str, Any], source: str, key: str
 
 def solve_task(task: Task) -> dict[str, Any]:
     """Solve one scenario into its table row. Any failure becomes a row with status
-    'error' and the reason: one bad scenario never stops a sweep."""
+    'error' and the reason: one bad scenario never stops a sweep. ``time_limit_s`` is the
+    scenario's whole budget (solver.deadline: every stage, the infeasibility diagnosis
+    included; the candidates shared by the sweep are built outside it): a scenario that
+    spends it is a failed row (no_solution, or error where Python code was interrupted)
+    naming the limit and the stage. The hard stop interrupts Python code only where the
+    scenario runs in a main thread (local and process back-ends); Dask's worker threads
+    get the budget at each stage and in the solvers' own limits."""
     start = time.perf_counter()
     try:
         inst = instance_from_dict(task.doc, task.source)
         cands, evaluators = (_shared_candidates(task.shared_doc, task.source, task.shared_key)
                              if task.shared_doc is not None else (None, None))
-        result = solve(inst, place=False, options=SolveOptions(task.time_limit_s, threads=1),
-                       evaluators=evaluators, candidates_of=cands)
+        deadline = Deadline(task.time_limit_s, SCENARIO_LIMIT_FLAG)
+        with deadline.alarm():
+            result = solve(inst, place=False, options=SolveOptions(
+                task.time_limit_s, threads=1, deadline=deadline),
+                evaluators=evaluators, candidates_of=cands)
         fields = summary_row(result.status, result.summary)
     except Exception as exc:  # noqa: BLE001 - any failure is this scenario's result
         fields = {"status": "error", "error": failure_reason(exc)}

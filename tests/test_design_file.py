@@ -215,3 +215,25 @@ def test_edits_exit_3_through_the_cli(solved, cli, tmp_path, path, value, named)
     file.write_text(json.dumps(edited(doc, path, value)))
     out = cli("place", file, "--instance", TINY, "--out", tmp_path / "out")
     assert out.exit_code == 3 and named in out.output, out.output
+
+
+@pytest.mark.parametrize(("path", "value", "named"), [
+    ("design_estimate.media.0.medium", "no-such-medium", "design_estimate.media.0.medium: "),
+    ("design_estimate.media.0.medium", "dac-200g", "design_estimate.media.0.medium: "),
+    ("design_estimate.media.1.links", 7, "design_estimate.media.1.links: "),
+    ("design_estimate.media.0.link_class", "node-spine", "design_estimate.media: "),
+    ("design_estimate.media.0.length_m", -1.0, "design_estimate.media.0.length_m"),
+    ("design_estimate.media.0.links", 10**12, "design_estimate.media.0.links"),
+])
+def test_a_placed_files_designed_media_are_checked_naming_their_field(
+        solved, cli, tmp_path, path, value, named):
+    """`place` reads a placed design.json's designed media from ``design_estimate.media``;
+    each is checked against the catalog and the fabric as ``design.media`` is, and a
+    refusal names the field it came from (was: named ``design.media``)."""
+    _, doc = solved
+    doc = edited(doc, "design_estimate", {"media": copy.deepcopy(doc["design"]["media"])})
+    file = tmp_path / "design.json"
+    file.write_text(json.dumps(edited(doc, path, value)))
+    out = cli("place", file, "--instance", TINY, "--out", tmp_path / "out")
+    assert out.exit_code == 3 and named in out.output, out.output
+    assert not (tmp_path / "out").exists()

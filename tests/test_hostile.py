@@ -432,3 +432,29 @@ def test_a_solve_replaces_the_whole_output_set_or_nothing(tmp_path, monkeypatch)
     assert invoke(["solve", TINY, "--no-place", "--out", out], out).exit_code == 0
     assert sorted(_files(out)) == ["bom.csv", "bom.xlsx", "design.json", "report.html",
                                    "summary.md"]
+
+
+def test_place_into_a_solves_folder_is_refused_before_any_work(tmp_path, tiny_design,
+                                                               monkeypatch):
+    """Was: `place` wrote placement.csv, cables.csv and floorplan.png beside a solve's
+    design.json, BOM and report: one folder, two sets that need not agree."""
+    out = tmp_path / "out"
+    assert invoke(["solve", TINY, "--no-place", "--out", out], out).exit_code == 0
+    before = _files(out)
+    design = tmp_path / "design.json"
+    design.write_text(json.dumps(tiny_design), encoding="utf-8")
+    import solver.api
+
+    monkeypatch.setattr(solver.api, "prepare", lambda inst: pytest.fail("placed"))
+    for source in (TINY, design):
+        res = invoke(["place", source, "--instance", TINY, "--out", out, "--json"], out)
+        assert res.exit_code == 3 and res.stdout == ""
+        assert "--out" in res.stderr and "holds a solve's output set" in res.stderr
+    assert _files(out) == before
+    monkeypatch.undo()
+    # a folder of an earlier placement takes a new one
+    placed = tmp_path / "placed"
+    for _ in range(2):
+        assert invoke(["place", design, "--instance", TINY, "--out", placed],
+                      placed).exit_code == 0
+    assert sorted(_files(placed)) == ["cables.csv", "floorplan.png", "placement.csv"]

@@ -45,10 +45,9 @@ HAND = {
         "it_w": 732_789.928, "capex_usd": 31_396_642.16, "tco_usd": 34_651_196.72,
         "effective_tokens_per_s": 1_519_718_400, "objective": 34_651_196.72},
     "two-buildings": {
-        "switch": "quantum2-qm9700", "nodes": 128, "gpus": 1024, "switches_per_tier": [32, 16],
-        "it_w": 1_480_499.936, "capex_usd": 63_960_849.25,
-        "effective_tokens_per_s": 3_039_436_800, "objective": 3_039_436_800,
-        "su_per_building": {"hall-a": 2, "hall-b": 2}},
+        "switch": "quantum2-qm9700", "nodes": 96, "gpus": 768, "switches_per_tier": [24, 16],
+        "it_w": 1_113_572.112, "capex_usd": 48_155_793.71,
+        "effective_tokens_per_s": 2_279_577_600, "objective": 2_279_577_600},
     "space-bound": {
         "switch": "quantum2-qm9700", "nodes": 96, "gpus": 768, "switches_per_tier": [24, 16],
         "it_w": 1_113_572.112, "capex_usd": 48_155_793.71,

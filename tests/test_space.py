@@ -106,15 +106,62 @@ def test_every_fabric_option_places_the_fabric_and_racks_it_was_designed_with(in
     assert placed["design"]["switches_per_tier"] == design["switches_per_tier"]
     assert placed["design"]["links_per_tier"] == design["links_per_tier"]
     assert placed["design"]["rail_optimized"] == rail
-    # the design's racks (models.space) are the racks placement stands up, but for the
-    # upper-tier switch racks: the design packs them site-wide, placement hall by hall
-    # (known difference, issue 12: at most one more per hall used; the placed count is
-    # what the placed BOM carries)
-    racks = [b for b in s["design_estimate"]["bom"] if b["category"] == "rack"]
-    extra = placed["racks_total"] - racks[0]["quantity"]
-    assert 0 <= extra <= len(placed["halls_used"])
+    # the BOM carries the racks placement stood up; the design estimate's racks
+    # (models.space) differ only by the upper-tier switch racks, which the design packs
+    # site-wide and placement hall by hall: sum_h ceil(S_h / p) - ceil(S / p) per tier
+    (bom_racks,) = [b["quantity"] for b in s["bom"] if b["category"] == "rack"]
+    assert bom_racks == placed["racks_total"] == len(result.placement.racks)
+    (designed,) = [b["quantity"] for b in s["design_estimate"]["bom"]
+                   if b["category"] == "rack"]
+    per_rack = result.placement.inputs.switches_per_rack
+    upper_roles = {r.role for r in result.placement.racks} - {"compute", "leaf", "spine"}
+    by_hall: dict[tuple[str, str], int] = {}
+    for r in result.placement.racks:
+        if r.role in upper_roles:
+            key = (r.role, f"{r.position.building}/{r.position.hall}")
+            by_hall[key] = by_hall.get(key, 0) + r.switches
+    packing = sum(-(-n // per_rack) for n in by_hall.values()) - sum(
+        -(-sum(n for (role, _), n in by_hall.items() if role == tier) // per_rack)
+        for tier in upper_roles)
+    assert bom_racks - designed == packing
+    for (role, hall), n in by_hall.items():
+        assert sum(1 for r in result.placement.racks if r.role == role and
+                   f"{r.position.building}/{r.position.hall}" == hall) == -(-n // per_rack)
+    # the checker reports every link class whose placed media differ from the designed
+    designed = {m["link_class"]: m["medium"] for m in s["design_estimate"]["media"]}
+    placed_media: dict[str, set[str]] = {}
+    for m in s["design"]["media"]:
+        placed_media.setdefault(m["link_class"], set()).add(m["medium"])
+    assert {c["link_class"] for c in placed["media_changes"]} == {
+        lc for lc, medium in designed.items() if placed_media[lc] != {medium}}
+    for c in placed["media_changes"]:
+        assert c["designed"] == designed[c["link_class"]]
+        assert set(c["placed"]) == placed_media[c["link_class"]]
     # the MILP's blocks per building are within each building's slots
     blocks = result.design.blocks_per_building
     assert sum(blocks.values()) == result.design.candidate.extra["blocks"]
     slots = result.design.candidate.extra["block_slots"]
     assert all(blocks[b] <= slots[b] for b in blocks)
+
+
+def test_goodput_is_re_evaluated_on_the_placed_media():
+    """After placement, goodput counts each link class's links by the media placement
+    gave them: the same placement re-stated all in DAC copper (the most reliable) gives at
+    least its goodput, all in single-mode optics at most."""
+    from solver.report import placed_throughput
+
+    result = solved_option(0, True)
+    s, doc = result.summary, result.document
+    assert result.inputs.objective.reliability_model == "model"
+    bom_media = s["placement"]["bom_media"]
+
+    def goodput(kind: str | None) -> float:
+        media = [m if kind is None else dict(m, kind=kind) for m in bom_media]
+        return placed_throughput(result.inputs, doc, result.design,
+                                 dict(s["placement"], bom_media=media)).goodput
+
+    assert s["throughput"]["goodput"] == pytest.approx(goodput(None), rel=1e-12)
+    assert goodput("dac") > goodput("singlemode")
+    assert goodput("dac") >= s["throughput"]["goodput"] >= goodput("singlemode")
+    assert s["throughput"]["effective_tokens_per_s"] == pytest.approx(
+        s["throughput"]["tokens_per_s"] * s["throughput"]["goodput"], rel=1e-12)

@@ -491,3 +491,30 @@ def test_careless_sweeps_answer_with_a_contract_exit_code(tmp_path, args):
     else:
         assert res.stdout == ""
     assert not [p for p in tmp_path.rglob(".tmp-*")]
+
+
+def test_a_scenario_that_spends_its_time_limit_fails_and_the_sweep_goes_on(tmp_path,
+                                                                          monkeypatch):
+    """Was: ``--time-limit`` reached only a scenario's MILP, so one scenario stuck in
+    another stage (here a stand-in that never returns on 5 MW) hung the whole sweep. Now
+    it is the scenario's whole budget: that scenario is a failed row naming the limit,
+    the others are solved."""
+    real_solve = solver.sweeps.solve
+
+    def stuck_on_five(inst, **kwargs):
+        assert kwargs["options"].deadline.limit_s == 3.0  # the scenario's own budget
+        while inst.limits.it_power_mw == 5:
+            time.sleep(0.01)
+        return real_solve(inst, **kwargs)
+
+    monkeypatch.setattr(solver.sweeps, "solve", stuck_on_five)
+    start = time.monotonic()
+    res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3,5,7", "--out",
+              str(tmp_path), "--json", "--quiet", "--time-limit", "3")
+    assert res.exit_code == 0 and time.monotonic() - start < 120
+    doc = json.loads(res.stdout)
+    assert (doc["scenarios"], doc["solved"]) == (3, 2)
+    table = pd.read_parquet(tmp_path / "table.parquet").set_index("limits.it_power_mw")
+    assert table.loc[5, "status"] not in ("optimal", "feasible")
+    assert "--time-limit (per scenario) 3 s spent" in table.loc[5, "error"]
+    assert set(table.loc[[3, 7], "status"]) <= {"optimal", "feasible"}

@@ -31,7 +31,7 @@ from models.fabric import (
     scalable_unit_nodes,
 )
 from models.power_cost import BomLine
-from models.space import SpaceLayout, node_power_w, space_layout
+from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
 
 
 def link_lengths(lengths, fabric: Fabric,
@@ -380,7 +380,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
-               "hall_power_w": space.hall_power_by_building()},
+               "network_rack_power_w": space.network_power_w},
     )
 
 
@@ -425,10 +425,12 @@ def with_limits(data: DesignData, inputs: Inputs) -> DesignData:
 def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Candidate]
                  ) -> DesignData:
     fac = inputs.facility
+    rack_power = rack_power_by_building(inputs.halls)
     return DesignData(
         configs=configs,
         candidates=tuple(sorted(candidates, key=lambda c: (c.config, c.nodes))),
-        buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks)
+        buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks,
+                                     rack_power.get(b.name, 0.0))
                         for b in inputs.site.buildings),
         it_power_cap_w=inputs.limits.it_power_mw * 1e6,
         budget_usd=inputs.limits.budget_usd,

@@ -121,6 +121,14 @@ class BuildingData:
     name: str
     it_power_w: float
     max_racks: int | None
+    rack_power_w: float = math.inf
+    """What its racks may draw, as placement counts them: its halls' power
+    (models.space.rack_power_by_building) [W]."""
+
+    @property
+    def block_power_cap_w(self) -> float:
+        """Cap of the block_power family: ``min(IT power, rack power)`` [W]."""
+        return min(self.it_power_w, self.rack_power_w)
 
 
 @dataclass(frozen=True)

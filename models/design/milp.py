@@ -234,9 +234,7 @@ def add_pod_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     aligned = [c for c in m.CONFIGS if data.configs[c].pods_in_buildings]
     if not aligned:
         return
-    halls = {c: m.ladders[c][0].extra["hall_power_w"] for c in aligned}
-    caps = {(b.name, c): min(b.it_power_w, halls[c].get(b.name, 0.0)) / 1e6
-            for b in data.buildings for c in aligned}
+    caps = {(b.name, c): b.block_power_cap_w / 1e6 for b in data.buildings for c in aligned}
     m.POD_POWER = pyo.Set(initialize=sorted(caps), dimen=2, ordered=True)
     slack = _slack(m, "pod_power", index=m.POD_POWER, scale=max(max(caps.values()), 1e-6))
 
@@ -247,18 +245,27 @@ def add_pod_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
 
 def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
-    """Placement's blocks within each building's power, as placement counts them (every
-    block full, its leaves at the conservative switch power; models.space):
-    foreach b: sum_c block_MW_c blocks_in[b,c] <= P_b   [MW]."""
+    """Placement's racks within each building's power, as placement counts them
+    (models.space: every block full, its leaves at the conservative switch power; the
+    network racks' switches at the same power; a building's racks within its halls'
+    power, which leaves room for the non-server IT share):
+
+    sum_b net_rack_mw[b] = network-rack power of the design
+    foreach b: sum_c block_MW_c blocks_in[b,c] + net_rack_mw[b] <= min(P_b, halls_b)  [MW]
+    (net_rack_mw is continuous: placement keeps a group's spines in one hall)."""
     block_mw = {c: next(k.extra["block_power_w"] for k in m.ladders[c]) / 1e6
                 for c in m.CONFIGS}
-    caps = {b.name: b.it_power_w / 1e6 for b in data.buildings}
+    caps = {b.name: b.block_power_cap_w / 1e6 for b in data.buildings}
     slack = _slack(m, "block_power", index=m.BUILDINGS, scale=max(caps.values()))
+    m.net_rack_mw = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals)
+    m.network_racks_powered = pyo.Constraint(
+        expr=pyo.quicksum(m.net_rack_mw[b] for b in m.BUILDINGS)
+        == ladder_sum(m, lambda k: k.extra["network_rack_power_w"] / 1e6))
 
-    @m.Constraint(m.BUILDINGS, doc="placement blocks within building power [MW]")
+    @m.Constraint(m.BUILDINGS, doc="placement racks within building power [MW]")
     def block_power(m, b):
         return pyo.quicksum(block_mw[c] * m.blocks_in[b, c] for c in m.CONFIGS
-                            ) <= caps[b] + slack(b)
+                            ) + m.net_rack_mw[b] <= caps[b] + slack(b)
 
 
 def add_budget(m: pyo.ConcreteModel, data: DesignData) -> None:

@@ -92,13 +92,17 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
     space_ok = (not space or None in racks
                 or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
     slots = k.extra["block_slots"]
-    by_power = {b.name: math.floor(b.it_power_w / k.extra["block_power_w"] * (1 + REL_TIE))
+    bw = k.extra["block_power_w"]
+    by_power = {b.name: math.floor(b.block_power_cap_w / bw * (1 + REL_TIE))
                 if power else k.extra["blocks"] for b in data.buildings}
     slots_ok = k.extra["blocks"] <= sum(
         min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
     pods_ok = (not cfg.pods_in_buildings
                or pods_fit(data, k, per_building, by_power, power, space))
-    return k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok and pods_ok
+    racks_powered = not power or k.extra["blocks"] * bw + k.extra["network_rack_power_w"] <= sum(
+        b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
+    return (k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok
+            and racks_powered and pods_ok)
 
 
 def pods_fit(data: DesignData, k: Candidate, units: list[int], blocks_by_power: dict,
@@ -113,7 +117,7 @@ def pods_fit(data: DesignData, k: Candidate, units: list[int], blocks_by_power: 
     su = k.pod_units(cfg.su_nodes)
     for b in data.buildings:
         slots = k.extra["block_slots"].get(b.name, 0) if space else blocks
-        room = min(b.it_power_w, k.extra["hall_power_w"].get(b.name, 0.0))
+        room = b.block_power_cap_w
         if (blocks > min(slots, blocks_by_power[b.name])
                 or (power and not within(k.extra["pod_power_w"], room))):
             return False

@@ -60,6 +60,10 @@ class DesignToPlace:
     pods_in_buildings: bool = False
     """One pod per building (site order): each pod's blocks, spines and inner tiers stand
     in its building; only the tier joining the pods crosses buildings."""
+    media: tuple[tuple[str, str], ...] | None = None
+    """(link class, medium) the design stage chose (None: not known); placement picks
+    media by routed length, and the checker reports where they differ
+    (solver.placement_check.media_changes)."""
 
 
 @dataclass

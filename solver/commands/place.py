@@ -66,11 +66,11 @@ def register(app: typer.Typer) -> None:
         from solver.api import place as place_api
         from solver.design_file import is_design_file, read_design_file
         from solver.loading import load_instance, shipped_instance_named
-        from solver.outputs import check_out_location, default_out_dir, write_placement_outputs
+        from solver.outputs import check_place_location, default_out_dir, write_placement_outputs
 
         def body():
             if out is not None:
-                check_out_location(out)
+                check_place_location(out)
             design = None
             if source is not None and is_design_file(source):
                 design = read_design_file(source)
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
             else:
                 inst = load_instance(source)
             target = out or default_out_dir(inst.name)
-            check_out_location(target)
+            check_place_location(target)
 
             result = place_api(inst, design, SolveOptions(
                 time_limit, placement_time_limit_s=placement_limit(time_limit),

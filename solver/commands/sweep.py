@@ -19,8 +19,8 @@ SchedulerOpt = Annotated[str | None, typer.Option(
     "--scheduler", help="Dask scheduler address (default: a LocalCluster on loopback).")]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1,
                                          help="Worker processes (processes, local Dask).")]
-TimeLimitOpt = Annotated[float, typer.Option("--time-limit", min=0.1,
-                                             help="Solver time limit per scenario [s].")]
+TimeLimitOpt = Annotated[float, typer.Option(
+    "--time-limit", min=0.1, help="Wall-clock budget of each scenario, every stage [s].")]
 NameOpt = Annotated[str | None, typer.Option(
     "--name", help="Sweep name: one folder name inside the results folder.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int | None, typer.Option("--workers", min=1, help=(
             "Worker processes (processes, local Dask; default 2)."))] = None,
         time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.1, help=(
-            "Solver time limit per scenario [s] (default 60)."))] = None,
+            "Wall-clock budget of each scenario, every stage [s] (default 60)."))] = None,
         name: NameOpt = None, quiet: QuietOpt = False,
         max_scenarios: MaxScenariosOpt = 10_000, as_json: JsonFlag = False,
     ) -> None:

@@ -94,3 +94,8 @@ class DesignFile(DesignFileModel):
         if self.design_estimate is None:
             return self.design
         return self.design.model_copy(update={"media": self.design_estimate.media})
+
+    @property
+    def media_field(self) -> str:
+        """Where :meth:`decisions` read the media from (for messages naming the field)."""
+        return "design.media" if self.design_estimate is None else "design_estimate.media"
