@@ -195,14 +195,19 @@ def _kept(key: str, inputs: Callable[[], Inputs]) -> _Kept:
         return _CACHE[key]
 
 
-def build_part(shared: Shared, configs: tuple[str, ...]) -> DesignData:
-    """The candidate designs of the configurations `configs` (keys) of `shared` (a worker
-    task: `shared_candidates` merges the parts)."""
-    tune_worker_process()
-    inputs = prepare(instance_from_dict(shared.doc, shared.source))
-    evaluators = _kept(shared.key, lambda: inputs).evaluators
+def _part(inputs: Inputs, evaluators: Evaluators, configs: tuple[str, ...]) -> DesignData:
+    """The candidate designs of the configurations `configs` (keys) of `inputs`."""
     part = dataclasses.replace(inputs, configs=tuple(inputs.config(k) for k in configs))
     return build_design_data(part, evaluators)[0]
+
+
+def build_part(shared: Shared, configs: tuple[str, ...]) -> DesignData:
+    """A worker task: the candidate designs of the configurations `configs` (keys) of
+    `shared`, built with the evaluators the worker keeps for its scenarios
+    (`shared_candidates` merges the parts)."""
+    tune_worker_process()
+    inputs = prepare(instance_from_dict(shared.doc, shared.source))
+    return _part(inputs, _kept(shared.key, lambda: inputs).evaluators, configs)
 
 
 def local_parts(workers: int) -> int:
@@ -228,7 +233,7 @@ def shared_candidates(shared: Shared, parts: int = 1, start_part: PartBuilder | 
     if kept.data is None:
         groups = config_groups(inputs, parts if start_part is not None else 1)
         waits = [start_part(shared, tuple(p.key for p in g)) for g in groups[1:]]
-        mine = build_part(shared, tuple(p.key for p in groups[0]))
+        mine = _part(inputs, kept.evaluators, tuple(p.key for p in groups[0]))
         kept.data = merge_design_data(inputs, [mine, *(wait() for wait in waits)])
     return kept.data
 
