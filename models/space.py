@@ -271,6 +271,7 @@ class SpaceLayout:
         inner = sum(f.switches_per_tier[1:f.pod_tiers]) // f.pods
         return self.blocks_per_pod * self.block_power_w + inner * self.leaf_power_w
 
+    @property
     def network_power_w(self) -> float:
         """Switches in network racks (every tier-2 group's spines and every upper tier) at
         the conservative switch power, as placement counts them (models.placement.assemble)

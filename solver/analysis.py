@@ -36,13 +36,14 @@ from solver.sweeps import (
     MAX_SCENARIOS,
     SOLVED,
     Base,
-    _shared_candidates,
+    Shared,
     check_run_options,
     check_scenario_count,
     folder_lock,
     load_base,
     resolved_sha256,
     run_scenarios,
+    shared_candidates,
     shared_document,
     sweep_folder,
     write_output,
@@ -227,8 +228,8 @@ def pareto(instance: str | Path | Instance | dict | None = None, x: str = "capex
         if x_min is None:
             shared = shared_document(base.doc, make_scenarios(base.doc, base.instance,
                                                               [{path: top}], base.source))
-            data = _shared_candidates(shared, base.source,
-                                      resolved_sha256(shared, base.source))[0]
+            data = shared_candidates(Shared(shared, base.source,
+                                            resolved_sha256(shared, base.source)))
             x_min = min((candidate_x(data, c, x) for c in data.candidates), default=top)
         eps = np.linspace(min(x_min, top), top, points)
         if x == "gpus":

@@ -148,11 +148,12 @@ def _remove_dead_stages(out_dir: Path) -> None:
     """Stages of processes that no longer run (killed while writing)."""
     for stage in out_dir.glob(f"{STAGE_PREFIX}*"):
         pid = stage.name.removeprefix(STAGE_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs (or is a zombie not yet reaped)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

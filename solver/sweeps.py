@@ -16,14 +16,18 @@ The evaluators that built the shared candidates are kept with them (their caches
 exact throughput, goodput and spares depend on the workload, catalog and reliability
 inputs, never on limits), so each scenario's exact refinement reuses earlier work.
 
-Execution. Scenarios go to workers in batches (`batches`: about BATCHES_PER_WORKER per
-worker, at most MAX_BATCH each), one round trip per batch; rows come back as each batch
-finishes and are written at once. `--backend processes` spawns its workers (never forks
-the coordinator, whose threads may hold locks); each worker, as
-a Dask worker, builds the shared candidates once (keyed by `resolved_sha256`) and keeps
-them. Worker processes run the
-numeric libraries on one thread and reset glibc's malloc thresholds
-(`tune_worker_process`).
+Execution. The shared candidates are built once per sweep, in parts over groups of
+configurations (`shared_candidates`): the coordinator builds one part while each worker
+builds another, the coordinator merges them (the same data as one build) and hands the
+result to every worker once (a file for process workers, a broadcast scatter on Dask);
+each process keeps it and its evaluators under `Shared.key` (`_kept`). Scenarios go to
+workers in batches (`batches`: about BATCHES_PER_WORKER per worker, at most MAX_BATCH
+each), one round trip per batch; rows come back as each batch finishes and are written
+at once. `--backend processes` forks its workers from a fork server that has only
+imported clusterplan (`worker_context`: no import per worker, and no lock copied from
+the coordinator's threads). Worker processes reset glibc's malloc thresholds
+(`tune_worker_process`); Dask's local workers get one thread each for OpenMP, MKL and
+OpenBLAS (`worker_environ`).
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
@@ -55,27 +59,34 @@ SCHEDULER_TIMEOUT_S (no result within the limits).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import fcntl
 import json
 import math
 import multiprocessing
+import multiprocessing.forkserver
 import os
+import pickle
 import re
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pyomo.common import dependencies as pyomo_dependencies
 
-from models.design.candidates import build_design_data
+from models.design.candidates import build_design_data, config_groups, merge_design_data
 from models.design.data import DesignData
 from models.design.evaluate import Evaluators, default_evaluators
+from models.design.inputs import Inputs
 from models.design.limits import shared_paths
 from solver.api import solve
 from solver.backends import SolveOptions
@@ -87,7 +98,12 @@ from solver.loading import (
     read_document,
     read_instance_document,
 )
-from solver.outputs import check_out_location, default_out_dir, write_file_atomically
+from solver.outputs import (
+    check_out_location,
+    default_out_dir,
+    process_alive,
+    write_file_atomically,
+)
 from solver.prepare import prepare
 from solver.scenario import (
     Scenario,
@@ -127,6 +143,19 @@ SCENARIO_LIMIT_FLAG = "--time-limit (per scenario)"
 
 
 @dataclass(frozen=True)
+class Shared:
+    """The instance whose candidate designs a sweep's scenarios share: the base document
+    with the largest limits of those scenarios (`shared_document`), its source, and `key`,
+    the hash of what it resolves to (`resolved_sha256`, computed by the coordinator: a
+    long-lived worker must not reuse candidates after the workload or catalog files
+    change)."""
+
+    doc: dict[str, Any]
+    source: str
+    key: str
+
+
+@dataclass(frozen=True)
 class Task:
     """What a worker needs to solve one scenario (picklable, no Instance objects)."""
 
@@ -135,15 +164,24 @@ class Task:
     doc: dict[str, Any]
     source: str
     time_limit_s: float
-    shared_doc: dict[str, Any] | None
-    """Document of the largest limits when candidates are shared, else None."""
     shared_key: str | None = None
-    """Hash of the resolved shared document (`resolved_sha256`): the workers' cache key."""
+    """`Shared.key` when the scenario uses the shared candidates, else None."""
 
 
 # --- workers -------------------------------------------------------------------------
 
-_CACHE: dict[str, Any] = {}
+@dataclass
+class _Kept:
+    """What a process keeps for the sweep of one `Shared.key`: evaluators (their caches of
+    exact throughput, goodput and spares depend on the workload, catalog and reliability
+    inputs, never on limits, so every scenario re-uses them when it refines its
+    candidates) and, once built or received, the shared candidate designs."""
+
+    evaluators: Evaluators
+    data: DesignData | None = None
+
+
+_CACHE: dict[str, _Kept] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -152,39 +190,79 @@ def resolved_sha256(doc: dict[str, Any], source: str) -> str:
     return document_sha256(full_document(instance_from_dict(doc, source)))
 
 
-def _shared_candidates(doc: dict[str, Any], source: str, key: str
-                       ) -> tuple[DesignData, Evaluators]:
-    """Candidate designs of `doc` and the evaluators that built them, built once per
-    worker process (threads share them). The evaluators' caches (exact throughput per
-    GPU count and network, spares per size) hold values that depend on the workload,
-    catalog and reliability inputs only, never on limits, so every scenario of the
-    sweep re-uses them when it refines its candidates. `key` is
-    `resolved_sha256(doc, source)`, computed by the coordinator: a long-lived worker
-    must not reuse candidates after the workload or catalog files change."""
+def _kept(key: str, inputs: Callable[[], Inputs]) -> _Kept:
+    """This process's `_Kept` of `key` (one sweep at a time: another key replaces it)."""
     with _CACHE_LOCK:
         if key not in _CACHE:
-            inst = instance_from_dict(doc, source)
             _CACHE.clear()
-            inputs = prepare(inst)
-            evaluators = default_evaluators(inputs)
-            _CACHE[key] = (build_design_data(inputs, evaluators)[0], evaluators)
+            _CACHE[key] = _Kept(default_evaluators(inputs()))
         return _CACHE[key]
 
 
-def solve_task(task: Task) -> dict[str, Any]:
-    """Solve one scenario into its table row. Any failure becomes a row with status
-    'error' and the reason: one bad scenario never stops a sweep. ``time_limit_s`` is the
-    scenario's whole budget (solver.deadline: every stage, the infeasibility diagnosis
-    included; the candidates shared by the sweep are built outside it): a scenario that
-    spends it is a failed row (no_solution, or error where Python code was interrupted)
-    naming the limit and the stage. The hard stop interrupts Python code only where the
-    scenario runs in a main thread (local and process back-ends); Dask's worker threads
-    get the budget at each stage and in the solvers' own limits."""
+def _part(inputs: Inputs, evaluators: Evaluators, configs: tuple[str, ...]) -> DesignData:
+    """The candidate designs of the configurations `configs` (keys) of `inputs`."""
+    part = dataclasses.replace(inputs, configs=tuple(inputs.config(k) for k in configs))
+    return build_design_data(part, evaluators)[0]
+
+
+def build_part(shared: Shared, configs: tuple[str, ...]) -> DesignData:
+    """A worker task: the candidate designs of the configurations `configs` (keys) of
+    `shared`, built with the evaluators the worker keeps for its scenarios
+    (`shared_candidates` merges the parts)."""
+    tune_worker_process()
+    inputs = prepare(instance_from_dict(shared.doc, shared.source))
+    return _part(inputs, _kept(shared.key, lambda: inputs).evaluators, configs)
+
+
+def local_parts(workers: int) -> int:
+    """Parts to build the shared candidates in with `workers` worker processes on this
+    machine: one for the coordinator and one per worker, at most one per core (more
+    parts than cores only repeat the evaluations that parts share)."""
+    return max(1, min(workers + 1, os.cpu_count() or 1))
+
+
+PartBuilder = Callable[[Shared, tuple[str, ...]], Callable[[], DesignData]]
+"""Starts building one part on a worker; returns the call that waits for it."""
+
+
+def shared_candidates(shared: Shared, parts: int = 1, start_part: PartBuilder | None = None
+                      ) -> DesignData:
+    """The candidate designs of `shared`, built once per process (`_kept`). With
+    `start_part`, the configurations are cut into `parts` groups
+    (models.design.candidates.config_groups): every group but the first is built by a
+    worker while this process builds the first, and the parts are merged (equal to one
+    build)."""
+    inputs = prepare(instance_from_dict(shared.doc, shared.source))
+    kept = _kept(shared.key, lambda: inputs)
+    if kept.data is None:
+        groups = config_groups(inputs, parts if start_part is not None else 1)
+        waits = [start_part(shared, tuple(p.key for p in g)) for g in groups[1:]]
+        mine = _part(inputs, kept.evaluators, tuple(p.key for p in groups[0]))
+        kept.data = merge_design_data(inputs, [mine, *(wait() for wait in waits)])
+    return kept.data
+
+
+def solve_task(task: Task, shared: DesignData | str | None = None) -> dict[str, Any]:
+    """Solve one scenario into its table row, on the shared candidate designs when the
+    task has a shared key and `shared` gives them (the data, or the path of its pickle,
+    read once per process). Any failure becomes a row with status 'error' and the
+    reason: one bad scenario never stops a sweep. ``time_limit_s`` is the scenario's whole
+    budget (solver.deadline: every stage, the infeasibility diagnosis included; the shared
+    candidates are built outside it): a scenario that spends it is a failed row
+    (no_solution, or error where Python code was interrupted) naming the limit and the
+    stage. The hard stop interrupts Python code only where the scenario runs in a main
+    thread (local and process back-ends); Dask's worker threads get the budget at each
+    stage and in the solvers' own limits."""
     start = time.perf_counter()
     try:
         inst = instance_from_dict(task.doc, task.source)
-        cands, evaluators = (_shared_candidates(task.shared_doc, task.source, task.shared_key)
-                             if task.shared_doc is not None else (None, None))
+        cands = evaluators = None
+        if task.shared_key is not None and shared is not None:
+            kept = _kept(task.shared_key, lambda: prepare(inst))
+            if kept.data is None:
+                kept.data = (shared if isinstance(shared, DesignData)
+                             else pickle.loads(Path(shared).read_bytes()))
+            cands, evaluators = kept.data, kept.evaluators
         deadline = Deadline(task.time_limit_s, SCENARIO_LIMIT_FLAG)
         with deadline.alarm():
             result = solve(inst, place=False, options=SolveOptions(
@@ -464,10 +542,12 @@ def check_scenario_count(count: int, max_scenarios: int) -> None:
 
 # --- back-ends -----------------------------------------------------------------------
 
-def _run_local(tasks: list[Task], workers: int, scheduler: str | None
-               ) -> Iterator[dict[str, Any]]:
+def _run_local(tasks: list[Task], workers: int, scheduler: str | None,
+               shared: Shared | None) -> Iterator[dict[str, Any]]:
+    data, failed, tasks = _with_shared(tasks, shared, lambda: shared_candidates(shared))
+    yield from failed
     for task in tasks:
-        yield solve_task(task)
+        yield solve_task(task, data)
 
 
 BATCHES_PER_WORKER = 4
@@ -484,10 +564,12 @@ def batches(tasks: list[Task], workers: int) -> list[list[Task]]:
     return [tasks[i:i + size] for i in range(0, len(tasks), size)]
 
 
-def solve_batch(batch: list[Task]) -> list[dict[str, Any]]:
-    """The rows of a batch of scenarios, solved one after the other in a worker."""
+def solve_batch(batch: list[Task], shared: DesignData | str | None = None
+                ) -> list[dict[str, Any]]:
+    """The rows of a batch of scenarios, solved one after the other in a worker
+    (`shared`: the shared candidates or the path of their pickle, see `solve_task`)."""
     tune_worker_process()
-    return [solve_task(task) for task in batch]
+    return [solve_task(task, shared) for task in batch]
 
 
 MALLOC_MMAP_THRESHOLD = 32 * 2**20
@@ -518,56 +600,108 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 """glibc's mallopt parameter numbers (malloc.h)."""
 
 
+def _lost(batch: list[Task], exc: BaseException) -> list[dict[str, Any]]:
+    """Error rows of a batch whose worker was lost."""
+    return [task_row(task, {"status": "error",
+                            "error": f"worker lost: {failure_reason(exc)}"}, None)
+            for task in batch]
+
+
 def _rows_or_errors(result: Callable[[], list[dict[str, Any]]], batch: list[Task]
                     ) -> list[dict[str, Any]]:
     """A worker's rows, or error rows for the whole batch when the worker itself was lost."""
     try:
         return result()
     except Exception as exc:  # noqa: BLE001 - a dead worker fails its scenarios only
-        return [task_row(task, {"status": "error",
-                                "error": f"worker lost: {failure_reason(exc)}"}, None)
-                for task in batch]
+        return _lost(batch, exc)
 
 
-def _watch_coordinator(parent: int) -> None:
-    """Process-pool initializer: a daemon thread ends the worker as soon as its parent
-    (the coordinator, pid ``parent``: a spawned worker may start after it is gone) is
-    gone, so `kill -9` of a sweep leaves no orphan solving on; a worker ignores Ctrl-C
-    and ends on SIGTERM (the coordinator's _stop_workers).
+def _with_shared(tasks: list[Task], shared: Shared | None, build: Callable[[], DesignData]
+                 ) -> tuple[DesignData | None, list[dict[str, Any]], list[Task]]:
+    """The shared candidates (`build()`), when some task uses them; when building them
+    fails, error rows of those tasks (with the reason; the next run retries them). Also
+    the tasks left to solve."""
+    if shared is None or all(t.shared_key is None for t in tasks):
+        return None, [], tasks
+    try:
+        return build(), [], tasks
+    except Exception as exc:  # noqa: BLE001 - the scenarios that needed them fail, no more
+        reason = f"building the shared candidates failed: {failure_reason(exc)}"
+        return None, [task_row(t, {"status": "error", "error": reason}, None)
+                      for t in tasks if t.shared_key is not None], \
+            [t for t in tasks if t.shared_key is None]
+
+
+def _watch_coordinator(coordinator: int) -> None:
+    """Process-pool initializer: a daemon thread ends the worker as soon as the
+    coordinator (pid ``coordinator``) or the fork server it was forked from (which ends
+    with the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on;
+    a worker ignores Ctrl-C and ends on SIGTERM (the coordinator's _stop_workers).
     The check runs every 0.5 s; a solve that holds the GIL delays it to its time limit."""
     # Ctrl-C reaches the whole process group: the coordinator handles it and ends the
     # workers with SIGTERM, which ends them quietly (not the CLI's KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Pyomo guards its output capture with a multiprocessing lock made at import, which
+    # every worker forked from the fork server would share: a worker ended while holding
+    # it (a stopped sweep) would hang every later worker. Each worker gets its own.
+    pyomo_dependencies.capture_output_lock = threading.Lock()
+    parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == parent and process_alive(coordinator):
             time.sleep(0.5)
         os._exit(1)
 
     threading.Thread(target=watch, name="watch-coordinator", daemon=True).start()
 
 
-def _worker_context() -> multiprocessing.context.BaseContext:
-    """Spawned workers: a fresh interpreter each, nothing inherited from the coordinator."""
-    return multiprocessing.get_context("spawn")
+WORKER_PRELOAD = ["solver.sweeps"]
+"""Modules the fork server of process workers imports once (all of clusterplan's solve)."""
 
 
-def _run_processes(tasks: list[Task], workers: int, scheduler: str | None
-                   ) -> Iterator[dict[str, Any]]:
+def worker_context() -> multiprocessing.context.BaseContext:
+    """Process workers are forked from a fork server that has imported WORKER_PRELOAD and
+    done nothing else: a worker starts with clusterplan, Pyomo, pandas and SciPy loaded
+    (a spawned worker spent ~2.5 s of CPU importing them), and it inherits no lock that
+    another thread held (a worker forked from the coordinator copied Pyomo's output
+    capture lock while another thread held it, and hung). The server starts in the
+    background at the first call (run_scenarios calls this before it validates the
+    scenarios) and serves every later pool of this process."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WORKER_PRELOAD)
+    multiprocessing.forkserver.ensure_running()
+    return context
+
+
+def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
+                   shared: Shared | None) -> Iterator[dict[str, Any]]:
     """A process pool of batches; a worker that dies fails its scenarios (status 'error').
-    Workers are spawned, never forked from the coordinator: a fork copies locks that
-    other threads hold (Pyomo's output capture deadlocked in the child). Each worker
-    builds the shared candidates once and keeps them (`_shared_candidates`)."""
+    The shared candidates are built in parts, one by the coordinator and one by each
+    worker (`shared_candidates`), and given to the workers once, as a file each reads
+    when its first batch needs it."""
     if not tasks:
         return
-    groups = batches(tasks, workers)
-    with ProcessPoolExecutor(max_workers=min(workers, len(groups)),
-                             mp_context=_worker_context(),
+    size = min(workers, len(batches(tasks, workers)))
+    with ProcessPoolExecutor(max_workers=size, mp_context=worker_context(),
                              initializer=_watch_coordinator,
-                             initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(solve_batch, b): b for b in groups}
+                             initargs=(os.getpid(),)) as pool, \
+            tempfile.TemporaryDirectory(prefix="clusterplan-sweep-") as tmp:
+        futures: dict[Any, list[Task]] = {}
         try:
+            data, failed, tasks = _with_shared(tasks, shared, lambda: shared_candidates(
+                shared, local_parts(size),
+                lambda s, keys: pool.submit(build_part, s, keys).result))
+            yield from failed
+            path = None
+            if data is not None:
+                path = str(Path(tmp) / "candidates.pickle")
+                Path(path).write_bytes(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+            for batch in batches(tasks, workers):
+                try:
+                    futures[pool.submit(solve_batch, batch, path)] = batch
+                except BrokenProcessPool as exc:
+                    yield from _lost(batch, exc)
             for fut in as_completed(futures):
                 yield from _rows_or_errors(fut.result, futures[fut])
         except BaseException:  # Ctrl-C, SIGTERM, an error: stop now, not after the solves
@@ -597,11 +731,13 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True)
 
 
-def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
-              ) -> Iterator[dict[str, Any]]:
+def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
+              shared: Shared | None) -> Iterator[dict[str, Any]]:
     """On a dask.distributed cluster: `scheduler` address, or a LocalCluster on loopback
-    with `workers` single-threaded worker processes. Batches of scenarios are the tasks;
-    each worker builds the shared candidates once and keeps them. Tasks are retried once
+    with `workers` single-threaded worker processes. Batches of scenarios are the tasks.
+    The shared candidates are built in parts, one by the coordinator and one by each
+    worker (`shared_candidates`), and scattered to every worker once; later batches find
+    them there. Tasks are retried once
     when a worker is lost, then fail their scenarios. Workers must be processes with one
     thread: Pyomo captures solver output by swapping the process's file descriptors, so
     concurrent solves in threads of one process hang. A scheduler that does not answer
@@ -628,10 +764,19 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None
                          f"{type(exc).__name__}: {exc}") from None
     try:
         size = len(client.scheduler_info().get("workers", {})) if cluster is None else workers
-        futures = {client.submit(solve_batch, b, key=f"scenarios-{b[0].id}-{len(b)}",
-                                 pure=False, retries=1): b
-                   for b in batches(tasks, max(size, 1))}
+        futures: dict[Any, list[Task]] = {}
         try:
+            parts = local_parts(size) if cluster is not None else size + 1
+            data, failed, tasks = _with_shared(tasks, shared, lambda: shared_candidates(
+                shared, parts, lambda s, keys: client.submit(
+                    build_part, s, keys, pure=False, retries=1).result))
+            yield from failed
+            scattered = (client.scatter(data, broadcast=True, hash=False)
+                         if data is not None else None)
+            futures = {client.submit(solve_batch, b, scattered,
+                                     key=f"scenarios-{b[0].id}-{len(b)}", pure=False,
+                                     retries=1): b
+                       for b in batches(tasks, max(size, 1))}
             for fut in dask_completed(list(futures)):
                 yield from _rows_or_errors(fut.result, futures[fut])
         finally:
@@ -682,25 +827,27 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
     start = time.perf_counter()
     check_run_options(backend, workers, scheduler, time_limit_s)
     check_scenario_count(len(assignments), max_scenarios)
+    if backend == "processes":
+        worker_context()  # the fork server imports clusterplan while scenarios are validated
     paths = list(dict.fromkeys(p for a in assignments for p in a))
     name = name if name is not None else default_sweep_name(paths, assignments)
     folder = sweep_folder(base.instance.name, name, out)
     scenarios = make_scenarios(base.doc, base.instance, assignments, base.source,
                                {"time_limit_s": float(time_limit_s)})
     reusable = [s for s in scenarios if all(REUSABLE_PATHS.match(p) for p in s.values)]
-    shared = shared_document(base.doc, reusable) if share_candidates else None
-    shared_key = resolved_sha256(shared, base.source) if shared is not None else None
-    reusable_ids = {s.id for s in reusable}
+    shared_doc = shared_document(base.doc, reusable) if share_candidates else None
+    shared = (Shared(shared_doc, base.source, resolved_sha256(shared_doc, base.source))
+              if shared_doc is not None else None)
+    reusable_ids = {s.id for s in reusable} if shared is not None else set()
     with folder_lock(folder):
         _remove_temporary_files(folder)
         resumed = finished_rows(folder, scenarios)
         todo = {s.id: Task(s.id, s.values, s.doc, base.source, time_limit_s,
-                           shared if s.id in reusable_ids else None,
-                           shared_key if s.id in reusable_ids else None)
+                           shared.key if s.id in reusable_ids else None)
                 for s in scenarios if s.id not in resumed.rows}
         rows = dict(resumed.rows)
         with _progress(progress, len(scenarios), len(resumed.rows)) as advance:
-            for row in RUNNERS[backend](list(todo.values()), workers, scheduler):
+            for row in RUNNERS[backend](list(todo.values()), workers, scheduler, shared):
                 write_json_durably(folder / "scenarios" / f"{row['id']}.json", row)
                 rows[row["id"]] = row
                 advance()
@@ -719,7 +866,7 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
                 "table": str(parquet), "csv": str(parquet.with_suffix(".csv")),
                 "folder": str(folder), "runtime_s": round(time.perf_counter() - start, 3),
                 "backend": backend,
-                "shared_candidates": sum(t.shared_doc is not None for t in todo.values()),
+                "shared_candidates": sum(t.shared_key is not None for t in todo.values()),
                 "paths": paths}
         write_json_durably(folder / "sweep.json", meta)
     table.attrs.update(meta)

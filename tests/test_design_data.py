@@ -130,3 +130,27 @@ def test_hot_spares_follow_the_chosen_node_link_medium():
                                      cfg.media[0].kind)
         assert k.spare_nodes == expected
     assert kinds  # node-leaf media of rail-optimized designs (optical)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 50])
+def test_candidates_built_in_parts_and_merged_equal_one_build(parts):
+    """Sweeps build the shared candidates in parts on several processes
+    (solver.sweeps.shared_candidates): every configuration lands in exactly one group, and
+    the merged parts equal one build, to the order of configurations and candidates."""
+    import dataclasses
+
+    from models.design.candidates import config_groups, merge_design_data
+
+    inputs = with_power(30.0)
+    whole, _ = build_design_data(inputs, default_evaluators(inputs))
+    groups = config_groups(inputs, parts)
+    assert 1 <= len(groups) <= parts
+    assert sorted(p.key for g in groups for p in g) == sorted(p.key for p in inputs.configs)
+    if parts > 1:
+        assert len(groups) > 1  # the instance has several GPU system/NIC/layout families
+    merged = merge_design_data(inputs, [
+        build_design_data(dataclasses.replace(inputs, configs=g),
+                          default_evaluators(inputs))[0] for g in reversed(groups)])
+    assert merged == whole
+    assert list(merged.configs) == list(whole.configs)
+    assert [k.key for k in merged.candidates] == [k.key for k in whole.candidates]

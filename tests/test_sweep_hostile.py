@@ -326,6 +326,18 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
+def _forkserver(proc: psutil.Process) -> bool:
+    try:
+        return any("forkserver" in part for part in proc.cmdline())
+    except psutil.Error:
+        return False
+
+
+def _pool_workers(root: psutil.Process) -> list[psutil.Process]:
+    """Process workers under `root`: forked from the fork server (solver.sweeps.worker_context)."""
+    return [c for c in root.children(recursive=True) if _forkserver(c) and _forkserver(c.parent())]
+
+
 def test_process_workers_exit_with_their_coordinator(tmp_path):
     code = ("import sys; from solver.sweeps import sweep; sweep(sys.argv[1], "
             "{'limits.it_power_mw': '2:7:60'}, out=sys.argv[2], backend='processes', "
@@ -336,10 +348,10 @@ def test_process_workers_exit_with_their_coordinator(tmp_path):
         deadline = time.monotonic() + 40
         workers: list[psutil.Process] = []
         while len(workers) < 2 and time.monotonic() < deadline:
-            workers = [c for c in psutil.Process(coordinator.pid).children()
-                       if any("spawn_main" in part for part in c.cmdline())]
+            workers = _pool_workers(psutil.Process(coordinator.pid))
             time.sleep(0.1)
         assert len(workers) == 2
+        workers.append(workers[0].parent())  # the fork server ends with the coordinator too
         time.sleep(0.5)
         assert coordinator.poll() is None  # killed mid-sweep
     finally:
@@ -409,17 +421,16 @@ def test_dead_worker_fails_its_scenarios_and_the_table_is_written(tmp_path):
     run.start()
     killed, deadline = False, time.monotonic() + 60
     while not killed and run.is_alive() and time.monotonic() < deadline:
-        for child in psutil.Process().children(recursive=True):
-            if any("spawn_main" in part for part in child.cmdline()):
-                child.kill()
-                killed = True
-                break
+        for child in _pool_workers(psutil.Process()):
+            child.kill()
+            killed = True
+            break
         time.sleep(0.01)
     run.join()
     assert killed
     table = tables[0]
     assert table["status"].tolist() == ["error"]
-    assert table["error"].iloc[0].startswith("worker lost: BrokenProcessPool")
+    assert "BrokenProcessPool" in table["error"].iloc[0]  # building or solving
     again = sweep(SMALL, {"limits.it_power_mw": "5"}, out=tmp_path, backend="processes")
     assert again.attrs["retried"] == 1 and again["status"].tolist() == ["optimal"]
 

@@ -278,6 +278,31 @@ def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, ke
             in zip(sized, links, goodputs, strict=True)]
 
 
+def config_groups(inputs: Inputs, parts: int) -> list[tuple[ConfigParts, ...]]:
+    """The configurations of `inputs` in at most `parts` groups of about equal size, to
+    build their candidates in parallel (`build_design_data` on `inputs` with one group's
+    configurations each, then `merge_design_data`). Configurations of one GPU system, NIC
+    and layout stay together: they share hot-spare ladders and throughput evaluations,
+    which each group's evaluators compute once."""
+    families: dict[tuple, list[ConfigParts]] = {}
+    for p in inputs.configs:
+        families.setdefault((p.gpu.id, p.nic.id, p.rail_optimized), []).append(p)
+    groups: list[list[ConfigParts]] = [[] for _ in range(max(1, min(parts, len(families))))]
+    for family in sorted(families.values(), key=len, reverse=True):
+        min(groups, key=len).extend(family)
+    return [tuple(g) for g in groups if g]
+
+
+def merge_design_data(inputs: Inputs, parts: list[DesignData]) -> DesignData:
+    """One design data from `parts` built for `inputs` over disjoint groups of its
+    configurations (`config_groups`): equal to `build_design_data` over all of them
+    (configurations in the order of inputs.configs, candidates sorted as always)."""
+    order = {p.key: i for i, p in enumerate(inputs.configs)}
+    configs = sorted((item for d in parts for item in d.configs.items()),
+                     key=lambda item: order[inputs.config(item[0]).key])
+    return _design_data(inputs, dict(configs), [c for d in parts for c in d.candidates])
+
+
 def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
                 node_kind: str | None, first: int | None = None
                 ) -> tuple[list[tuple[int, int, Fabric]], str | None]:

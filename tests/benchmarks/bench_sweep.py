@@ -11,6 +11,9 @@ starting the back-end (process pool, LocalCluster) but not the external cluster,
 is up before the sweep starts, as a user's cluster is; the CLI row includes starting the
 CLI process itself. Speed-up = local wall / wall. The tables must be identical across
 back-ends (status, objective, design); the benchmark says so or fails.
+CPU s is the CPU time of every process of the row (the coordinator, workers, fork server,
+Dask scheduler and nannies), sampled every 0.2 s: on a loaded machine wall times follow
+the load, CPU times much less.
 
 Run: python tests/benchmarks/bench_sweep.py [--only local,processes,...] [--scenarios 100]
 """
@@ -24,10 +27,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 from solver import sweep, sweeps
 from solver.loading import DEFAULT_INSTANCE
@@ -45,6 +50,39 @@ def vary(scenarios: int) -> dict[str, str]:
         return VARY
     n = max(1, round(scenarios ** 0.5))
     return {"limits.it_power_mw": f"100:190:{n}", "limits.budget_usd": f"4e9:8.5e9:{n}"}
+
+
+class CpuMeter:
+    """CPU seconds [user + system] of this process and all its descendants since `start`,
+    the descendants sampled every `every` seconds (a process's last moments before it
+    ends are missed: under a second per process)."""
+
+    def __init__(self, every: float = 0.2):
+        self.every, self.seen, self.base = every, {}, {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.stop.wait(self.every):
+            self.snapshot()
+
+    def snapshot(self) -> dict[int, float]:
+        me = psutil.Process()
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                t = proc.cpu_times()
+                self.seen[proc.pid] = t.user + t.system
+            except psutil.Error:
+                pass
+        return dict(self.seen)
+
+    def start(self) -> None:
+        self.base = self.snapshot()
+
+    def seconds(self) -> float:
+        now = self.snapshot()
+        return sum(cpu - self.base.get(pid, 0.0) for pid, cpu in now.items())
 
 
 def free_port() -> int:
@@ -99,7 +137,10 @@ def main() -> None:
     env = os.environ | {"PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     walls: dict[str, float] = {}
+    cpus: dict[str, float] = {}
     tables: dict[str, pd.DataFrame] = {}
+    meter = CpuMeter()
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         for row in rows:
             out = Path(tmp) / row
@@ -107,9 +148,11 @@ def main() -> None:
             if row == "dask-external-2":
                 address, procs = external_cluster(2, env)
                 try:
+                    meter.start()
                     start = time.perf_counter()
                     tables[row] = run_cli(address, grid, out, env)
                     walls[row] = time.perf_counter() - start
+                    cpus[row] = meter.seconds()
                 finally:
                     for p in reversed(procs):
                         p.terminate()
@@ -117,19 +160,21 @@ def main() -> None:
                         p.wait(timeout=30)
                 continue
             backend, _, workers = row.partition("-")
+            meter.start()
             start = time.perf_counter()
             tables[row] = sweep(DEFAULT_INSTANCE, grid, out=out, backend=backend,
                                 workers=int(workers or 1))
             walls[row] = time.perf_counter() - start
+            cpus[row] = meter.seconds()
     n = len(next(iter(tables.values())))
     first = next(iter(tables))
     print(f"{n}-scenario sweep of {DEFAULT_INSTANCE.name}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"{'back-end':<18}{'wall s':>9}{'speed-up':>10}  same rows as {first}")
+          f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'back-end':<18}{'wall s':>9}{'speed-up':>10}{'CPU s':>8}  same rows as {first}")
     for row in rows:
         same = tables[row][COMPARED].equals(tables[first][COMPARED])
         speed = f"{walls['local'] / walls[row]:.2f}x" if "local" in walls else "-"
-        print(f"{row:<18}{walls[row]:>9.1f}{speed:>10}  {same}")
+        print(f"{row:<18}{walls[row]:>9.1f}{speed:>10}{cpus[row]:>8.1f}  {same}")
     if not all(tables[r][COMPARED].equals(tables[first][COMPARED]) for r in rows):
         raise SystemExit("back-ends disagree")
 
