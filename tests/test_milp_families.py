@@ -90,10 +90,12 @@ CASES = {
                                           {"name": "b", "it_power_mw": 3.0, "halls": [
                                               {"name": "h", "rows": 3, "positions_per_row": 24,
                                                "rack_power_kw": 40.0}]}]), "buildings"),
-    # 224 nodes = two pods of 4 blocks: the blocks fit each building's slots and power
-    # alone (4 x 346.5 kW of 1,402 kW of halls) but not with the pod's 32 spines (+54.6 kW)
+    # 224 nodes = two pods of 4 blocks: the blocks fit building b's slots and power alone
+    # (4 x 346.5 kW of 1,402 kW of halls) but not with its pod's 32 spines (+54.6 kW),
+    # while building a has power to spare: the campus-wide block_power family would let
+    # b's spines draw a's power, the pod's own family does not
     "pod_power": (dict(limits={"it_power_mw": 5.0}, choices=ALIGNED,
-                       buildings=[{"name": "a", "it_power_mw": 1.5},
+                       buildings=[{"name": "a", "it_power_mw": 3.0},
                                   {"name": "b", "it_power_mw": 1.5}]), "buildings"),
     "min_capex": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                        objective={"kind": "min_capex", "required_tokens_per_s": 1.2e9}),
