@@ -12,7 +12,7 @@ import pytest
 from ortools.sat.python import cp_model
 
 from models.placement import bound
-from models.placement.model import build_model, solve
+from models.placement.model import build_model, descend, packed_upper, solve
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone, group_types
 from solver.backends import SolveOptions
 from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
@@ -331,3 +331,17 @@ def test_bounds_stay_below_the_optimum_on_gb200_like_sites(seed):
     cap = math.prod(len(members) + 1 for _, members in types)
     forced = bound.hub_bound(p, max_distributions=cap)
     assert forced.method.endswith("of merged halls") and forced.bound <= best
+
+
+@pytest.mark.parametrize("seed", [0, 5, 7])
+def test_descent_places_no_better_than_the_optimum_and_solve_finds_it(seed):
+    """The alternating passes (hubs, then each upper tier, the rest fixed) give a real
+    placement: never below the proven optimum; the whole solve still ends at it."""
+    p = gb200_like_problem(seed)
+    best = proven_optimum(p)
+    model, v = build_model(p)
+    found = descend(p, model, v, placement_hub_pass(SolveOptions()), None, packed_upper(p))
+    assert found is None or found.objective >= best
+    sol = solve(p, cpsat(10), placement_first_pass(SolveOptions()),
+                placement_hub_pass(SolveOptions()))
+    assert sol.objective == best and sol.bound <= best
