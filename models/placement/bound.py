@@ -29,6 +29,23 @@ relaxation is solved exactly by keeping in ``b`` the ``C_b`` blocks that save mo
 ``x_j``; the larger of the two leaf-spine terms enters ``LB(H)``. On the default site it
 lifts the bound from 2.8% to 0.04% below the best placement.
 
+A fourth tier (core-super, above 65,536 endpoints: the GB200 campus) enters
+:func:`higher_tiers_bound` as if every core stood beside every super switch, which the
+network positions forbid when spines, cores and supers compete for them (the GB200
+campus: 129 spine, 98 core and 49 super racks in 160 positions a building). The building
+bound counts it per core instead: a core in zone ``i`` pays at least
+``m_i·S_4 − δ_i·z_i`` (``m_i`` its least cost to another zone, ``δ_i = max(0, m_i −
+coef4_ii)``), and ``z_i ≤ u_i(y_i) = min(S_4, p_4·(positions left by the spines) −
+(p_4/p_3)·y_i)`` with ``y_i`` cores there. ``y·u(y)`` is concave, so the cores' cost per
+zone is convex in ``y_i`` and its least value at a price enters the dual exactly
+(:func:`fourth_tier_cost`).
+
+Sites with too many hub vectors even by building (GB200: 129 groups, 12 halls, 2.6e12 a
+building) are bounded on :func:`merged_halls`: each building one zone, every cost the
+least over the halls' pairs. Any placement maps onto the merged model at no more cost,
+so its bound is one of the model's (loose by the hall-level differences: 4% on a pair in
+one building).
+
 Every term relaxes a constraint of the model, so ``min_H LB(H)`` over *all* hub
 distributions that fit the zones' network positions and power is a lower bound on the
 optimum (:func:`exhaustive_bound`, vectorised over chunks of distributions).
@@ -48,6 +65,7 @@ the building bound.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterator
@@ -55,7 +73,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.placement.problem import PlacementProblem, group_types, upper_coefficients
+from models.placement.problem import PlacementProblem, Zone, group_types, upper_coefficients
 
 MAX_DISTRIBUTIONS = 4_000_000
 """Default cap on the hub distributions enumerated (measured: the default site's 250,272
@@ -188,11 +206,65 @@ def spine_core_bound(problem: PlacementProblem, types,
     return total, left == 0
 
 
-def higher_tiers_bound(problem: PlacementProblem) -> int:
-    """``Σ_{t ≥ 4} min coef_t · S_{t-1} · S_t``."""
+def higher_tiers_bound(problem: PlacementProblem, first: int = 1) -> int:
+    """``Σ_{t ≥ 3 + first} min coef_t · S_{t-1} · S_t`` (tier 4 on: ``first`` 1)."""
     coef = upper_coefficients(problem)
     return sum(min(min(row) for row in coef[t]) * problem.upper[t - 1].switches
-               * problem.upper[t].switches for t in range(1, len(problem.upper)))
+               * problem.upper[t].switches for t in range(first, len(problem.upper)))
+
+
+@dataclass(frozen=True)
+class FourthTier:
+    """Per zone ``i``, what a tier-3 switch there pays the tier-4 switches at least (module
+    doc): ``far_i = m_i · S_4`` with ``m_i = min_{j≠i} coef4_ij``, less ``δ_i · z_i`` with
+    ``δ_i = max(0, m_i − coef4_ii)`` for the ``z_i`` tier-4 switches in its own zone."""
+
+    far: np.ndarray
+    delta: np.ndarray
+    switches: int
+    """``S_4``."""
+    per_rack: float
+    """Tier-4 switches per rack ``p_4``."""
+    ratio: float
+    """``p_4 / p_3``: tier-4 switches one tier-3 switch's rack space would hold."""
+
+
+def fourth_tier(problem: PlacementProblem) -> FourthTier | None:
+    """The tier-4 figures of :func:`fourth_tier_cost`; ``None`` with fewer than two upper
+    tiers."""
+    if len(problem.upper) < 2:
+        return None
+    coef = np.array(upper_coefficients(problem)[1], dtype=float)
+    n = len(coef)
+    own = np.diag(coef)
+    other = np.where(np.eye(n, dtype=bool), np.inf, coef).min(1) if n > 1 else own
+    tier3, tier4 = problem.upper[0], problem.upper[1]
+    return FourthTier(other * tier4.switches, np.maximum(0.0, other - own), tier4.switches,
+                      float(tier4.per_rack), tier4.per_rack / tier3.per_rack)
+
+
+def fourth_tier_cost(t4: FourthTier, zones, price: np.ndarray, room: np.ndarray,
+                     racks_left: np.ndarray) -> np.ndarray:
+    """``min over 0 ≤ y ≤ room`` of ``y·(price + far) − δ·y·u(y)`` per row and zone of
+    ``zones``: ``y`` tier-3 switches at ``price`` each, their tier-4 links at least
+    ``far − δ·z`` each with ``z ≤ u(y) = min(S_4, p_4·racks_left − (p_4/p_3)·y)`` tier-4
+    switches beside them (the rack space the spines and those ``y`` leave). ``y·u(y)`` is
+    concave, so the function is convex: its minimum over real ``y`` (below the integer one)
+    lies at an end, the breakpoint ``u = S_4`` or the quadratic piece's stationary point."""
+    far, delta = t4.far[list(zones)], t4.delta[list(zones)]
+    p = price + far
+    a = t4.per_rack * racks_left
+    b = t4.ratio
+
+    def value(y):
+        return y * p - delta * y * np.minimum(t4.switches, a - b * y)
+
+    bend = np.clip((a - t4.switches) / b, 0, room)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stationary = np.where(delta > 0, (delta * a - p) / (2 * delta * b), 0.0)
+    stationary = np.clip(stationary, bend, room)
+    return np.minimum(np.minimum(value(0.0 * room), value(room)),
+                      np.minimum(value(bend), value(stationary)))
 
 
 def hub_distributions(problem: PlacementProblem, types) -> Iterator[np.ndarray]:
@@ -402,6 +474,9 @@ class BuildingTerms:
     fixed: np.ndarray
     saving: np.ndarray
     room: np.ndarray
+    racks_left: np.ndarray
+    """Network positions the spine racks leave per zone."""
+    halls: list[int]
     starts: np.ndarray
     """First row of each distinct count index."""
     keys: np.ndarray
@@ -418,25 +493,39 @@ def building_terms(problem: PlacementProblem, types, tables: list[np.ndarray],
              + tier.switches * (spines * far[halls]).sum(1)).astype(float)
     saving = (spines @ (coef[np.ix_(halls, halls)] - far[halls][:, None])).astype(float)
     room = core_room(problem, halls, racks, watts).astype(float)
+    left = (zone_limits(problem, halls)[0] - racks).astype(float)
     key = np.ravel_multi_index(tuple(hubs.sum(2).T), shape)
     order = np.argsort(key, kind="stable")
     keys, starts = np.unique(key[order], return_index=True)
-    return BuildingTerms(fixed[order], saving[order], room[order], starts, keys)
+    return BuildingTerms(fixed[order], saving[order], room[order], left[order], halls,
+                         starts, keys)
+
+
+def core_cost(b: BuildingTerms, price: float, t4: FourthTier | None) -> np.ndarray:
+    """Least cost of the tier-3 switches in the building's zones at core price ``price``
+    (module doc), per hub vector; with :func:`fourth_tier` their tier-4 links too."""
+    if t4 is None:
+        return (b.room * np.minimum(0.0, b.saving + price)).sum(1)
+    return fourth_tier_cost(t4, b.halls, b.saving + price, b.room, b.racks_left).sum(1)
 
 
 def dual_value(terms: list[BuildingTerms], price: float, shape: tuple[int, ...],
-               cores: int) -> float:
+               cores: int, t4: FourthTier | None = None) -> float:
     """The Lagrangian dual at core price ``price`` (module doc): a min-plus dynamic program
-    over buildings on the group counts."""
+    over buildings on the group counts (the last building only at the full counts: the
+    other buildings' table against its own, reversed)."""
     table = None
-    for b in terms:
-        cost = b.fixed + (b.room * np.minimum(0.0, b.saving + price)).sum(1)
+    for k, b in enumerate(terms):
+        cost = b.fixed + core_cost(b, price, t4)
         best = np.full(int(np.prod(shape)), np.inf)
         best[b.keys] = np.minimum.reduceat(cost, b.starts)
         best = best.reshape(shape)
         if table is None:
             table = best
             continue
+        if k == len(terms) - 1:
+            reverse = tuple(slice(None, None, -1) for _ in shape)
+            return float((table + best[reverse]).min()) - price * cores
         merged = np.full(shape, np.inf)
         for used in zip(*np.nonzero(np.isfinite(table)), strict=True):
             src = tuple(slice(0, n - u) for n, u in zip(shape, used, strict=True))
@@ -467,41 +556,100 @@ def building_bound(problem: PlacementProblem, types, max_vectors: int) -> HubBou
     tables = [hall_leaf_spine_table(problem, types, j) for j in range(len(problem.zones))]
     terms = [building_terms(problem, types, tables, halls, far, coef, shape)
              for halls in groups]
-    if any(np.abs(t.fixed).max(initial=0) + (t.room * np.abs(t.saving)).sum(1).max(initial=0)
-           >= FLOAT_EXACT for t in terms):
+    t4 = fourth_tier(problem)
+    reach = [t.room * (np.abs(t.saving) + (0 if t4 is None else t4.far[t.halls])) for t in terms]
+    if any(np.abs(t.fixed).max(initial=0) + r.sum(1).max(initial=0) >= FLOAT_EXACT
+           for t, r in zip(terms, reach, strict=True)):
         return None
     cores = problem.upper[0].switches
-    # The dual's slope changes only at prices -g_j: its maximum lies in [-max g, -min g].
-    low = -max(float(t.saving.max(initial=0)) for t in terms)
-    high = -min(float(t.saving.min(initial=0)) for t in terms)
-    best = max(dual_value(terms, low, shape, cores), dual_value(terms, high, shape, cores))
+
+    def dual(price: float) -> float:
+        return dual_value(terms, price, shape, cores, t4)
+
+    # The dual's slope changes only at prices -g_j (with the fourth tier, minus the
+    # marginal cost of a core, between far - δ·S_4 and far + δ·(p_4/p_3)·room): its
+    # maximum lies between the extremes.
+    marginal = [(t.saving, t.saving) if t4 is None else
+                (t.saving + t4.far[t.halls] - t4.delta[t.halls] * t4.switches,
+                 t.saving + t4.far[t.halls] + t4.delta[t.halls] * t4.ratio * t.room)
+                for t in terms]
+    low = -max(float(hi.max(initial=0)) for _, hi in marginal)
+    high = -min(float(lo.min(initial=0)) for lo, _ in marginal)
+    best = max(dual(low), dual(high))
     ratio = (5 ** 0.5 - 1) / 2
     a, b = high - ratio * (high - low), low + ratio * (high - low)
-    fa, fb = dual_value(terms, a, shape, cores), dual_value(terms, b, shape, cores)
+    fa, fb = dual(a), dual(b)
     for _ in range(GOLDEN_STEPS):
         if fa > fb:
             high, b, fb = b, a, fa
             a = high - ratio * (high - low)
-            fa = dual_value(terms, a, shape, cores)
+            fa = dual(a)
         else:
             low, a, fa = a, b, fb
             b = low + ratio * (high - low)
-            fb = dual_value(terms, b, shape, cores)
+            fb = dual(b)
     best = max(best, fa, fb)
     if not np.isfinite(best):
         return None
-    return HubBound(math.floor(best) + higher_tiers_bound(problem), "by building", size)
+    return HubBound(math.floor(best) + higher_tiers_bound(problem, 1 if t4 is None else 2),
+                    "by building", size)
+
+
+def merged_halls(problem: PlacementProblem) -> PlacementProblem:
+    """The zone model with each building's halls merged into one zone (module doc): a slot
+    costs the least of its ring and a hub in a sibling hall, every other cost is the least
+    over the pairs of halls it stands for, room and power add up (capped by the
+    building's). Every placement maps onto it at no more cost, so its bound is one of the
+    model's."""
+    groups = buildings(problem)
+    zones = []
+    for halls in groups:
+        slots: dict[int, int] = {}
+        for i in halls:
+            sibling = [problem.remote_cost[i][j] for j in halls if j != i]
+            for cost, count in zip(problem.zones[i].ring_cost, problem.zones[i].ring_slots,
+                                   strict=True):
+                cheapest = min([cost, *sibling])
+                slots[cheapest] = slots.get(cheapest, 0) + count
+        name = problem.zones[halls[0]].building
+        power = sum(problem.zones[i].power_cap_w for i in halls)
+        zones.append(Zone(name, name, tuple(slots[c] for c in sorted(slots)), tuple(sorted(slots)),
+                          sum(problem.zones[i].network_positions for i in halls),
+                          min(power, problem.building_cap_w.get(name, power))))
+
+    def least(matrix, a: list[int], b: list[int], same: bool) -> int:
+        return min(matrix[i][j] for i in a for j in b if same or i != j)
+
+    remote = tuple(tuple(0 if a is b else least(problem.remote_cost, a, b, False)
+                         for b in groups) for a in groups)
+    upper = tuple(dataclasses.replace(tier, cost=tuple(tuple(least(tier.cost, a, b, True)
+                                                             for b in groups) for a in groups))
+                  for tier in problem.upper)
+    return PlacementProblem(tuple(zones), problem.groups, problem.block_power_w, remote, upper,
+                            dict(problem.building_cap_w))
 
 
 def hub_bound(problem: PlacementProblem,
               max_distributions: int = MAX_DISTRIBUTIONS) -> HubBound | None:
     """:func:`exhaustive_bound` when the distributions number at most
-    ``max_distributions`` (it is never below the building bound: it solves the per-hall
-    relaxation exactly), else :func:`building_bound`; ``None`` when neither enumeration
-    fits, or the model has no spine-core tier."""
+    ``max_distributions`` (with one upper tier it is never below the building bound: it
+    solves the per-hall relaxation exactly; with more, the larger of the two), else
+    :func:`building_bound`, else the bound of :func:`merged_halls` (method "... of merged
+    halls", no hubs); ``None`` when no enumeration fits, or the model has no spine-core
+    tier."""
     if not problem.upper or not problem.groups:
         return None
     types = group_types(problem.groups)
     if distribution_count(problem, types) <= max_distributions:
-        return exhaustive_bound(problem, types)
-    return building_bound(problem, types, max_distributions)
+        found = exhaustive_bound(problem, types)
+        if found is None or fourth_tier(problem) is None:
+            return found
+        other = building_bound(problem, types, max_distributions)
+        return found if other is None or other.bound <= found.bound else other
+    found = building_bound(problem, types, max_distributions)
+    if found is None and len(buildings(problem)) < len(problem.zones):
+        found = hub_bound(merged_halls(problem), max_distributions)
+        if found is not None:
+            found = dataclasses.replace(found, method=f"{found.method} of merged halls",
+                                        hubs=None)
+    return found
