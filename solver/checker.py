@@ -16,7 +16,8 @@ from models.design.candidates import lengths_m, node_power_w
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.inputs import Inputs
-from models.fabric import design_fabric
+from models.fabric import FabricSpec, design_fabric
+from models.perf.flops import arch_of
 from models.reliability import checkpoint_size_gb, param_count
 
 REL_TOL = 1e-6
@@ -124,21 +125,93 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     shard_gb = (checkpoint_size_gb(param_count(inputs.workload), inputs.workload.precision)
                 / cand.nodes)
     memory_gb = n * 2 * shard_gb if parts.recovery == "in-memory" else 0.0
-    usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd
-                + fac.storage_usd_per_node) + racks * fac.rack_usd
+    if fac.support_networks == "sized":
+        support = support_networks(inputs, parts, cand.nodes, n, racks)
+        storage_usd, storage_w = support["usd"], support["w"]
+    else:
+        storage_usd = (n * fac.storage_usd_per_node
+                       + storage * fac.checkpoint_storage_usd_per_gbyte_s)
+        storage_w = storage * fac.checkpoint_storage_w_per_gbyte_s
+    usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd)
+           + racks * fac.rack_usd + storage_usd
            + fabric.switches_total * parts.switch.price_usd + media_usd
-           + storage * fac.checkpoint_storage_usd_per_gbyte_s
            + memory_gb * inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value)
     watts = (n * node_power_w(parts) + fabric.switches_total * parts.switch.power_w + media_w
-             + storage * fac.checkpoint_storage_w_per_gbyte_s)
+             + storage_w)
     bom = design.bom()
     bom_usd, bom_w = sum(x.cost_usd for x in bom), sum(x.power_w for x in bom)
-    return [
+    support_checks = []
+    if fac.support_networks == "sized":
+        support_checks = [
+            Check(f"support[{cat}]", math.isclose(sum(x.cost_usd for x in bom
+                                                      if x.category == cat), want,
+                                                  rel_tol=1e-6, abs_tol=1e-6),
+                  sum(x.cost_usd for x in bom if x.category == cat), want,
+                  f"BOM {cat} lines differ from the re-derived ${want:,.0f}")
+            for cat, want in sorted(support["usd_by_category"].items())]
+    return support_checks + [
         Check("bom_capex", math.isclose(bom_usd, usd, rel_tol=1e-6), bom_usd, usd,
               f"BOM capex ${bom_usd:,.0f} differs from the parts' ${usd:,.0f}"),
         Check("bom_power", math.isclose(bom_w, watts, rel_tol=1e-6), bom_w, watts,
               f"BOM power {bom_w:,.0f} W differs from the parts' {watts:,.0f} W"),
     ]
+
+
+def support_networks(inputs: Inputs, parts, training_nodes: int, n: int, racks: int
+                     ) -> dict:
+    """Front-end/storage network, storage appliances, control plane and out-of-band
+    management re-derived from the catalog (own arithmetic, see models/support.py for the
+    rules): cost and power in total and cost by BOM category."""
+    fac, g, wl = inputs.facility, parts.gpu, inputs.workload
+    gpus = training_nodes * g.gpus_per_node
+    arch = arch_of(wl)
+    read = gpus * g.peak_tflops(wl.precision) * 1e12 / arch.model_flops_per_token \
+        * fac.dataset_bytes_per_token / 1e9
+    write = n * parts.checkpoint_gbytes_per_s_per_node
+    tb = (fac.checkpoints_retained * inputs.checkpoint_gb / 1000
+          + (wl.train_tokens or 0) * fac.dataset_bytes_per_token / 1e12)
+    appliances = max(1, math.ceil(write / fac.storage_appliance_write_gbytes_per_s),
+                     math.ceil(read / fac.storage_appliance_read_gbytes_per_s),
+                     math.ceil(tb / fac.storage_appliance_usable_tb))
+    port = fac.frontend_port_gbps
+    ports = max(math.ceil(g.frontend_gbps_per_node / port),
+                math.ceil(8 * (parts.checkpoint_gbytes_per_s_per_node + read / n) / port))
+    control = max(fac.control_plane_min_servers,
+                  math.ceil(n / fac.control_plane_nodes_per_server))
+    sw = inputs.switch[fac.frontend_switch]
+    fe = design_fabric(FabricSpec(n * ports + appliances * fac.storage_appliance_ports
+                                  + control, 1, sw.radix(port), rail_optimized=False))
+    lengths = lengths_m(inputs, fe)
+    fe_usd = fe.switches_total * sw.price_usd
+    fe_w = fe.switches_total * sw.power_w
+    for lc in fe.link_classes:
+        def per_link(m):
+            fibre = m.fiber_usd_per_link if m.kind in ("multimode", "singlemode",
+                                                      "coherent") else 0.0
+            return (2 * m.price_usd_per_end / m.links_per_module + fibre,
+                    2 * m.power_w_per_end / m.links_per_module, m.id)
+        best = min(per_link(m) for m in inputs.medium.values()
+                   if m.gbps == port and m.reach_m >= lengths[lc.name])
+        fe_usd += lc.links * best[0]
+        fe_w += lc.links * best[1]
+    support_racks = math.ceil((fe.switches_total * sw.rack_units + control
+                               + appliances * fac.storage_appliance_rack_units) / 42)
+    mgmt = racks + support_racks
+    aggregation = math.ceil(fac.management_uplinks_per_switch * mgmt
+                            / fac.management_aggregation_ports)
+    by_cat = {
+        "frontend": fe_usd,
+        "storage": appliances * fac.storage_appliance_usd,
+        "control-plane": control * fac.control_plane_usd,
+        "management": (mgmt * (fac.management_switch_usd + fac.management_uplinks_per_switch
+                               * fac.management_uplink_usd)
+                       + aggregation * fac.management_aggregation_usd),
+        "rack-support": support_racks * fac.rack_usd,
+    }
+    watts = (fe_w + appliances * fac.storage_appliance_w + control * fac.control_plane_w
+             + mgmt * fac.management_switch_w + aggregation * fac.management_aggregation_w)
+    return {"usd": sum(by_cat.values()), "w": watts, "usd_by_category": by_cat,
+            "racks": support_racks}
 
 
 def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: float
@@ -161,6 +234,11 @@ def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: f
                           f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
     compute_racks = math.ceil(design.config.su_nodes / parts.gpu.max_nodes_per_rack)
     network_racks = math.ceil(fabric_switches(design) * parts.switch.rack_units / 42)
+    if inputs.facility.support_networks == "sized":
+        n = cand.nodes + cand.spare_nodes
+        network_racks += support_networks(
+            inputs, parts, cand.nodes, n,
+            math.ceil(n / parts.gpu.max_nodes_per_rack) + network_racks)["racks"]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))

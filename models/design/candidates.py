@@ -28,7 +28,9 @@ from models.fabric import (
     non_dominated_media,
     scalable_unit_nodes,
 )
+from models.perf.flops import arch_of
 from models.power_cost import BomLine
+from models.support import SupportDesign, support_design
 
 RACK_UNITS = 42
 """Usable height of one rack [U]."""
@@ -83,9 +85,35 @@ def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int
 
 
 def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
-    """Power of the checkpoint storage tier bought for `nodes` nodes [W]."""
+    """Power of the checkpoint storage tier bought for `nodes` nodes in the 'per-node'
+    shortcut mode [W] (sized mode: in `support_of`'s lines)."""
+    if inputs.facility.support_networks == "sized":
+        return 0.0
     return (nodes * p.checkpoint_gbytes_per_s_per_node
             * inputs.facility.checkpoint_storage_w_per_gbyte_s)
+
+
+def compute_and_network_racks(p: ConfigParts, total_nodes: int, switches: int) -> int:
+    """Compute racks of `total_nodes` nodes plus the back-end network racks."""
+    return math.ceil(total_nodes / p.gpu.max_nodes_per_rack) + network_racks(p, switches)
+
+
+def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
+               switches: int) -> SupportDesign | None:
+    """Front-end/storage network, storage, management and control plane of a candidate
+    (models.support); None in the 'per-node' shortcut mode."""
+    fac = inputs.facility
+    if fac.support_networks != "sized":
+        return None
+    g = p.gpu
+    total = nodes + spares
+    return support_design(
+        fac, inputs.switch[fac.frontend_switch], list(inputs.medium.values()),
+        lambda fabric: lengths_m(inputs, fabric), total, nodes * g.gpus_per_node,
+        g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
+        g.peak_tflops(inputs.workload.precision),
+        arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
+        inputs.workload.train_tokens, compute_and_network_racks(p, total, switches))
 
 
 def network_racks(p: ConfigParts, switches: int) -> int:
@@ -101,27 +129,32 @@ def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
 
 
 def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
-               switches: int) -> list[BomLine]:
-    """BOM lines of a candidate besides media: nodes, NICs, switches, racks, storage and
-    the host memory of in-memory recovery."""
+               switches: int, support: SupportDesign | None) -> list[BomLine]:
+    """BOM lines of a candidate besides back-end media: nodes, NICs, switches, racks, the
+    host memory of in-memory recovery, and the support networks and storage (`support`,
+    sized mode) or the per-node storage/front-end shortcut (None)."""
     g, fac = p.gpu, inputs.facility
     total = nodes + spares
-    racks = math.ceil(total / g.max_nodes_per_rack) + network_racks(p, switches)
-    return [
+    lines = [
         BomLine(f"{g.id} node", "compute", total, g.node_price_usd,
                 g.gpus_per_node * g.gpu_power_w + g.node_other_power_w),
         BomLine(f"{p.nic.id} NIC", "nic", total * g.nics_per_node, p.nic.price_usd,
                 p.nic.power_w),
         BomLine(f"{p.switch.id} switch", "switch", switches, p.switch.price_usd,
                 p.switch.power_w),
-        BomLine("rack and power distribution", "rack", racks, fac.rack_usd),
+        BomLine("rack and power distribution", "rack",
+                compute_and_network_racks(p, total, switches), fac.rack_usd),
+        BomLine("in-memory checkpoint host memory [GB]", "recovery",
+                total * recovery_memory_gb(inputs, p, nodes),
+                inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value),
+    ]
+    if support is not None:
+        return lines + list(support.lines)
+    return lines + [
         BomLine("storage and front-end share", "storage", total, fac.storage_usd_per_node),
         BomLine("checkpoint storage write bandwidth [GB/s]", "storage",
                 total * p.checkpoint_gbytes_per_s_per_node,
                 fac.checkpoint_storage_usd_per_gbyte_s, fac.checkpoint_storage_w_per_gbyte_s),
-        BomLine("in-memory checkpoint host memory [GB]", "recovery",
-                total * recovery_memory_gb(inputs, p, nodes),
-                inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value),
     ]
 
 
@@ -289,11 +322,14 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
                rel: GoodputEstimate) -> Candidate:
     """One configuration at one size."""
-    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total)
+    support = support_of(inputs, p, nodes, spares, fabric.switches_total)
+    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, support)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
     gpus = nodes * p.gpu.gpus_per_node
     perf = evaluators.throughput(inputs, p, fabric, gpus)
+    support_w = support.power_w if support else 0.0
+    support_racks = support.support_racks if support else 0
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
@@ -301,13 +337,14 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         lines=tuple(line for line in lines if line.quantity > 0),
         network_power_w=(fabric.switches_total * p.switch.power_w
                          + sum(line.power_w for line in links)
-                         + storage_power_w(inputs, p, nodes + spares)),
-        network_racks=network_racks(p, fabric.switches_total),
+                         + storage_power_w(inputs, p, nodes + spares) + support_w),
+        network_racks=network_racks(p, fabric.switches_total) + support_racks,
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
         exact=perf.exact and rel.exact,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
-               "reliability": rel.details, "pods": fabric.pods},
+               "reliability": rel.details, "pods": fabric.pods,
+               **({"support": support.summary()} if support else {})},
     )
 
 

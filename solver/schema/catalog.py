@@ -175,6 +175,40 @@ class Facility(SourcedItem):
     """Its power per GB/s of write bandwidth [W/(GB/s)]."""
     years: PositiveInt
     """Default TCO horizon [years]."""
+    # --- support networks and storage (models.support), facility.support_networks ---
+    support_networks: Literal["sized", "per-node"] = "sized"
+    """'sized': front-end/storage network, storage appliances, management network and
+    control plane sized from the design (models.support); 'per-node': the former
+    shortcut, storage_usd_per_node per node at 0 W plus checkpoint_storage_*_per_gbyte_s."""
+    frontend_switch: Slug = "tomahawk5"
+    """Switch of the converged front-end/storage Ethernet (a catalog switch id)."""
+    frontend_port_gbps: PositiveInt
+    """Port speed of the front-end/storage network [Gb/s]."""
+    storage_appliance_usd: NonNegativeFloat
+    storage_appliance_w: NonNegativeFloat
+    storage_appliance_write_gbytes_per_s: PositiveFloat
+    storage_appliance_read_gbytes_per_s: PositiveFloat
+    storage_appliance_usable_tb: PositiveFloat
+    storage_appliance_ports: PositiveInt
+    """Front-end ports of one appliance at frontend_port_gbps."""
+    storage_appliance_rack_units: PositiveInt
+    checkpoints_retained: PositiveInt
+    """Checkpoints kept on the storage system (latest plus rollback points)."""
+    dataset_bytes_per_token: PositiveFloat
+    """Stored bytes per training token (tokenised dataset) [B]."""
+    control_plane_usd: NonNegativeFloat
+    control_plane_w: NonNegativeFloat
+    control_plane_nodes_per_server: PositiveInt
+    control_plane_min_servers: PositiveInt
+    management_switch_usd: NonNegativeFloat
+    """Out-of-band 1 GbE management switch, one per rack [USD]."""
+    management_switch_w: NonNegativeFloat
+    management_uplinks_per_switch: PositiveInt
+    management_uplink_usd: NonNegativeFloat
+    """One management uplink: two modules and fibre [USD]."""
+    management_aggregation_usd: NonNegativeFloat
+    management_aggregation_w: NonNegativeFloat
+    management_aggregation_ports: PositiveInt
 
 
 class Catalog(StrictModel):
@@ -196,6 +230,13 @@ class Catalog(StrictModel):
         for g in self.gpu.values():
             if g.default_nic not in self.nic:
                 problems.append(f"gpu.{g.id}.default_nic: unknown nic '{g.default_nic}'")
+        fe = self.switch.get(self.facility.frontend_switch)
+        if fe is None:
+            problems.append(f"facility.frontend_switch: unknown switch "
+                            f"'{self.facility.frontend_switch}'")
+        elif self.facility.frontend_port_gbps not in fe.radix_by_gbps:
+            problems.append(f"facility.frontend_port_gbps: switch '{fe.id}' has no "
+                            f"{self.facility.frontend_port_gbps} Gb/s ports")
         for s in self.switch.values():
             if s.required_nic is not None and s.required_nic not in self.nic:
                 problems.append(f"switch.{s.id}.required_nic: unknown nic '{s.required_nic}'")
