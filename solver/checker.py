@@ -85,6 +85,7 @@ def check_design(inputs: Inputs, design: ChosenDesign, data: DesignData,
             media_w += lc.links * per_link_ends * medium.power_w_per_end
     checks += _parts_checks(inputs, design, parts, fabric, media_usd, media_w)
     pc = design.power_cost(inputs)
+    checks += _facility_checks(inputs, design, parts, pc.equipment_power_w)
     lim = inputs.limits
     checks.append(_le("it_power", pc.it_power_w / 1e6, lim.it_power_mw,
                       f"IT power {pc.it_power_w / 1e6:.3f} MW > {lim.it_power_mw:g} MW"))
@@ -118,7 +119,7 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     """Equipment capex and power from first principles against the BOM's totals."""
     g, fac, cand = parts.gpu, inputs.facility, design.candidate
     n = cand.nodes + cand.spare_nodes
-    racks = math.ceil(n / g.max_nodes_per_rack) + math.ceil(
+    racks = math.ceil(n / _rack_nodes(inputs, parts)) + math.ceil(
         fabric.switches_total * parts.switch.rack_units / 42)
     storage = n * parts.checkpoint_gbytes_per_s_per_node
     # in-memory recovery: host DRAM for each node's own and a peer's checkpoint shard
@@ -155,6 +156,48 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
         Check("bom_power", math.isclose(bom_w, watts, rel_tol=1e-6), bom_w, watts,
               f"BOM power {bom_w:,.0f} W differs from the parts' {watts:,.0f} W"),
     ]
+
+
+def _rack_nodes(inputs: Inputs, parts) -> int:
+    """Nodes per compute rack: the catalog's, or fewer when the cooling's rack power
+    cannot take them."""
+    g = parts.gpu
+    if parts.cooling not in inputs.facility.cooling_max_rack_kw:
+        return g.max_nodes_per_rack
+    node_w = (g.gpus_per_node * g.gpu_power_w + g.node_other_power_w
+              + g.nics_per_node * parts.nic.power_w)
+    return min(g.max_nodes_per_rack,
+               int(inputs.facility.cooling_max_rack_kw[parts.cooling] * 1000 // node_w))
+
+
+def _facility_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: float
+                     ) -> list[Check]:
+    """The facility re-derived: $/MW x IT in the shortcut mode; else electrical by
+    redundancy, cooling by technology, shell over every rack with its support space, the
+    PUE, and the site availability target."""
+    fac, built = inputs.facility, design.candidate.facility
+    it_mw = equipment_w * (1 + fac.non_server_it_fraction) / 1e6
+    if fac.facility_cost_mode == "per-mw":
+        usd, pue = fac.build_usd_per_mw * it_mw, fac.pue
+    else:
+        r, t = parts.redundancy, parts.cooling
+        racks = sum(x.quantity for x in design.bom() if x.category in ("rack", "rack-support"))
+        usd = ((fac.electrical_usd_per_mw[r] + fac.cooling_usd_per_mw[t]) * it_mw
+               + fac.shell_usd_per_m2 * fac.white_space_m2_per_rack * racks
+               * (1 + fac.support_space_ratio))
+        pue = (1 + fac.electrical_loss_fraction[r] + fac.cooling_overhead_fraction[t]
+               + fac.other_overhead_fraction)
+    out = [Check("facility_capex", built is not None and math.isclose(
+        built.capex_usd, usd, rel_tol=1e-9), built.capex_usd if built else 0, usd,
+        f"facility capex differs from the re-derived ${usd:,.0f}"),
+        Check("pue", built is not None and math.isclose(built.pue, pue, rel_tol=1e-12),
+              built.pue if built else 0, pue, f"PUE differs from the re-derived {pue:.4f}")]
+    target = inputs.reliability.site_availability_target
+    if fac.facility_cost_mode == "parts" and target is not None:
+        a = fac.site_availability[parts.redundancy]
+        out.append(Check("site_availability", a >= target, a, target,
+                         f"{parts.redundancy} gives {a:.5f} < target {target:g}"))
+    return out
 
 
 def support_networks(inputs: Inputs, parts, training_nodes: int, n: int, racks: int
@@ -232,13 +275,13 @@ def _building_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: f
                              + design.network_w_per_building[b.name])
         checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
                           f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
-    compute_racks = math.ceil(design.config.su_nodes / parts.gpu.max_nodes_per_rack)
+    compute_racks = math.ceil(design.config.su_nodes / _rack_nodes(inputs, parts))
     network_racks = math.ceil(fabric_switches(design) * parts.switch.rack_units / 42)
     if inputs.facility.support_networks == "sized":
         n = cand.nodes + cand.spare_nodes
         network_racks += support_networks(
             inputs, parts, cand.nodes, n,
-            math.ceil(n / parts.gpu.max_nodes_per_rack) + network_racks)["racks"]
+            math.ceil(n / _rack_nodes(inputs, parts)) + network_racks)["racks"]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))

@@ -18,6 +18,7 @@ import json
 from types import MappingProxyType
 
 from models.design.inputs import ConfigParts, Inputs
+from models.facility import SHORTCUT, nodes_per_rack
 from models.reliability import ReliabilityRates, scaled_rates
 from solver.errors import InvalidInstance
 from solver.fabric_inputs import backend_nic
@@ -55,12 +56,58 @@ def instance_sha256(inst: Instance) -> str:
 
 
 def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
-               checkpoint_gbytes_per_s: float, recovery: str) -> str:
+               checkpoint_gbytes_per_s: float, recovery: str,
+               facility: tuple[str, str] = (SHORTCUT, SHORTCUT)) -> str:
     tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
     layout = "rail" if rail else "mor"
+    built = "" if facility[1] == SHORTCUT else f"/{facility[0]}-{facility[1]}"
     return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
-            f"ckpt{checkpoint_gbytes_per_s:g}/{recovery}")
+            f"ckpt{checkpoint_gbytes_per_s:g}/{recovery}{built}")
+
+
+def facility_options(inst: Instance, gpu) -> tuple[list[tuple[str, str]], list[str]]:
+    """(redundancy, cooling) options of a GPU system: the shortcut alone in 'per-mw'
+    mode; else every allowed level x every allowed technology that cools one node."""
+    fac = inst.catalog.facility
+    if fac.facility_cost_mode == "per-mw":
+        return [(SHORTCUT, SHORTCUT)], []
+    nic_w = inst.catalog.nic[gpu.default_nic].power_w * gpu.nics_per_node
+    node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w + nic_w
+    cooling, notes = {}, []
+    for t in sorted(set(inst.choices.cooling)):
+        per_rack = nodes_per_rack(fac, t, gpu.max_nodes_per_rack, node_w)
+        if per_rack >= 1:
+            cooling[t] = per_rack
+        else:
+            notes.append(f"{gpu.id}: {t} cooling takes {fac.cooling_max_rack_kw[t]:g} kW per "
+                         f"rack, one node needs {node_w / 1e3:.1f} kW; skipped")
+    target = inst.reliability.site_availability_target or 0.0
+    energy = inst.objective.kind == "min_tco" or inst.limits.budget_basis == "tco"
+    # A level or technology no better on any count the instance weighs is never optimal:
+    # costs per MW, PUE share (only when energy enters the objective or budget), and for
+    # cooling the nodes a rack holds (space, racks and shell). Only a level that meets
+    # the site availability target can beat another (the MILP's site_availability family
+    # rules out the rest).
+    levels = non_dominated(
+        sorted(set(inst.choices.redundancy)),
+        lambda r: (fac.electrical_usd_per_mw[r], fac.electrical_loss_fraction[r] if energy
+                   else 0), lambda r: fac.site_availability[r] >= target)
+    kept = non_dominated(sorted(cooling), lambda t: (
+        fac.cooling_usd_per_mw[t], fac.cooling_overhead_fraction[t] if energy else 0,
+        -cooling[t]))
+    return [(r, t) for r in levels for t in kept], notes
+
+
+def non_dominated(options: list[str], counts, may_beat=lambda _o: True) -> list[str]:
+    """Options no other option (for which `may_beat`) matches or beats on every count
+    (smaller is better; of equal ones the first is kept)."""
+    def beats(a: str, b: str) -> bool:
+        return may_beat(a) and all(x <= y for x, y in zip(counts(a), counts(b), strict=True))
+
+    return [o for i, o in enumerate(options)
+            if not any(beats(p, o) and (counts(p) != counts(o) or j < i)
+                       for j, p in enumerate(options) if j != i)]
 
 
 def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
@@ -73,6 +120,8 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
             skipped.append(f"{gpu_id}: one failed part stops {gpu.gpus_per_node} GPUs, above "
                            f"reliability.max_blast_radius_gpus {blast}")
             continue
+        facilities, notes = facility_options(inst, gpu)
+        skipped += notes
         for fabric in inst.choices.fabrics:
             switch = cat.switch[fabric.switch]
             nic = backend_nic(cat, gpu, switch)
@@ -84,14 +133,15 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
                 skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
                                f"{nic.id}")
                 continue
-            for rail, attachment, storage, recovery in itertools.product(
+            for rail, attachment, storage, recovery, facility in itertools.product(
                     sorted(set(inst.choices.rail_optimized), reverse=True),
                     sorted(set(inst.choices.nic_attachment)),
                     sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node)),
-                    sorted(set(inst.choices.recovery))):
-                key = config_key(gpu_id, fabric, rail, attachment, storage, recovery)
+                    sorted(set(inst.choices.recovery)), facilities):
+                key = config_key(gpu_id, fabric, rail, attachment, storage, recovery,
+                                 facility)
                 parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
-                                         storage, recovery))
+                                         storage, recovery, *facility))
     return sorted(parts, key=lambda p: p.key), skipped
 
 

@@ -13,6 +13,7 @@ from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.fabric import design_fabric
+from models.facility import SHORTCUT
 from models.power_cost import BomLine, PowerCost, power_cost
 from models.reliability import placed_media
 from solver.backends.highs import MilpOutcome
@@ -155,6 +156,7 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
             "nic_attachment": cfg.nic_attachment, "recovery": cfg.recovery,
             "checkpoint_storage_gbytes_per_s_per_node": cfg.checkpoint_gbytes_per_s_per_node,
             "support": cand.extra.get("support"),
+            "facility": cand.facility.summary() if cand.facility else None,
             "switches_per_tier": list(cand.switches_per_tier),
             "links_per_tier": list(cand.links_per_tier),
             "media": design.media(),
@@ -235,7 +237,7 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
-    pc = power_cost(lines, inputs.facility, inputs.years)
+    pc = power_cost(lines, inputs.facility, inputs.years, design.candidate.facility)
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     within = {"it_power_mw": prune.within(pc.it_power_w / 1e6, lim.it_power_mw),
@@ -248,6 +250,17 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
         "placement": placement | {"within_limits": within},
         "verified": summary["verified"] and all(within.values()),
     }
+
+
+def facility_terms(design: ChosenDesign, pc) -> list[dict[str, Any]]:
+    """The facility's cost terms: electrical, cooling and shell when built from parts,
+    else one $/MW build term."""
+    f = design.candidate.facility
+    if f is None or f.cooling == SHORTCUT:
+        return [{"term": "facility build", "cost_usd": pc.facility_capex_usd}]
+    return [{"term": f"facility electrical ({f.redundancy})", "cost_usd": f.electrical_usd},
+            {"term": f"facility cooling ({f.cooling})", "cost_usd": f.cooling_usd},
+            {"term": "facility shell and support space", "cost_usd": f.shell_usd}]
 
 
 def tables(inputs: Inputs, design: ChosenDesign, summary: dict[str, Any]
@@ -264,8 +277,7 @@ def tables(inputs: Inputs, design: ChosenDesign, summary: dict[str, Any]
     cost = pd.DataFrame([
         {"term": cat, "cost_usd": grp["cost_usd"].sum()}
         for cat, grp in bom.groupby("category", sort=True)
-    ] + [{"term": "facility build", "cost_usd": pc.facility_capex_usd},
-         {"term": "capex total", "cost_usd": pc.capex_usd},
+    ] + facility_terms(design, pc) + [{"term": "capex total", "cost_usd": pc.capex_usd},
          {"term": f"opex x {pc.years} years", "cost_usd": pc.years * pc.annual_opex_usd},
          {"term": "tco total", "cost_usd": pc.tco_usd}])
     return {"bom": bom, "power": power, "cost": cost,

@@ -28,8 +28,9 @@ from models.fabric import (
     non_dominated_media,
     scalable_unit_nodes,
 )
+from models.facility import facility_cost, nodes_per_rack
 from models.perf.flops import arch_of
-from models.power_cost import BomLine
+from models.power_cost import BomLine, it_power_w
 from models.support import SupportDesign, support_design
 
 RACK_UNITS = 42
@@ -74,8 +75,10 @@ def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int
     per_node_w = node_power_w(p) * (1 + fac.non_server_it_fraction)
     cap = inputs.limits.it_power_mw * 1e6 / per_node_w
     if inputs.objective.kind == "max_effective_throughput":
+        # the facility without its shell (>= 0): a lower bound on the cost per node
         per_node_usd = (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd
-                        + fac.build_usd_per_mw * per_node_w / 1e6)
+                        + facility_cost(fac, p.redundancy, p.cooling, per_node_w,
+                                        0).capex_usd)
         cap = min(cap, inputs.limits.budget_usd / per_node_usd)
     if relax_limits:
         cap = max(4 * cap, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node))
@@ -93,27 +96,42 @@ def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
             * inputs.facility.checkpoint_storage_w_per_gbyte_s)
 
 
-def compute_and_network_racks(p: ConfigParts, total_nodes: int, switches: int) -> int:
+def rack_nodes(inputs: Inputs, p: ConfigParts) -> int:
+    """Nodes per compute rack with the configuration's cooling (models.facility)."""
+    return nodes_per_rack(inputs.facility, p.cooling, p.gpu.max_nodes_per_rack,
+                          node_power_w(p))
+
+
+def compute_and_network_racks(inputs: Inputs, p: ConfigParts, total_nodes: int,
+                              switches: int) -> int:
     """Compute racks of `total_nodes` nodes plus the back-end network racks."""
-    return math.ceil(total_nodes / p.gpu.max_nodes_per_rack) + network_racks(p, switches)
+    return math.ceil(total_nodes / rack_nodes(inputs, p)) + network_racks(p, switches)
 
 
 def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
-               switches: int) -> SupportDesign | None:
+               switches: int, cache: dict | None = None) -> SupportDesign | None:
     """Front-end/storage network, storage, management and control plane of a candidate
-    (models.support); None in the 'per-node' shortcut mode."""
+    (models.support); None in the 'per-node' shortcut mode. `cache`: a dict kept across
+    the candidates of one instance."""
     fac = inputs.facility
     if fac.support_networks != "sized":
         return None
     g = p.gpu
     total = nodes + spares
-    return support_design(
+    racks = compute_and_network_racks(inputs, p, total, switches)
+    key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total, racks)
+    if cache is not None and key in cache:
+        return cache[key]
+    design = support_design(
         fac, inputs.switch[fac.frontend_switch], list(inputs.medium.values()),
         lambda fabric: lengths_m(inputs, fabric), total, nodes * g.gpus_per_node,
         g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
         g.peak_tflops(inputs.workload.precision),
         arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
-        inputs.workload.train_tokens, compute_and_network_racks(p, total, switches))
+        inputs.workload.train_tokens, racks)
+    if cache is not None:
+        cache[key] = design
+    return design
 
 
 def network_racks(p: ConfigParts, switches: int) -> int:
@@ -143,7 +161,7 @@ def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
         BomLine(f"{p.switch.id} switch", "switch", switches, p.switch.price_usd,
                 p.switch.power_w),
         BomLine("rack and power distribution", "rack",
-                compute_and_network_racks(p, total, switches), fac.rack_usd),
+                compute_and_network_racks(inputs, p, total, switches), fac.rack_usd),
         BomLine("in-memory checkpoint host memory [GB]", "recovery",
                 total * recovery_memory_gb(inputs, p, nodes),
                 inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value),
@@ -197,6 +215,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
     """Configurations, exactly evaluated candidates and limits; plus notes for the user."""
     configs: dict[str, Config] = {}
     candidates: list[Candidate] = []
+    support_cache: dict = {}
     parts_list, notes = inputs.configs, list(inputs.config_notes)
     for p in parts_list:
         if not p.rail_optimized and p.gpu.nics_per_node > p.radix // 2:
@@ -226,9 +245,9 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                 key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id, tiers=p.fabric.tiers,
                 pods=p.fabric.pods or 1, oversubscription=p.fabric.oversubscription,
                 rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment, su_nodes=su,
-                node_power_w=node_power_w(p), su_racks=math.ceil(su / p.gpu.max_nodes_per_rack),
+                node_power_w=node_power_w(p), su_racks=math.ceil(su / rack_nodes(inputs, p)),
                 checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node, media=combo,
-                recovery=p.recovery)
+                recovery=p.recovery, redundancy=p.redundancy, cooling=p.cooling)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
             if node_kind not in ladders:
                 ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind)
@@ -238,7 +257,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
             links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
             goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
             candidates += [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
-                                      size_links, rel)
+                                      size_links, rel, support_cache)
                            for (nodes, spares, fabric), size_links, rel
                            in zip(sized, links, goodputs, strict=True)]
     return _design_data(inputs, configs, candidates), notes
@@ -320,9 +339,9 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
 
 def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
-               rel: GoodputEstimate) -> Candidate:
+               rel: GoodputEstimate, support_cache: dict) -> Candidate:
     """One configuration at one size."""
-    support = support_of(inputs, p, nodes, spares, fabric.switches_total)
+    support = support_of(inputs, p, nodes, spares, fabric.switches_total, support_cache)
     lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, support)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
@@ -330,6 +349,9 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
     perf = evaluators.throughput(inputs, p, fabric, gpus)
     support_w = support.power_w if support else 0.0
     support_racks = support.support_racks if support else 0
+    racks = (compute_and_network_racks(inputs, p, nodes + spares, fabric.switches_total)
+             + support_racks)
+    it_w = it_power_w(sum(line.power_w for line in lines), inputs.facility)
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
@@ -345,6 +367,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods,
                **({"support": support.summary()} if support else {})},
+        facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
     )
 
 
@@ -386,7 +409,8 @@ def with_limits(data: DesignData, inputs: Inputs) -> DesignData:
 
 
 LIMIT_FIELDS = ("buildings", "it_power_cap_w", "budget_usd", "budget_basis", "objective",
-                "required_effective_tokens_per_s", "min_gpus", "max_gpus", "min_goodput")
+                "required_effective_tokens_per_s", "min_gpus", "max_gpus", "min_goodput",
+                "min_site_availability")
 
 
 def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Candidate]
@@ -405,6 +429,8 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
         min_gpus=inputs.limits.min_gpus,
         max_gpus=inputs.limits.max_gpus,
         min_goodput=inputs.reliability.min_goodput or 0.0,
+        min_site_availability=(inputs.reliability.site_availability_target or 0.0
+                               if fac.facility_cost_mode == "parts" else 0.0),
         non_server_it_fraction=fac.non_server_it_fraction,
         pue=fac.pue,
         build_usd_per_mw=fac.build_usd_per_mw,

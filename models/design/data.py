@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from models.facility import FacilityCost
 from models.power_cost import BomLine
 
 
@@ -50,6 +51,8 @@ class Config:
     """Medium of each link class, tier order."""
     recovery: str = "storage"
     """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
+    redundancy: str = "per-mw"
+    cooling: str = "per-mw"
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ class Candidate:
     """Throughput and goodput are exact evaluations (not bounds or interpolations)."""
     extra: dict = field(default_factory=dict, compare=False)
     """Evaluator details kept for reporting (parallelism, reliability metrics)."""
+    facility: FacilityCost | None = None
+    """The facility built for it (models.facility): electrical, cooling, shell, PUE,
+    site availability; None: the DesignData's $/MW and PUE apply."""
 
     @property
     def key(self) -> str:
@@ -137,3 +143,5 @@ class DesignData:
     build_usd_per_mw: float
     electricity_usd_per_kwh: float
     years: int
+    min_site_availability: float = 0.0
+    """Availability the facility must give (0: none; the 'per-mw' mode has none)."""

@@ -203,6 +203,7 @@ class ModelGoodput:
         self.checkpoint_gb = inputs.checkpoint_gb
         self._rates = inputs.rates
         self._spares: dict[tuple, int] = {}
+        self._goodput: dict[tuple, GoodputEstimate] = {}
 
     def inputs(self, inputs: Inputs, parts, nodes: int, recovery: str,
                fabric: Fabric | None = None, media_lines: list[MediaLine] | None = None,
@@ -234,6 +235,17 @@ class ModelGoodput:
 
     def goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
                 media_lines: list[MediaLine]) -> GoodputEstimate:
+        """Cached per configuration without its facility options (the facility does not
+        change failures or restarts), size and media."""
+        key = (parts.key.removesuffix(f"/{parts.redundancy}-{parts.cooling}"), nodes,
+               spares, tuple(media_lines))
+        if key not in self._goodput:
+            self._goodput[key] = self._evaluate(inputs, parts, fabric, nodes, spares,
+                                                media_lines)
+        return self._goodput[key]
+
+    def _evaluate(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
+                  media_lines: list[MediaLine]) -> GoodputEstimate:
         r = goodput(self.inputs(inputs, parts, nodes, parts.recovery, fabric, media_lines,
                                 spares), self.rates(parts))
         return GoodputEstimate(r.goodput, {

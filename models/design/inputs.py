@@ -35,6 +35,10 @@ class ConfigParts:
     """Checkpoint storage write bandwidth bought per node [GB/s]."""
     recovery: str
     """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
+    redundancy: str = "per-mw"
+    """Electrical redundancy level (N, N+1, 2N); 'per-mw' in the shortcut mode."""
+    cooling: str = "per-mw"
+    """Cooling technology (air, rdhx, dlc); 'per-mw' in the shortcut mode."""
 
     @property
     def radix(self) -> int:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import pyomo.environ as pyo
 
 from models import power_cost
+from models.design import prune
 from models.design.data import Candidate, DesignData
 
 
@@ -80,10 +81,13 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
                                    doc="critical IT power")
     m.cost_equipment_musd = pyo.Expression(
         expr=ladder_sum(m, lambda k: k.equipment_capex_usd / 1e6))
+    # The facility (models.facility: from parts, or the $/MW shortcut) and its PUE are
+    # exact per candidate (prune.facility_usd, prune.annual_opex_usd).
     m.cost_facility_musd = pyo.Expression(
-        expr=power_cost.facility_capex_usd(m.it_power_mw, data))
+        expr=ladder_sum(m, lambda k: prune.facility_usd(data, k) / 1e6))
     m.capex_musd = pyo.Expression(expr=m.cost_equipment_musd + m.cost_facility_musd)
-    m.annual_opex_musd = pyo.Expression(expr=power_cost.annual_opex_usd(m.it_power_mw, data))
+    m.annual_opex_musd = pyo.Expression(
+        expr=ladder_sum(m, lambda k: prune.annual_opex_usd(data, k) / 1e6))
     m.tco_musd = pyo.Expression(expr=m.capex_musd + data.years * m.annual_opex_musd)
     m.tokens_per_s = pyo.Expression(expr=ladder_sum(m, lambda k: k.tokens_per_s))
     m.effective_tokens_per_s = pyo.Expression(
@@ -194,6 +198,16 @@ def add_required_throughput(m: pyo.ConcreteModel, data: DesignData) -> None:
     m.required_throughput = pyo.Constraint(expr=m.effective_tokens_per_s >= need)
 
 
+def add_site_availability(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Availability of the chosen facility's power and cooling chain (its redundancy
+    level) >= reliability.site_availability_target. A requirement: a constant per
+    configuration, so sum_c A_c build[c,1] >= target."""
+    if data.min_site_availability <= 0:
+        return
+    m.site_availability = pyo.Constraint(
+        expr=ladder_sum(m, prune.site_availability) >= data.min_site_availability)
+
+
 def add_min_goodput(m: pyo.ConcreteModel, data: DesignData) -> None:
     """goodput of the chosen design >= reliability.min_goodput. A requirement."""
     if data.min_goodput <= 0:
@@ -210,6 +224,7 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("budget", add_budget, True),
     ("required_throughput", add_required_throughput, False),
     ("min_goodput", add_min_goodput, False),
+    ("site_availability", add_site_availability, False),
 )
 """Build order; the flag says whether elastic mode may relax the family. Limits (resources)
 are relaxable; requirements (GPU range, throughput, goodput) are not, so a diagnosis says how much

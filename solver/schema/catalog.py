@@ -158,6 +158,13 @@ class Medium(SourcedItem):
         return self.kind in ("multimode", "singlemode", "coherent")
 
 
+Redundancy = Literal["N", "N+1", "2N"]
+REDUNDANCY_LEVELS: tuple[str, ...] = ("N", "N+1", "2N")
+Cooling = Literal["air", "rdhx", "dlc"]
+COOLING_TECHNOLOGIES: tuple[str, ...] = ("air", "rdhx", "dlc")
+"""Air, rear-door heat exchanger, direct liquid cooling."""
+
+
 class Facility(SourcedItem):
     pue: Annotated[float, Field(ge=1, le=3, allow_inf_nan=False)]
     build_usd_per_mw: PositiveFloat
@@ -209,6 +216,45 @@ class Facility(SourcedItem):
     management_aggregation_usd: NonNegativeFloat
     management_aggregation_w: NonNegativeFloat
     management_aggregation_ports: PositiveInt
+    # --- the facility from parts (models.facility), facility_cost_mode = 'parts' ---
+    facility_cost_mode: Literal["parts", "per-mw"] = "parts"
+    """'parts': electrical chain by redundancy level, cooling by technology, shell and
+    support space, PUE derived from them (models.facility); 'per-mw': the shortcut,
+    build_usd_per_mw of critical IT and a fixed pue."""
+    electrical_usd_per_mw: dict[Redundancy, PositiveFloat]
+    """Electrical chain (substation share, generators, UPS, switchgear, distribution) per
+    MW of critical IT by redundancy level [USD/MW]."""
+    site_availability: dict[Redundancy, Fraction]
+    """Site availability of the power and cooling chain by redundancy level."""
+    electrical_loss_fraction: dict[Redundancy, Fraction]
+    """Electrical losses (UPS, transformers) as a fraction of critical IT by level."""
+    cooling_usd_per_mw: dict[Cooling, PositiveFloat]
+    """Cooling plant and distribution per MW of critical IT by technology [USD/MW]."""
+    cooling_max_rack_kw: dict[Cooling, PositiveFloat]
+    """Most power one rack can take with the technology [kW]."""
+    cooling_overhead_fraction: dict[Cooling, Fraction]
+    """Cooling energy as a fraction of critical IT (mechanical PUE share)."""
+    shell_usd_per_m2: PositiveFloat
+    """Building shell, site work and fit-out per m2 of white and support space [USD/m2]."""
+    white_space_m2_per_rack: PositiveFloat
+    """White space one rack takes with its aisles [m2]."""
+    support_space_ratio: NonNegativeFloat
+    """Support space (electrical rooms, cooling plant, offices) per m2 of white space."""
+    other_overhead_fraction: Fraction
+    """Lighting, offices and other facility loads as a fraction of critical IT."""
+
+    @model_validator(mode="after")
+    def _every_level_and_technology(self) -> Facility:
+        problems = []
+        for name in ("electrical_usd_per_mw", "site_availability", "electrical_loss_fraction"):
+            if set(getattr(self, name)) != set(REDUNDANCY_LEVELS):
+                problems.append(f"{name}: needs exactly {', '.join(REDUNDANCY_LEVELS)}")
+        for name in ("cooling_usd_per_mw", "cooling_max_rack_kw", "cooling_overhead_fraction"):
+            if set(getattr(self, name)) != set(COOLING_TECHNOLOGIES):
+                problems.append(f"{name}: needs exactly {', '.join(COOLING_TECHNOLOGIES)}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class Catalog(StrictModel):
