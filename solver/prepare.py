@@ -83,7 +83,8 @@ def facility_options(inst: Instance, gpu) -> tuple[list[tuple[str, str]], list[s
             notes.append(f"{gpu.id}: {t} cooling takes {fac.cooling_max_rack_kw[t]:g} kW per "
                          f"rack, one node needs {node_w / 1e3:.1f} kW; skipped")
     target = inst.reliability.site_availability_target or 0.0
-    energy = inst.objective.kind == "min_tco" or inst.limits.budget_basis == "tco"
+    energy = (inst.objective.kind in ("min_tco", "min_usd_per_million_tokens")
+              or inst.limits.budget_basis == "tco")
     # A level or technology no better on any count the instance weighs is never optimal:
     # costs per MW, PUE share (only when energy enters the objective or budget), and for
     # cooling the nodes a rack holds (space, racks and shell). Only a level that meets

@@ -16,11 +16,13 @@ from models.fabric import design_fabric
 from models.facility import SHORTCUT
 from models.power_cost import BomLine, PowerCost, power_cost
 from models.reliability import placed_media
+from models.tco import annual_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
-                   "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD")}
+                   "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD"),
+                   "min_usd_per_million_tokens": ("usd_per_million_tokens", "USD/Mtoken")}
 
 
 def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData) -> list[dict]:
@@ -139,7 +141,9 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
     name, unit = OBJECTIVE_UNITS[inputs.objective.kind]
     effective = exact.effective_tokens_per_s
     values = {"effective_tokens_per_s": effective, "capex_usd": pc.capex_usd,
-              "tco_usd": pc.tco_usd}
+              "tco_usd": pc.tco_usd,
+              "usd_per_million_tokens": power_and_cost(pc, inputs, design, effective)[
+                  "cost"]["usd_per_million_tokens"]}
     train_tokens = inputs.workload.train_tokens
     days = (train_tokens / effective / 86400.0 if train_tokens and effective > 0 else None)
     return {
@@ -163,7 +167,7 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
             "scalable_units_per_building": design.su_per_building,
             "job_mapping": mapping,
         },
-        **power_and_cost(pc),
+        **power_and_cost(pc, inputs, design, effective),
         "throughput": {"tokens_per_s": exact.tokens_per_s,
                        "effective_tokens_per_s": effective,
                        "mfu": exact.mfu, "goodput": exact.goodput,
@@ -190,15 +194,23 @@ def _model_units(value: float | None, unit: str) -> float | None:
     return value * 1e6 if value is not None and unit == "USD" else value
 
 
-def power_and_cost(pc: PowerCost) -> dict[str, dict[str, float]]:
-    """The `power` and `cost` sections of the summary."""
+def power_and_cost(pc: PowerCost, inputs: Inputs, design: ChosenDesign,
+                   effective_tokens_per_s: float) -> dict[str, dict[str, float]]:
+    """The `power` and `cost` sections of the summary; the cost with the full year's cost
+    (models.tco): usd_per_gpu_hour (GPUs bought, spares included) and
+    usd_per_million_tokens (effective tokens)."""
+    cand = design.candidate
+    year = annual_cost(inputs.facility, inputs.years, pc.equipment_capex_usd,
+                       pc.facility_capex_usd, pc.annual_opex_usd,
+                       (cand.nodes + cand.spare_nodes) * (cand.gpus // cand.nodes),
+                       pc.it_power_w, effective_tokens_per_s)
     return {
         "power": {"it_mw": pc.it_power_w / 1e6, "facility_mw": pc.facility_power_w / 1e6,
                   "annual_energy_twh": pc.annual_energy_kwh / 1e9},
         "cost": {"capex_usd": pc.capex_usd, "equipment_capex_usd": pc.equipment_capex_usd,
                  "facility_capex_usd": pc.facility_capex_usd,
                  "annual_opex_usd": pc.annual_opex_usd, "tco_usd": pc.tco_usd,
-                 "tco_years": pc.years},
+                 "tco_years": pc.years, **year.summary()},
     }
 
 
@@ -242,9 +254,11 @@ def with_placement(inputs: Inputs, summary: dict[str, Any], design: ChosenDesign
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     within = {"it_power_mw": prune.within(pc.it_power_w / 1e6, lim.it_power_mw),
               "budget_usd": prune.within(spend, lim.budget_usd)}
+    throughput = placed_throughput(inputs, summary, design, placement)
     return summary | {
-        "bom": bom_rows(lines), **power_and_cost(pc),
-        "throughput": placed_throughput(inputs, summary, design, placement),
+        "bom": bom_rows(lines),
+        **power_and_cost(pc, inputs, design, throughput["effective_tokens_per_s"]),
+        "throughput": throughput,
         "design_estimate": {"bom": summary["bom"], "power": summary["power"],
                             "cost": summary["cost"], "throughput": summary["throughput"]},
         "placement": placement | {"within_limits": within},

@@ -429,6 +429,7 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
         min_gpus=inputs.limits.min_gpus,
         max_gpus=inputs.limits.max_gpus,
         min_goodput=inputs.reliability.min_goodput or 0.0,
+        tco_rates=fac,
         min_site_availability=(inputs.reliability.site_availability_target or 0.0
                                if fac.facility_cost_mode == "parts" else 0.0),
         non_server_it_fraction=fac.non_server_it_fraction,

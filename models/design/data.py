@@ -12,6 +12,7 @@ scalable units and network equipment in buildings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from models.facility import FacilityCost
 from models.power_cost import BomLine
@@ -145,3 +146,6 @@ class DesignData:
     years: int
     min_site_availability: float = 0.0
     """Availability the facility must give (0: none; the 'per-mw' mode has none)."""
+    tco_rates: Any = None
+    """Cost of capital, lives, support, software and staff rates (models.tco); None: the
+    full TCO is not known (then no $/million-tokens objective)."""

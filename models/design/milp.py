@@ -89,6 +89,10 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
     m.annual_opex_musd = pyo.Expression(
         expr=ladder_sum(m, lambda k: prune.annual_opex_usd(data, k) / 1e6))
     m.tco_musd = pyo.Expression(expr=m.capex_musd + data.years * m.annual_opex_musd)
+    if data.objective == "min_usd_per_million_tokens":
+        # a ratio of the one chosen candidate, so exact and linear in the ladder binaries
+        m.usd_per_million_tokens = pyo.Expression(expr=ladder_sum(
+            m, lambda k: prune.annual_cost(data, k).usd_per_million_tokens))
     m.tokens_per_s = pyo.Expression(expr=ladder_sum(m, lambda k: k.tokens_per_s))
     m.effective_tokens_per_s = pyo.Expression(
         expr=ladder_sum(m, lambda k: k.effective_tokens_per_s))
@@ -242,6 +246,8 @@ def add_objective(m: pyo.ConcreteModel, data: DesignData) -> None:
         m.objective = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
     elif data.objective == "min_tco":
         m.objective = pyo.Objective(expr=m.tco_musd, sense=pyo.minimize)
+    elif data.objective == "min_usd_per_million_tokens":
+        m.objective = pyo.Objective(expr=m.usd_per_million_tokens, sense=pyo.minimize)
     else:
         m.objective = pyo.Objective(expr=m.capex_musd, sense=pyo.minimize)
 
@@ -270,7 +276,8 @@ def add_lexicographic_tiebreak(m: pyo.ConcreteModel, data: DesignData, best: flo
         m.stage_one = pyo.Constraint(expr=m.effective_tokens_per_s >= best * (1 - rel_tol))
         m.objective_tiebreak = pyo.Objective(expr=m.capex_musd, sense=pyo.minimize)
     else:
-        cost = m.tco_musd if data.objective == "min_tco" else m.capex_musd
+        cost = (m.tco_musd if data.objective == "min_tco" else m.usd_per_million_tokens
+                if data.objective == "min_usd_per_million_tokens" else m.capex_musd)
         m.stage_one = pyo.Constraint(expr=cost <= best * (1 + rel_tol))
         m.objective_tiebreak = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from models import power_cost
+from models import power_cost, tco
 from models.design.data import Candidate, DesignData
+from models.tco import AnnualCost
 
 REL_TIE = 1e-9
 GOODPUT_TOL = 0.02
@@ -76,6 +77,17 @@ def capex_usd(data: DesignData, k: Candidate) -> float:
 
 def tco_usd(data: DesignData, k: Candidate) -> float:
     return capex_usd(data, k) + data.years * annual_opex_usd(data, k)
+
+
+def annual_cost(data: DesignData, k: Candidate, effective_tokens_per_s: float | None = None
+                ) -> AnnualCost:
+    """Full cost of a year of k (models.tco); throughput k's unless given."""
+    gpus = (k.nodes + k.spare_nodes) * (k.gpus // k.nodes)
+    return tco.annual_cost(data.tco_rates, data.years, k.equipment_capex_usd,
+                           facility_usd(data, k), annual_opex_usd(data, k), gpus,
+                           it_power_w(data, k),
+                           k.effective_tokens_per_s if effective_tokens_per_s is None
+                           else effective_tokens_per_s)
 
 
 def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
@@ -123,6 +135,8 @@ def objective_value(data: DesignData, k: Candidate) -> float:
     """The objective as a quantity to maximise."""
     if data.objective == "max_effective_throughput":
         return k.effective_tokens_per_s
+    if data.objective == "min_usd_per_million_tokens":
+        return -annual_cost(data, k).usd_per_million_tokens
     return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
 
 
@@ -137,6 +151,9 @@ def to_refine(data: DesignData) -> list[Candidate]:
             continue
         if data.objective == "max_effective_throughput":
             value = k.effective_tokens_per_s_upper * (1 + GOODPUT_TOL)
+        elif data.objective == "min_usd_per_million_tokens":
+            value = -annual_cost(data, k, k.effective_tokens_per_s_upper
+                                 * (1 + GOODPUT_TOL)).usd_per_million_tokens
         else:
             value = objective_value(data, k)
         if value >= best - REL_TIE * abs(best):

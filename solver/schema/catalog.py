@@ -242,6 +242,16 @@ class Facility(SourcedItem):
     """Support space (electrical rooms, cooling plant, offices) per m2 of white space."""
     other_overhead_fraction: Fraction
     """Lighting, offices and other facility loads as a fraction of critical IT."""
+    # --- full TCO (models.tco) ---
+    cost_of_capital: Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)]
+    """Annual cost of capital (WACC) that annualises capex."""
+    facility_life_years: PositiveInt
+    """Depreciation years of the facility (equipment: the TCO horizon, `years`)."""
+    support_fraction_per_year: Fraction
+    """Hardware support and maintenance per year, a fraction of equipment capex."""
+    software_usd_per_gpu_year: NonNegativeFloat
+    staff_usd_per_mw_year: NonNegativeFloat
+    """Operations staff per MW of critical IT per year [USD]."""
 
     @model_validator(mode="after")
     def _every_level_and_technology(self) -> Facility:

@@ -115,7 +115,10 @@ class Choices(StrictModel):
 
 
 class Objective(StrictModel):
-    kind: Literal["max_effective_throughput", "min_capex", "min_tco"] = "max_effective_throughput"
+    kind: Literal["max_effective_throughput", "min_capex", "min_tco",
+                  "min_usd_per_million_tokens"] = "max_effective_throughput"
+    """min_usd_per_million_tokens: the least full cost (models.tco) per million effective
+    tokens, no throughput required."""
     required_tokens_per_s: PositiveFloat | None = None
     """Effective throughput to reach when minimising cost [tokens/s]."""
     performance: Literal["model", "assumed_mfu"] = "model"
@@ -200,7 +203,7 @@ class Instance(StrictModel):
             if f.switch not in self.catalog.switch:
                 problems.append(f"choices.fabrics[{i}].switch: unknown switch '{f.switch}' "
                                 f"(known: {', '.join(sorted(self.catalog.switch))})")
-        if self.objective.kind != "max_effective_throughput" and not (
+        if self.objective.kind in ("min_capex", "min_tco") and not (
             self.objective.required_tokens_per_s or self.limits.deadline_days
         ):
             problems.append(f"objective.kind: '{self.objective.kind}' needs "
