@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from scipy.stats import poisson
+
 from models.design.candidates import lengths_m, node_power_w
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
@@ -133,15 +135,19 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
         storage_usd = (n * fac.storage_usd_per_node
                        + storage * fac.checkpoint_storage_usd_per_gbyte_s)
         storage_w = storage * fac.checkpoint_storage_w_per_gbyte_s
+    spares_usd = cold_spares_usd(inputs, parts, n, fabric, design.config.media)
     usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd)
-           + racks * fac.rack_usd + storage_usd
+           + racks * fac.rack_usd + storage_usd + spares_usd
            + fabric.switches_total * parts.switch.price_usd + media_usd
            + memory_gb * inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value)
     watts = (n * node_power_w(parts) + fabric.switches_total * parts.switch.power_w + media_w
              + storage_w)
     bom = design.bom()
     bom_usd, bom_w = sum(x.cost_usd for x in bom), sum(x.power_w for x in bom)
-    support_checks = []
+    bom_spares = sum(x.cost_usd for x in bom if x.category == "spares")
+    support_checks = [Check("cold_spares", math.isclose(bom_spares, spares_usd, rel_tol=1e-9,
+                                                        abs_tol=1e-6), bom_spares, spares_usd,
+                            f"BOM cold spares differ from the re-derived ${spares_usd:,.0f}")]
     if fac.support_networks == "sized":
         support_checks = [
             Check(f"support[{cat}]", math.isclose(sum(x.cost_usd for x in bom
@@ -156,6 +162,38 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
         Check("bom_power", math.isclose(bom_w, watts, rel_tol=1e-6), bom_w, watts,
               f"BOM power {bom_w:,.0f} W differs from the parts' {watts:,.0f} W"),
     ]
+
+
+def cold_spares_usd(inputs: Inputs, parts, n: int, fabric, media) -> float:
+    """The cold-spare pool re-derived: for each part class, the stock covering the
+    failures of one lead time with the fill probability (scipy's Poisson quantile), at
+    the part's price."""
+    rates = inputs.rates.get(parts.gpu.generation)
+    if rates is None:
+        return 0.0
+    fac, g = inputs.facility, parts.gpu
+    hours = 24 * fac.spare_lead_time_days
+    pool = [(n * g.gpus_per_node, rates.gpu.per_h, g.node_price_usd / g.gpus_per_node),
+            (n * g.nics_per_node, rates.nic.per_h, parts.nic.price_usd),
+            (fabric.switches_total, rates.switch.per_h, parts.switch.price_usd)]
+    assigned = {a.link_class: inputs.medium[a.medium] for a in media}
+    for lc in fabric.link_classes:
+        m = assigned[lc.name]
+        if m.kind not in rates.link:
+            continue
+        per_h = rates.link[m.kind].per_h
+        if m.kind in ("multimode", "singlemode", "coherent"):
+            modules = math.ceil(lc.links / m.links_per_module)
+            modules += (math.ceil(lc.links / 2) if parts.nic_attachment == "twin" else lc.links
+                        ) if lc.tier == 1 else modules
+            pool.append((modules, per_h / 2, 2 * lc.links * m.price_usd_per_end
+                         / m.links_per_module / modules))
+        else:
+            cables = math.ceil(lc.links / m.links_per_module)
+            pool.append((cables, per_h, 2 * lc.links * m.price_usd_per_end
+                         / m.links_per_module / cables))
+    return sum(poisson.ppf(fac.spare_fill_rate, units * per_h * hours) * usd
+               for units, per_h, usd in pool if units * per_h > 0)
 
 
 def _rack_nodes(inputs: Inputs, parts) -> int:

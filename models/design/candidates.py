@@ -31,6 +31,7 @@ from models.fabric import (
 from models.facility import facility_cost, nodes_per_rack
 from models.perf.flops import arch_of
 from models.power_cost import BomLine, it_power_w
+from models.spares_pool import spare_pool_lines
 from models.support import SupportDesign, support_design
 
 RACK_UNITS = 42
@@ -174,6 +175,19 @@ def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
                 total * p.checkpoint_gbytes_per_s_per_node,
                 fac.checkpoint_storage_usd_per_gbyte_s, fac.checkpoint_storage_w_per_gbyte_s),
     ]
+
+
+def cold_spares(inputs: Inputs, p: ConfigParts, total_nodes: int, switches: int,
+                links: list[MediaLine]) -> list[BomLine]:
+    """The cold-spare parts pool (models.spares_pool) from the failure rates of the
+    reliability model (none under reliability_model = 'overhead')."""
+    if p.gpu.generation not in inputs.rates:
+        return []
+    fac = inputs.facility
+    return spare_pool_lines(
+        inputs.rates[p.gpu.generation], p.gpu, p.nic, p.switch, total_nodes, switches,
+        [(x, inputs.medium[x.medium_id].fiber_usd_per_link) for x in links],
+        fac.spare_lead_time_days, fac.spare_fill_rate)
 
 
 def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
@@ -345,6 +359,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
     lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, support)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
+    lines += cold_spares(inputs, p, nodes + spares, fabric.switches_total, links)
     gpus = nodes * p.gpu.gpus_per_node
     perf = evaluators.throughput(inputs, p, fabric, gpus)
     support_w = support.power_w if support else 0.0

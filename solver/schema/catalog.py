@@ -252,6 +252,11 @@ class Facility(SourcedItem):
     software_usd_per_gpu_year: NonNegativeFloat
     staff_usd_per_mw_year: NonNegativeFloat
     """Operations staff per MW of critical IT per year [USD]."""
+    # --- cold-spare parts pool (models.spares_pool) ---
+    spare_lead_time_days: PositiveFloat
+    """Replacement lead time of a failed part (RMA or reorder) [days]."""
+    spare_fill_rate: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+    """Probability that the pool covers the failures of one lead time."""
 
     @model_validator(mode="after")
     def _every_level_and_technology(self) -> Facility:
