@@ -149,7 +149,7 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
                                                         abs_tol=1e-6), bom_spares, spares_usd,
                             f"BOM cold spares differ from the re-derived ${spares_usd:,.0f}")]
     if fac.support_networks == "sized":
-        support_checks = [
+        support_checks += [
             Check(f"support[{cat}]", math.isclose(sum(x.cost_usd for x in bom
                                                       if x.category == cat), want,
                                                   rel_tol=1e-6, abs_tol=1e-6),
