@@ -48,14 +48,19 @@ def node_power_w(p: Any) -> float:
 
 
 def nodes_per_rack(gpu: Any, node_w: float, hall: Hall) -> int:
-    """``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node kW⌋)``; 0 when the hall
-    cannot cool the system (liquid-cooled systems need a liquid hall). A rack-scale
-    system (NVL72: a 48U node) is its own rack: one per position."""
-    if gpu.liquid_cooled and hall.cooling != "liquid":
+    """Nodes per rack in ``hall`` (:func:`rack_nodes` at its rack power and cooling)."""
+    return rack_nodes(gpu, node_w, hall.rack_power_kw, hall.cooling == "liquid")
+
+
+def rack_nodes(gpu: Any, node_w: float, rack_kw: float, liquid: bool) -> int:
+    """``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node kW⌋)``; 0 when the rack
+    cannot cool the system (liquid-cooled systems need ``liquid``). A rack-scale system
+    (NVL72: a 48U node) is its own rack: one per position."""
+    if gpu.liquid_cooled and not liquid:
         return 0
     by_height = 1 if gpu.node_rack_units >= RACK_UNITS else RACK_UNITS // gpu.node_rack_units
     return max(0, min(gpu.max_nodes_per_rack, by_height,
-                      math.floor(hall.rack_power_kw * 1e3 / node_w + 1e-9)))
+                      math.floor(rack_kw * 1e3 / node_w + 1e-9)))
 
 
 def switch_power_w(switch: Any, radix: int, media: Sequence[Any]) -> float:

@@ -61,7 +61,8 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          lost_hours_per_interruption(cand.extra.get("reliability", {})),
                          cost_usd_per_hour(pc.tco_usd, pc.years) if pc else None,
                          tuple(cand.switches_per_tier), tuple(cand.links_per_tier),
-                         cand.extra.get("reliability", {}).get("recovery", "storage"))
+                         cand.extra.get("reliability", {}).get("recovery", "storage"),
+                         c.cooling)
 
 
 @dataclass(frozen=True)

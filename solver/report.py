@@ -15,8 +15,10 @@ from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.fabric import design_fabric
+from models.facility import SHORTCUT
 from models.power_cost import BomLine, PowerCost, power_cost
 from models.reliability import placed_media
+from models.tco import AnnualCost, annual_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 from solver.results import (
@@ -25,6 +27,7 @@ from solver.results import (
     Cost,
     DesignEstimate,
     DesignSection,
+    FacilityBuild,
     MediaRow,
     MilpThroughput,
     Objective,
@@ -32,12 +35,14 @@ from solver.results import (
     RunnerUp,
     SolverInfo,
     SolveSummary,
+    SparesPool,
     Throughput,
     Verification,
 )
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
-                   "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD")}
+                   "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD"),
+                   "min_usd_per_million_tokens": ("usd_per_million_tokens", "USD/Mtoken")}
 
 
 def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData
@@ -224,8 +229,9 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
     pc = design.power_cost(inputs)
     name, unit = OBJECTIVE_UNITS[inputs.objective.kind]
     effective = exact.effective_tokens_per_s
+    year = year_cost(pc, inputs, design, effective)
     values = {"effective_tokens_per_s": effective, "capex_usd": pc.capex_usd,
-              "tco_usd": pc.tco_usd}
+              "tco_usd": pc.tco_usd, "usd_per_million_tokens": year.usd_per_million_tokens}
     train_tokens = inputs.workload.train_tokens
     days = (train_tokens / effective / 86400.0 if train_tokens and effective > 0 else None)
     return SolveSummary(
@@ -242,9 +248,13 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
             links_per_tier=tuple(cand.links_per_tier),
             media=tuple(MediaRow(**m) for m in design.media()),
             scalable_units_per_building=design.su_per_building,
-            job_mapping=mapping),
+            job_mapping=mapping,
+            checkpoint_storage_gbytes_per_s_per_node=cfg.checkpoint_gbytes_per_s_per_node,
+            facility=FacilityBuild.of(cand.facility) if cand.facility else None,
+            support=cand.extra.get("support"),
+            spares_pool=spares_pool(inputs, design.bom())),
         power=Power.of(pc),
-        cost=Cost.of(pc),
+        cost=Cost.of(pc, year),
         throughput=Throughput(
             tokens_per_s=exact.tokens_per_s, effective_tokens_per_s=effective, mfu=exact.mfu,
             goodput=exact.goodput, time_to_train_days=days,
@@ -265,6 +275,24 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
 def _model_units(value: float | None, unit: str) -> float | None:
     """The MILP states money in millions of USD; report it in the objective's unit."""
     return value * 1e6 if value is not None and unit == "USD" else value
+
+
+def year_cost(pc: PowerCost, inputs: Inputs, design: ChosenDesign,
+              effective_tokens_per_s: float) -> AnnualCost:
+    """The full year's cost of the design (models.tco): GPUs bought (spares included)."""
+    cand = design.candidate
+    return annual_cost(inputs.facility, inputs.years, pc.equipment_capex_usd,
+                       pc.facility_capex_usd, pc.annual_opex_usd,
+                       (cand.nodes + cand.spare_nodes) * (cand.gpus // cand.nodes),
+                       pc.it_power_w, effective_tokens_per_s)
+
+
+def spares_pool(inputs: Inputs, lines: list[BomLine]) -> SparesPool:
+    """The cold-spare pool of a BOM: its 'spares' lines."""
+    fac = inputs.facility
+    pool = [x for x in lines if x.category == "spares"]
+    return SparesPool(fac.spare_lead_time_days, fac.spare_fill_rate,
+                      {x.item: x.quantity for x in pool}, sum(x.cost_usd for x in pool))
 
 
 def bom_rows(lines: list[BomLine]) -> tuple[BomRow, ...]:
@@ -301,7 +329,7 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
-    pc = power_cost(lines, inputs.facility, inputs.years)
+    pc = power_cost(lines, inputs.facility, inputs.years, design.candidate.facility)
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     binding = placed_limits(inputs, design, summary.binding, pc, placement)
@@ -309,20 +337,33 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
               "budget_usd": prune.within(spend, lim.budget_usd)} | {
         row.name: prune.within(row.value, row.limit) for row in binding
         if row.basis == "placed" and row.name.startswith("site.buildings[")}
+    throughput = placed_throughput(inputs, summary, design, placement)
     placed_media_rows = tuple(MediaRow(m["link_class"], m["medium"], m["kind"],
                                        m["longest_m"], m["links"])
                               for m in placement.get("bom_media", []))
     return dataclasses.replace(
         summary, design=dataclasses.replace(summary.design,
                                             media=placed_media_rows or summary.design.media),
-        bom=bom_rows(lines), power=Power.of(pc), cost=Cost.of(pc),
+        bom=bom_rows(lines), power=Power.of(pc),
+        cost=Cost.of(pc, year_cost(pc, inputs, design, throughput.effective_tokens_per_s)),
         binding=binding,
-        throughput=placed_throughput(inputs, summary, design, placement),
+        throughput=throughput,
         design_estimate=DesignEstimate(summary.bom, summary.power, summary.cost,
                                        summary.throughput, summary.binding,
                                        summary.design.media),
         placement=placement | {"within_limits": within},
         verified=summary.verified and all(within.values()))
+
+
+def facility_terms(design: ChosenDesign, pc) -> list[dict[str, Any]]:
+    """The facility's cost terms: electrical, cooling and shell when built from parts,
+    else one $/MW build term."""
+    f = design.candidate.facility
+    if f is None or f.cooling == SHORTCUT:
+        return [{"term": "facility build", "cost_usd": pc.facility_capex_usd}]
+    return [{"term": f"facility electrical ({f.redundancy})", "cost_usd": f.electrical_usd},
+            {"term": f"facility cooling ({f.cooling})", "cost_usd": f.cooling_usd},
+            {"term": "facility shell and support space", "cost_usd": f.shell_usd}]
 
 
 def tables(inputs: Inputs, design: ChosenDesign, summary: SolveSummary
@@ -339,8 +380,7 @@ def tables(inputs: Inputs, design: ChosenDesign, summary: SolveSummary
     cost = pd.DataFrame([
         {"term": cat, "cost_usd": grp["cost_usd"].sum()}
         for cat, grp in bom.groupby("category", sort=True)
-    ] + [{"term": "facility build", "cost_usd": pc.facility_capex_usd},
-         {"term": "capex total", "cost_usd": pc.capex_usd},
+    ] + facility_terms(design, pc) + [{"term": "capex total", "cost_usd": pc.capex_usd},
          {"term": f"opex x {pc.years} years", "cost_usd": pc.years * pc.annual_opex_usd},
          {"term": "tco total", "cost_usd": pc.tco_usd}])
     return {"bom": bom, "power": power, "cost": cost,
