@@ -23,6 +23,8 @@ SHORTCUT = "per-mw"
 """Redundancy and cooling label of a design costed by the $/MW shortcut."""
 
 
+RACK_CATEGORIES = ("rack", "rack-support")
+"""BOM categories of the racks the shell houses (compute and network, support)."""
 LIQUID = "dlc"
 """The cooling technology that cools a rack by liquid (liquid-cooled systems need it)."""
 

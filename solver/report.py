@@ -15,8 +15,8 @@ from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.fabric import design_fabric
-from models.facility import SHORTCUT
-from models.power_cost import BomLine, PowerCost, power_cost
+from models.facility import RACK_CATEGORIES, SHORTCUT, FacilityCost, facility_cost
+from models.power_cost import BomLine, PowerCost, it_power_w, power_cost
 from models.reliability import placed_media
 from models.tco import AnnualCost, annual_cost
 from solver.backends.highs import MilpOutcome
@@ -329,7 +329,7 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
-    pc = power_cost(lines, inputs.facility, inputs.years, design.candidate.facility)
+    pc = power_cost(lines, inputs.facility, inputs.years, placed_facility(inputs, design, lines))
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     binding = placed_limits(inputs, design, summary.binding, pc, placement)
@@ -353,6 +353,18 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                                        summary.design.media),
         placement=placement | {"within_limits": within},
         verified=summary.verified and all(within.values()))
+
+
+def placed_facility(inputs: Inputs, design: ChosenDesign, lines: list[BomLine]
+                    ) -> FacilityCost | None:
+    """The design's facility re-built for the placed BOM: its critical IT and its racks
+    (placed and support racks), same redundancy and cooling."""
+    built = design.candidate.facility
+    if built is None:
+        return None
+    racks = sum(x.quantity for x in lines if x.category in RACK_CATEGORIES)
+    return facility_cost(inputs.facility, built.redundancy, built.cooling,
+                         it_power_w(sum(x.power_w for x in lines), inputs.facility), racks)
 
 
 def facility_terms(design: ChosenDesign, pc) -> list[dict[str, Any]]:
