@@ -346,13 +346,16 @@ def support_networks(inputs: Inputs, parts, training_nodes: int, n: int, racks: 
     fe_usd = fe.switches_total * sw.price_usd
     fe_w = fe.switches_total * sw.power_w
     for lc in fe.link_classes:
-        def per_link(m):
+        def per_link(m, tier=lc.tier):
+            end = m.price_usd_per_end / m.links_per_module
+            switch_end = end if m.switch_end_price_usd is None else m.switch_end_price_usd
             fibre = m.fiber_usd_per_link if m.kind in ("multimode", "singlemode",
                                                       "coherent") else 0.0
-            return (2 * m.price_usd_per_end / m.links_per_module + fibre,
+            return (switch_end + (end if tier == 1 else switch_end) + fibre,
                     2 * m.power_w_per_end / m.links_per_module, m.id)
         best = min(per_link(m) for m in inputs.medium.values()
-                   if m.gbps == port and m.reach_m >= lengths[lc.name])
+                   if m.gbps == port and m.reach_m >= lengths[lc.name]
+                   and sw.family in m.switch_families)
         fe_usd += lc.links * best[0]
         fe_w += lc.links * best[1]
     support_racks = math.ceil((fe.switches_total * sw.rack_units + control

@@ -329,7 +329,8 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
-    pc = power_cost(lines, inputs.facility, inputs.years, placed_facility(inputs, design, lines))
+    built = placed_facility(inputs, design, lines)
+    pc = power_cost(lines, inputs.facility, inputs.years, built)
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     binding = placed_limits(inputs, design, summary.binding, pc, placement)
@@ -342,8 +343,9 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                                        m["longest_m"], m["links"])
                               for m in placement.get("bom_media", []))
     return dataclasses.replace(
-        summary, design=dataclasses.replace(summary.design,
-                                            media=placed_media_rows or summary.design.media),
+        summary, design=dataclasses.replace(
+            summary.design, media=placed_media_rows or summary.design.media,
+            facility=FacilityBuild.of(built) if built else summary.design.facility),
         bom=bom_rows(lines), power=Power.of(pc),
         cost=Cost.of(pc, year_cost(pc, inputs, design, throughput.effective_tokens_per_s)),
         binding=binding,

@@ -94,3 +94,28 @@ def test_rack_density_rules_out_air_for_nvl72():
     configs, notes = enumerate_configs(instance_from_dict(doc))
     assert {p.cooling for p in configs} == {"dlc"}
     assert any("air cooling (air, 42 kW per rack) cannot cool" in n for n in notes)
+
+
+def test_denser_cooling_is_chosen_when_the_halls_floor_binds():
+    """The cooling sets the rack power of the one space model (design stage and
+    placement): air at 25 kW per rack holds 2 of the 10.4 kW nodes, so a 4-node
+    middle-of-rack block is 2 racks wide; rear doors at 75 kW hold the block in one rack.
+    One row of 12 positions (the other row holds the network) takes 6 air blocks, fewer
+    than the ~9 the 32 nodes and their spares need, but 12 rear-door blocks; with 40
+    positions air fits and, cheapest, is chosen. The placement on the narrow hall uses
+    the same racks."""
+    doc = parts_doc(cooling_max_rack_kw={"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
+                    shell_usd_per_m2=100.0)
+    hall = {"name": "hall-1", "rows": 2, "positions_per_row": 40, "rack_power_kw": 25.0,
+            "power_kw": 1900.0}
+    doc["site"]["buildings"][0]["halls"] = [hall]
+    wide = solved(doc)
+    assert wide["design"]["facility"]["cooling"] == "air"
+    hall["positions_per_row"] = 12
+    narrow = solve(instance_from_dict(doc))
+    s = narrow.summary
+    assert s["verified"], s["verification"]
+    assert s["design"]["facility"]["cooling"] == "rdhx"
+    assert s["placement"]["status"] in ("optimal", "feasible")
+    nodes_per_rack = {h["hall"]: h["nodes_per_rack"] for h in s["placement"]["halls"]}
+    assert set(nodes_per_rack.values()) == {4}

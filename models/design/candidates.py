@@ -128,8 +128,9 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
     key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total, racks)
     if cache is not None and key in cache:
         return cache[key]
+    switch = inputs.switch[fac.frontend_switch]
     design = support_design(
-        fac, inputs.switch[fac.frontend_switch], list(inputs.medium.values()),
+        fac, switch, media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
         lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
                                     inputs.single_building),
         total, nodes * g.gpus_per_node,
