@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FACILITY_PARTS = (("electrical_usd", "facility: electrical"), ("cooling_usd", "facility: cooling"),
-                  ("shell_usd", "facility: shell + support space"))
+from solver.report_html import facility_parts
 
 
 def cost_stack(summary: dict[str, Any]) -> list[tuple[str, float]]:
@@ -21,12 +20,7 @@ def cost_stack(summary: dict[str, Any]) -> list[tuple[str, float]]:
     by_cat: dict[str, float] = {}
     for line in summary["bom"]:
         by_cat[line["category"]] = by_cat.get(line["category"], 0.0) + line["cost_usd"]
-    out = sorted(by_cat.items(), key=lambda kv: -kv[1])
-    built = summary["design"].get("facility")
-    if built and built["cooling"] != "per-mw":
-        out += [(name, built[key]) for key, name in FACILITY_PARTS]
-    else:
-        out.append(("facility build", summary["cost"]["facility_capex_usd"]))
+    out = sorted(by_cat.items(), key=lambda kv: -kv[1]) + facility_parts(summary)
     cost = summary["cost"]
     out.append((f"electricity x {cost['tco_years']} years",
                 cost["tco_years"] * cost["annual_opex_usd"]))

@@ -268,3 +268,18 @@ def test_report_command_rebuilds_from_design_json(cli, default_solve_run, tmp_pa
     bad.write_text('{"status": "optimal"}')
     out = cli("report", bad)
     assert out.exit_code == 3 and "design: missing" in out.output
+
+
+def test_cost_stack_sums_to_the_tco():
+    """The README's cost-stack picture (solver.cost_stack): BOM categories, the facility
+    by part and the electricity of the horizon add up to the TCO."""
+    from solver.cost_stack import cost_stack
+
+    doc = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"), place=False).summary
+    terms = dict(cost_stack(doc))
+    assert sum(terms.values()) == pytest.approx(doc["cost"]["tco_usd"], rel=1e-12)
+    assert {"frontend", "storage", "management", "spares"} <= set(terms)
+    assert [t for t in terms if t.startswith("facility")] == [
+        f"facility electrical ({doc['design']['facility']['redundancy']})",
+        f"facility cooling ({doc['design']['facility']['cooling']})",
+        "facility shell and support space"]
