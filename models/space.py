@@ -5,7 +5,10 @@ building in the MILP) and for placement (models.placement: the halls' block slot
 network rows), so every design the MILP returns has the positions placement needs.
 
 * Nodes per rack in a hall: ``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node
-  kW⌋)``; 0 where the hall cannot cool the system.
+  kW⌋)``; 0 where the hall cannot cool the system. The one rack capacity of the code:
+  with the facility built from parts the hall's rack kW and cooling are the chosen
+  cooling technology's (models.design.inputs.Inputs.halls_for), at the design stage and
+  in placement alike.
 * A **block** is one placement scalable unit: ``k/2`` nodes and their ``rails`` leaves
   (rail-optimized), ``⌊(k/2)/ports⌋`` nodes and one leaf (middle-of-rack), laid out in
   ``width`` consecutive positions of one row: ``⌈nodes/npr⌉`` compute racks, the leaves
