@@ -12,7 +12,7 @@ TCO       C + years * O
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 HOURS_PER_YEAR = 8760.0
 
@@ -76,20 +76,30 @@ def facility_capex_usd(it_w: float, facility: FacilityLike) -> float:
 
 def annual_opex_usd(it_w: float, facility: FacilityLike) -> float:
     """Electricity cost of one year at full load through PUE [USD/yr]."""
-    return it_w * facility.pue * HOURS_PER_YEAR / 1e3 * facility.electricity_usd_per_kwh
+    return energy_cost_usd(it_w, facility.pue, facility.electricity_usd_per_kwh)
 
 
-def power_cost(lines: list[BomLine], facility: FacilityLike, years: int) -> PowerCost:
-    """Roll a bill of materials up into power, energy, capex, opex and TCO."""
+def energy_cost_usd(it_w: float, pue: float, usd_per_kwh: float) -> float:
+    """E[kWh] x price for one year of `it_w` W through `pue` [USD/yr]."""
+    return it_w * pue * HOURS_PER_YEAR / 1e3 * usd_per_kwh
+
+
+def power_cost(lines: list[BomLine], facility: FacilityLike, years: int,
+               built: Any = None) -> PowerCost:
+    """Roll a bill of materials up into power, energy, capex, opex and TCO; `built` (a
+    models.facility.FacilityCost) gives the facility's capex and PUE when it was built
+    from parts, else `facility`'s $/MW and PUE apply."""
     equipment_w = sum(line.power_w for line in lines)
     it_w = it_power_w(equipment_w, facility)
+    pue = built.pue if built is not None else facility.pue
     return PowerCost(
         equipment_power_w=equipment_w,
         it_power_w=it_w,
-        facility_power_w=it_w * facility.pue,
-        annual_energy_kwh=it_w * facility.pue * HOURS_PER_YEAR / 1e3,
+        facility_power_w=it_w * pue,
+        annual_energy_kwh=it_w * pue * HOURS_PER_YEAR / 1e3,
         equipment_capex_usd=sum(line.cost_usd for line in lines),
-        facility_capex_usd=facility_capex_usd(it_w, facility),
-        annual_opex_usd=annual_opex_usd(it_w, facility),
+        facility_capex_usd=(built.capex_usd if built is not None
+                            else facility_capex_usd(it_w, facility)),
+        annual_opex_usd=energy_cost_usd(it_w, pue, facility.electricity_usd_per_kwh),
         years=years,
     )

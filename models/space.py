@@ -5,7 +5,10 @@ building in the MILP) and for placement (models.placement: the halls' block slot
 network rows), so every design the MILP returns has the positions placement needs.
 
 * Nodes per rack in a hall: ``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node
-  kW⌋)``; 0 where the hall cannot cool the system.
+  kW⌋)``; 0 where the hall cannot cool the system. The one rack capacity of the code:
+  with the facility built from parts the hall's rack kW and cooling are the chosen
+  cooling technology's (models.design.inputs.Inputs.halls_for), at the design stage and
+  in placement alike.
 * A **block** is one placement scalable unit: ``k/2`` nodes and their ``rails`` leaves
   (rail-optimized), ``⌊(k/2)/ports⌋`` nodes and one leaf (middle-of-rack), laid out in
   ``width`` consecutive positions of one row: ``⌈nodes/npr⌉`` compute racks, the leaves
@@ -51,14 +54,19 @@ def node_power_w(p: Any) -> float:
 
 
 def nodes_per_rack(gpu: Any, node_w: float, hall: Hall) -> int:
-    """``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node kW⌋)``; 0 when the hall
-    cannot cool the system (liquid-cooled systems need a liquid hall). A rack-scale
-    system (NVL72: a 48U node) is its own rack: one per position."""
-    if gpu.liquid_cooled and hall.cooling != "liquid":
+    """Nodes per rack in ``hall`` (:func:`rack_nodes` at its rack power and cooling)."""
+    return rack_nodes(gpu, node_w, hall.rack_power_kw, hall.cooling == "liquid")
+
+
+def rack_nodes(gpu: Any, node_w: float, rack_kw: float, liquid: bool) -> int:
+    """``min(max_nodes_per_rack, ⌊42 U / node U⌋, ⌊rack kW / node kW⌋)``; 0 when the rack
+    cannot cool the system (liquid-cooled systems need ``liquid``). A rack-scale system
+    (NVL72: a 48U node) is its own rack: one per position."""
+    if gpu.liquid_cooled and not liquid:
         return 0
     by_height = 1 if gpu.node_rack_units >= RACK_UNITS else RACK_UNITS // gpu.node_rack_units
     return max(0, min(gpu.max_nodes_per_rack, by_height,
-                      math.floor(hall.rack_power_kw * 1e3 / node_w + 1e-9)))
+                      math.floor(rack_kw * 1e3 / node_w + 1e-9)))
 
 
 def switch_power_w(switch: Any, radix: int, media: Sequence[Any]) -> float:

@@ -9,9 +9,14 @@ Facility (the facility figures the totals use, per-hall placed power) and Assump
 
 The formulas are models.power_cost's, written out in the sheet:
   equipment capex = SUMPRODUCT(quantity, unit price);  equipment W = SUMPRODUCT(quantity,
-  unit W);  IT W = equipment W x (1 + non-server IT share);  facility build = IT MW x $/MW;
-  capex = equipment + facility build;  opex/yr = IT kW x PUE x 8760 h x $/kWh;
-  TCO = capex + years x opex.
+  unit W);  IT W = equipment W x (1 + non-server IT share);
+  facility electrical = IT MW x electrical $/MW (the redundancy level's; the $/MW build
+  figure in the 'per-mw' shortcut);  facility cooling = IT MW x cooling $/MW (the
+  technology's; 0 in the shortcut);  facility shell = racks (categories rack and
+  rack-support) x shell $ per rack (shell $/m2 x m2 per rack x (1 + support space); 0 in
+  the shortcut);  facility build = electrical + cooling + shell;
+  capex = equipment + facility build;  opex/yr = IT kW x PUE x 8760 h x $/kWh (the PUE
+  the design's facility gives);  TCO = capex + years x opex.
 Generic over BOM rows and categories: any line the summary's ``bom`` lists is a row.
 """
 
@@ -20,11 +25,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from models.facility import RACK_CATEGORIES, SHORTCUT
 from models.power_cost import HOURS_PER_YEAR
 
-FACILITY_FIELDS = ("non_server_it_fraction", "build_usd_per_mw", "pue",
-                   "electricity_usd_per_kwh")
-"""Facility figures the BOM sheet's totals refer to (Facility!B2:B6 with years)."""
+FACILITY_ROWS = ("non_server_it_fraction", "electrical USD per MW", "pue",
+                 "electricity_usd_per_kwh", "years", "cooling USD per MW",
+                 "shell USD per rack")
+"""Facility figures the BOM sheet's totals refer to (Facility!B2:B8, in this order)."""
 BOM_HEADER = ("item", "category", "quantity", "unit price USD", "cost USD", "unit power W",
               "power W", "price source")
 
@@ -63,11 +70,16 @@ def bom_workbook(summary: dict[str, Any], inputs, placement=None):
         ("equipment capex USD", f"=SUMPRODUCT(C2:C{last},D2:D{last})"),
         ("equipment power W", f"=SUMPRODUCT(C2:C{last},F2:F{last})"),
         ("critical IT power W", f"=B{r + 1}*(1+Facility!B2)"),
-        ("facility build USD", f"=B{r + 2}/1000000*Facility!B3"),
+        ("facility build USD", f"=B{r + 8}+B{r + 9}+B{r + 10}"),
         ("capex USD", f"=B{r}+B{r + 3}"),
         ("facility power W", f"=B{r + 2}*Facility!B4"),
         ("annual opex USD", f"=B{r + 2}*Facility!B4*{HOURS_PER_YEAR:g}/1000*Facility!B5"),
         ("TCO USD", f"=B{r + 4}+Facility!B6*B{r + 6}"),
+        ("facility electrical USD", f"=B{r + 2}/1000000*Facility!B3"),
+        ("facility cooling USD", f"=B{r + 2}/1000000*Facility!B7"),
+        ("facility shell USD", "=(" + "+".join(
+            f'SUMIF(B2:B{last},"{c}",C2:C{last})' for c in RACK_CATEGORIES)
+         + ")*Facility!B8"),
     ]
     for k, (label, formula) in enumerate(totals):
         bom.cell(r + k, 1, label).font = bold
@@ -93,12 +105,41 @@ def _widths(sheet, widths) -> None:
 
 
 def _facility_sheet(sheet, summary: dict[str, Any], inputs, bold) -> None:
-    """B2:B6: the figures the BOM totals use; then per-hall placed power."""
+    """B2:B8: the figures the BOM totals use (FACILITY_ROWS) for the design's redundancy
+    level and cooling technology (the $/MW and PUE shortcut in 'per-mw' mode); then
+    per-hall placed power."""
     fac = inputs.facility
+    built = summary["design"].get("facility") or {}
+    r, t = built.get("redundancy", SHORTCUT), built.get("cooling", SHORTCUT)
     sheet.append(("figure", "value", "source"))
-    for name in FACILITY_FIELDS:
-        sheet.append((name, getattr(fac, name), _source_text(fac, name)))
+    sheet.append(("non_server_it_fraction", fac.non_server_it_fraction,
+                  _source_text(fac, "non_server_it_fraction")))
+    if t == SHORTCUT:
+        sheet.append(("build USD per MW ($/MW shortcut)", fac.build_usd_per_mw,
+                      _source_text(fac, "build_usd_per_mw")))
+        sheet.append(("pue", fac.pue, _source_text(fac, "pue")))
+    else:
+        sheet.append((f"electrical USD per MW ({r})", fac.electrical_usd_per_mw[r],
+                      _source_text(fac, "electrical_usd_per_mw")))
+        sheet.append((f"pue ({r}, {t}): 1 + losses + cooling + other", built["pue"],
+                      " / ".join(_source_text(fac, f) for f in (
+                          "electrical_loss_fraction", "cooling_overhead_fraction",
+                          "other_overhead_fraction"))))
+    sheet.append(("electricity_usd_per_kwh", fac.electricity_usd_per_kwh,
+                  _source_text(fac, "electricity_usd_per_kwh")))
     sheet.append(("years", inputs.years, _source_text(fac, "years")))
+    if t == SHORTCUT:
+        sheet.append(("cooling USD per MW (in the $/MW figure)", 0.0, ""))
+        sheet.append(("shell USD per rack (in the $/MW figure)", 0.0, ""))
+    else:
+        sheet.append((f"cooling USD per MW ({t})", fac.cooling_usd_per_mw[t],
+                      _source_text(fac, "cooling_usd_per_mw")))
+        sheet.append(("shell USD per rack: $/m2 x m2/rack x (1 + support space)",
+                      fac.shell_usd_per_m2 * fac.white_space_m2_per_rack
+                      * (1 + fac.support_space_ratio),
+                      " / ".join(_source_text(fac, f) for f in (
+                          "shell_usd_per_m2", "white_space_m2_per_rack",
+                          "support_space_ratio"))))
     halls = summary.get("placement", {}).get("halls", [])
     if halls:
         sheet.append(())

@@ -17,12 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from models.design.candidates import design_space, lengths_m, node_power_w, su_racks
+from scipy.stats import poisson
+
+from models.design.candidates import design_space, lengths_m, link_lengths, node_power_w, su_racks
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.inputs import Inputs
 from models.design.limits import LIMITS
-from models.fabric import Fabric, design_fabric
+from models.fabric import Fabric, FabricSpec, design_fabric
+from models.perf.flops import arch_of
 from models.reliability import checkpoint_size_gb, param_count
 
 REL_TOL = 1e-6
@@ -95,6 +98,7 @@ def check_design(inputs: Inputs, design: ChosenDesign, data: DesignData,
             media_w += lc.links * per_link_ends * medium.power_w_per_end
     checks += _parts_checks(inputs, design, parts, fabric, media_usd, media_w)
     pc = design.power_cost(inputs)
+    checks += _facility_checks(inputs, design, parts, pc.equipment_power_w)
     checks += _placed_in_buildings(inputs, design, parts, fabric, pc.equipment_power_w)
     about = Checked(inputs, design, data, exact, parts, fabric, pc)
     for limit in LIMITS:
@@ -189,18 +193,29 @@ def _max_blast_radius(c: Checked) -> list[Check]:
     return [] if most is None else [_le("max_blast_radius", c.parts.gpu.gpus_per_node, most)]
 
 
+def _site_availability(c: Checked) -> list[Check]:
+    """The facility's redundancy level gives the site availability target (parts mode)."""
+    target, fac = c.inputs.reliability.site_availability_target, c.inputs.facility
+    if fac.facility_cost_mode != "parts" or target is None:
+        return []
+    a = fac.site_availability[c.parts.redundancy]
+    return [Check("site_availability", a >= target, a, target,
+                  f"{c.parts.redundancy} gives {a:.5f} < target {target:g}")]
+
+
 LIMIT_CHECKS: dict[str, Callable[[Checked], list[Check]]] = {
     "it_power": _it_power, "budget": _budget, "min_gpus": _min_gpus, "max_gpus": _max_gpus,
     "building_power": _building_power, "space": _space,
     "required_throughput": _required_throughput, "min_goodput": _min_goodput,
-    "max_blast_radius": _max_blast_radius,
+    "max_blast_radius": _max_blast_radius, "site_availability": _site_availability,
 }
 """The check of every limit of models.design.limits.LIMITS, by its name."""
 
 
 def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd: float,
                   media_w: float) -> list[Check]:
-    """Equipment capex and power from first principles against the BOM's totals."""
+    """Equipment capex and power from first principles against the BOM's totals; the
+    support networks and storage by BOM category and the cold-spare pool re-derived."""
     g, fac, cand = parts.gpu, inputs.facility, design.candidate
     n = cand.nodes + cand.spare_nodes
     racks = design_space(inputs, parts, fabric).racks
@@ -209,21 +224,158 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
     shard_gb = (checkpoint_size_gb(param_count(inputs.workload), inputs.workload.precision)
                 / cand.nodes)
     memory_gb = n * 2 * shard_gb if parts.recovery == "in-memory" else 0.0
-    usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd
-                + fac.storage_usd_per_node) + racks * fac.rack_usd
+    if fac.support_networks == "sized":
+        support = support_networks(inputs, parts, cand.nodes, n, racks)
+        storage_usd, storage_w = support["usd"], support["w"]
+    else:
+        storage_usd = (n * fac.storage_usd_per_node
+                       + storage * fac.checkpoint_storage_usd_per_gbyte_s)
+        storage_w = storage * fac.checkpoint_storage_w_per_gbyte_s
+    spares_usd = cold_spares_usd(inputs, parts, n, fabric, design.config.media)
+    usd = (n * (g.node_price_usd + g.nics_per_node * parts.nic.price_usd)
+           + racks * fac.rack_usd + storage_usd + spares_usd
            + fabric.switches_total * parts.switch.price_usd + media_usd
-           + storage * fac.checkpoint_storage_usd_per_gbyte_s
            + memory_gb * inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value)
     watts = (n * node_power_w(parts) + fabric.switches_total * parts.switch.power_w + media_w
-             + storage * fac.checkpoint_storage_w_per_gbyte_s)
+             + storage_w)
     bom = design.bom()
     bom_usd, bom_w = sum(x.cost_usd for x in bom), sum(x.power_w for x in bom)
-    return [
+    bom_spares = sum(x.cost_usd for x in bom if x.category == "spares")
+    support_checks = [Check("cold_spares", math.isclose(bom_spares, spares_usd, rel_tol=1e-9,
+                                                        abs_tol=1e-6), bom_spares, spares_usd,
+                            f"BOM cold spares differ from the re-derived ${spares_usd:,.0f}")]
+    if fac.support_networks == "sized":
+        support_checks += [
+            Check(f"support[{cat}]", math.isclose(sum(x.cost_usd for x in bom
+                                                      if x.category == cat), want,
+                                                  rel_tol=1e-6, abs_tol=1e-6),
+                  sum(x.cost_usd for x in bom if x.category == cat), want,
+                  f"BOM {cat} lines differ from the re-derived ${want:,.0f}")
+            for cat, want in sorted(support["usd_by_category"].items())]
+    return support_checks + [
         Check("bom_capex", math.isclose(bom_usd, usd, rel_tol=1e-6), bom_usd, usd,
               f"BOM capex ${bom_usd:,.0f} differs from the parts' ${usd:,.0f}"),
         Check("bom_power", math.isclose(bom_w, watts, rel_tol=1e-6), bom_w, watts,
               f"BOM power {bom_w:,.0f} W differs from the parts' {watts:,.0f} W"),
     ]
+
+
+def cold_spares_usd(inputs: Inputs, parts, n: int, fabric, media) -> float:
+    """The cold-spare pool re-derived: for each part class, the stock covering the
+    failures of one lead time with the fill probability (scipy's Poisson quantile), at
+    the part's price."""
+    rates = inputs.rates.get(parts.gpu.generation)
+    if rates is None:
+        return 0.0
+    fac, g = inputs.facility, parts.gpu
+    hours = 24 * fac.spare_lead_time_days
+    pool = [(n * g.gpus_per_node, rates.gpu.per_h, g.node_price_usd / g.gpus_per_node),
+            (n * g.nics_per_node, rates.nic.per_h, parts.nic.price_usd),
+            (fabric.switches_total, rates.switch.per_h, parts.switch.price_usd)]
+    assigned = {a.link_class: inputs.medium[a.medium] for a in media}
+    for lc in fabric.link_classes:
+        m = assigned[lc.name]
+        if m.kind not in rates.link:
+            continue
+        per_h = rates.link[m.kind].per_h
+        end_usd = m.price_usd_per_end / m.links_per_module
+        switch_usd = end_usd if m.switch_end_price_usd is None else m.switch_end_price_usd
+        ends_usd = lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd))
+        if m.kind in ("multimode", "singlemode", "coherent"):
+            modules = math.ceil(lc.links / m.links_per_module)
+            modules += (math.ceil(lc.links / 2) if parts.nic_attachment == "twin" else lc.links
+                        ) if lc.tier == 1 else modules
+            pool.append((modules, per_h / 2, ends_usd / modules))
+        else:
+            cables = math.ceil(lc.links / m.links_per_module)
+            pool.append((cables, per_h, ends_usd / cables))
+    return sum(poisson.ppf(fac.spare_fill_rate, units * per_h * hours) * usd
+               for units, per_h, usd in pool if units * per_h > 0)
+
+
+def _facility_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: float
+                     ) -> list[Check]:
+    """The facility re-derived: $/MW x IT in the shortcut mode; else electrical by
+    redundancy, cooling by technology, shell over every rack with its support space, and
+    the PUE."""
+    fac, built = inputs.facility, design.candidate.facility
+    it_mw = equipment_w * (1 + fac.non_server_it_fraction) / 1e6
+    if fac.facility_cost_mode == "per-mw":
+        usd, pue = fac.build_usd_per_mw * it_mw, fac.pue
+    else:
+        r, t = parts.redundancy, parts.cooling
+        racks = sum(x.quantity for x in design.bom() if x.category in ("rack", "rack-support"))
+        usd = ((fac.electrical_usd_per_mw[r] + fac.cooling_usd_per_mw[t]) * it_mw
+               + fac.shell_usd_per_m2 * fac.white_space_m2_per_rack * racks
+               * (1 + fac.support_space_ratio))
+        pue = (1 + fac.electrical_loss_fraction[r] + fac.cooling_overhead_fraction[t]
+               + fac.other_overhead_fraction)
+    out = [Check("facility_capex", built is not None and math.isclose(
+        built.capex_usd, usd, rel_tol=1e-9), built.capex_usd if built else 0, usd,
+        f"facility capex differs from the re-derived ${usd:,.0f}"),
+        Check("pue", built is not None and math.isclose(built.pue, pue, rel_tol=1e-12),
+              built.pue if built else 0, pue, f"PUE differs from the re-derived {pue:.4f}")]
+    return out
+
+
+def support_networks(inputs: Inputs, parts, training_nodes: int, n: int, racks: int
+                     ) -> dict:
+    """Front-end/storage network, storage appliances, control plane and out-of-band
+    management re-derived from the catalog (own arithmetic, see models/support.py for the
+    rules): cost and power in total and cost by BOM category."""
+    fac, g, wl = inputs.facility, parts.gpu, inputs.workload
+    gpus = training_nodes * g.gpus_per_node
+    arch = arch_of(wl)
+    read = gpus * g.peak_tflops(wl.precision) * 1e12 / arch.model_flops_per_token \
+        * fac.dataset_bytes_per_token / 1e9
+    write = n * parts.checkpoint_gbytes_per_s_per_node
+    tb = (fac.checkpoints_retained * inputs.checkpoint_gb / 1000
+          + (wl.train_tokens or 0) * fac.dataset_bytes_per_token / 1e12)
+    appliances = max(1, math.ceil(write / fac.storage_appliance_write_gbytes_per_s),
+                     math.ceil(read / fac.storage_appliance_read_gbytes_per_s),
+                     math.ceil(tb / fac.storage_appliance_usable_tb))
+    port = fac.frontend_port_gbps
+    ports = max(math.ceil(g.frontend_gbps_per_node / port),
+                math.ceil(8 * (parts.checkpoint_gbytes_per_s_per_node + read / n) / port))
+    control = max(fac.control_plane_min_servers,
+                  math.ceil(n / fac.control_plane_nodes_per_server))
+    sw = inputs.switch[fac.frontend_switch]
+    fe = design_fabric(FabricSpec(n * ports + appliances * fac.storage_appliance_ports
+                                  + control, 1, sw.radix(port), rail_optimized=False))
+    lengths = link_lengths(inputs.site.cable_lengths, fe, inputs.single_building)
+    fe_usd = fe.switches_total * sw.price_usd
+    fe_w = fe.switches_total * sw.power_w
+    for lc in fe.link_classes:
+        def per_link(m, tier=lc.tier):
+            end = m.price_usd_per_end / m.links_per_module
+            switch_end = end if m.switch_end_price_usd is None else m.switch_end_price_usd
+            fibre = m.fiber_usd_per_link if m.kind in ("multimode", "singlemode",
+                                                      "coherent") else 0.0
+            return (switch_end + (end if tier == 1 else switch_end) + fibre,
+                    2 * m.power_w_per_end / m.links_per_module, m.id)
+        best = min(per_link(m) for m in inputs.medium.values()
+                   if m.gbps == port and m.reach_m >= lengths[lc.name]
+                   and sw.family in m.switch_families)
+        fe_usd += lc.links * best[0]
+        fe_w += lc.links * best[1]
+    support_racks = math.ceil((fe.switches_total * sw.rack_units + control
+                               + appliances * fac.storage_appliance_rack_units) / 42)
+    mgmt = racks + support_racks
+    aggregation = math.ceil(fac.management_uplinks_per_switch * mgmt
+                            / fac.management_aggregation_ports)
+    by_cat = {
+        "frontend": fe_usd,
+        "storage": appliances * fac.storage_appliance_usd,
+        "control-plane": control * fac.control_plane_usd,
+        "management": (mgmt * (fac.management_switch_usd + fac.management_uplinks_per_switch
+                               * fac.management_uplink_usd)
+                       + aggregation * fac.management_aggregation_usd),
+        "rack-support": support_racks * fac.rack_usd,
+    }
+    watts = (fe_w + appliances * fac.storage_appliance_w + control * fac.control_plane_w
+             + mgmt * fac.management_switch_w + aggregation * fac.management_aggregation_w)
+    return {"usd": sum(by_cat.values()), "w": watts, "usd_by_category": by_cat,
+            "racks": support_racks}
 
 
 def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fabric,
@@ -242,6 +394,9 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
                                                              abs_tol=1.0), placed_w, network_w))
     space = design_space(inputs, parts, fabric)
     network_racks = space.network_racks
+    if inputs.facility.support_networks == "sized":  # the support racks sit with them
+        n = cand.nodes + cand.spare_nodes
+        network_racks += support_networks(inputs, parts, cand.nodes, n, space.racks)["racks"]
     slots = space.block_slots_by_building()
     if design.blocks_per_building is not None:  # a design to place
         blocks = design.blocks_per_building

@@ -18,14 +18,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from models.design.candidates import bom_lines, design_space, lengths_m, links_of
+from models.design.candidates import bom_lines, design_space, lengths_m, links_of, support_of
 from models.design.data import MediaAssignment
 from models.design.evaluate import default_evaluators
 from models.design.inputs import ConfigParts, Inputs
 from models.fabric import Fabric, design_fabric
+from models.facility import facility_cost
 from models.placement.assemble import DesignToPlace
 from models.placement.economics import cost_usd_per_hour, lost_hours_per_interruption
-from models.power_cost import power_cost
+from models.power_cost import it_power_w, power_cost
 from solver.errors import InvalidInstance
 from solver.loading import format_validation_error
 from solver.schema.design_file import DesignDecisions, DesignFile
@@ -85,8 +86,12 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
     media = _check_media(inputs, parts, d, media, fabric, field)
     links = links_of(inputs, parts, media, fabric)
     racks = design_space(inputs, parts, fabric).racks
-    pc = power_cost(bom_lines(inputs, parts, d.nodes, spares, fabric, links, racks),
-                    inputs.facility, inputs.years)
+    support = support_of(inputs, parts, d.nodes, spares, racks)
+    lines = bom_lines(inputs, parts, d.nodes, spares, fabric, links, racks, support)
+    built = facility_cost(inputs.facility, parts.redundancy, parts.cooling,
+                          it_power_w(sum(x.power_w for x in lines), inputs.facility),
+                          racks + (support.support_racks if support else 0))
+    pc = power_cost(lines, inputs.facility, inputs.years, built)
     rel = evaluators.goodput(inputs, parts, fabric, d.nodes, spares, links)
     return DesignToPlace(parts.gpu.id, parts.switch.id, d.nodes + spares, fabric.tiers,
                          d.pods, d.oversubscription, d.rail_optimized, d.nic_attachment,
@@ -94,7 +99,7 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
                          cost_usd_per_hour(pc.tco_usd, pc.years),
                          tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
                          parts.recovery, parts.pods_in_buildings,
-                         tuple((m.link_class, m.medium) for m in media))
+                         tuple((m.link_class, m.medium) for m in media), parts.cooling)
 
 
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
@@ -103,12 +108,18 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
               "oversubscription": d.oversubscription, "rail_optimized": d.rail_optimized,
               "nic_attachment": d.nic_attachment, "recovery": d.recovery,
               "pods_in_buildings": d.pods_in_buildings}
+    if d.facility is not None:
+        wanted |= {"redundancy": d.facility.redundancy, "cooling": d.facility.cooling}
+    if d.checkpoint_storage_gbytes_per_s_per_node is not None:
+        wanted["checkpoint"] = d.checkpoint_storage_gbytes_per_s_per_node
     for p in inputs.configs:
         have = {"gpu": p.gpu.id, "switch": p.switch.id, "nic": p.nic.id,
                 "pods": p.fabric.pods or 1, "oversubscription": p.fabric.oversubscription,
                 "rail_optimized": p.rail_optimized, "nic_attachment": p.nic_attachment,
-                "recovery": p.recovery, "pods_in_buildings": p.pods_in_buildings}
-        if have == wanted:
+                "recovery": p.recovery, "pods_in_buildings": p.pods_in_buildings,
+                "redundancy": p.redundancy, "cooling": p.cooling,
+                "checkpoint": p.checkpoint_gbytes_per_s_per_node}
+        if {k: have[k] for k in wanted} == wanted:
             return p
     decisions = ", ".join(f"{k}={v}" for k, v in wanted.items())
     raise InvalidInstance([f"design: no configuration of instance '{inputs.name}' has "

@@ -210,6 +210,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"| Capex | ${c['capex_usd'] / 1e9:.3f}B (equipment ${c['equipment_capex_usd'] / 1e9:.3f}B"
         f", facility ${c['facility_capex_usd'] / 1e9:.3f}B) |",
         f"| TCO ({c['tco_years']} yr) | ${c['tco_usd'] / 1e9:.3f}B |",
+        f"| Full cost | ${c['usd_per_gpu_hour']:.2f} per GPU-hour, "
+        f"${c['usd_per_million_tokens']:.4g} per million effective tokens |",
         f"| Throughput | {t['tokens_per_s']:,.0f} tokens/s at MFU {t['mfu']:.1%} |",
         f"| Effective | {t['effective_tokens_per_s']:,.0f} tokens/s (goodput {t['goodput']:.1%}) |",
     ]

@@ -63,7 +63,8 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          tuple(cand.switches_per_tier), tuple(cand.links_per_tier),
                          cand.extra.get("reliability", {}).get("recovery", "storage"),
                          c.pods_in_buildings,
-                         tuple((m["link_class"], m["medium"]) for m in design.media()))
+                         tuple((m["link_class"], m["medium"]) for m in design.media()),
+                         c.cooling)
 
 
 @dataclass(frozen=True)

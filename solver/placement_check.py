@@ -5,7 +5,8 @@ It recomputes everything from the placed racks and cable runs with its own arith
 (busway), hall and building power from the rack's nodes, switches and the link ends that
 terminate in it; liquid-cooled systems only in liquid halls; every node, switch and link
 of the fabric placed; the routed length of every run within its medium's reach; the
-switch racks of a tier in a hall spread over at least two rows (power feeds).
+switch racks of a tier in a hall spread over at least two rows (power feeds). The halls
+are those the design's cooling equips (``Inputs.halls_for``: its rack power density).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def check_placement(inputs: Inputs, result) -> list[str]:
     """Problems found (empty = the placement is valid). ``result``: a PlacementResult."""
     inp = result.inputs
     problems: list[str] = []
-    halls = {(b, h.name): h for b, h in inputs.halls}
+    halls = {(b, h.name): h for b, h in inputs.halls_for(inp.design.cooling)}
     seen: dict[tuple, str] = {}
     pos = {}
     for r in result.racks:

@@ -18,7 +18,9 @@ import json
 from types import MappingProxyType
 
 from models.design.inputs import ConfigParts, Inputs
+from models.facility import SHORTCUT, hall_cooling
 from models.reliability import ReliabilityRates, scaled_rates
+from models.space import rack_nodes
 from solver.errors import InvalidInstance
 from solver.fabric_inputs import backend_nic
 from solver.reliability_inputs import reliability_rates, workload_checkpoint_gb
@@ -38,6 +40,7 @@ def prepare(inst: Instance) -> Inputs:
                 reliability_rates(cat.reliability, gen, inst.reliability.profile),
                 gpu=m.gpu, host=m.node, nic=m.nic, optics=m.optics, copper=m.copper,
                 switch=m.switch, software=m.software)
+    halls = site_halls(inst)
     return Inputs(
         name=inst.name, sha256=instance_sha256(inst), workload=inst.workload,
         limits=inst.limits, site=inst.site, choices=inst.choices, objective=inst.objective,
@@ -46,7 +49,8 @@ def prepare(inst: Instance) -> Inputs:
         nic=MappingProxyType(dict(cat.nic)), medium=MappingProxyType(dict(cat.medium)),
         configs=tuple(configs), config_notes=tuple(notes), rates=MappingProxyType(rates),
         reliability_catalog=cat.reliability,
-        checkpoint_gb=workload_checkpoint_gb(inst.workload), halls=site_halls(inst))
+        checkpoint_gb=workload_checkpoint_gb(inst.workload), halls=halls,
+        cooled_halls=MappingProxyType(cooled_halls(halls, inst)))
 
 
 def instance_sha256(inst: Instance) -> str:
@@ -55,14 +59,62 @@ def instance_sha256(inst: Instance) -> str:
 
 
 def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
-               checkpoint_gbytes_per_s: float, recovery: str) -> str:
+               checkpoint_gbytes_per_s: float, recovery: str,
+               facility: tuple[str, str] = (SHORTCUT, SHORTCUT)) -> str:
     tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
     if fabric.pods_per == "building":
         pods = f"-per-building-x{fabric.oversubscription:g}"
     layout = "rail" if rail else "mor"
+    built = "" if facility[1] == SHORTCUT else f"/{facility[0]}-{facility[1]}"
     return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
-            f"ckpt{checkpoint_gbytes_per_s:g}/{recovery}")
+            f"ckpt{checkpoint_gbytes_per_s:g}/{recovery}{built}")
+
+
+def facility_options(inst: Instance, gpu) -> tuple[list[tuple[str, str]], list[str]]:
+    """(redundancy, cooling) options of a GPU system: the shortcut alone in 'per-mw'
+    mode; else every allowed level x every allowed technology that cools one node."""
+    fac = inst.catalog.facility
+    if fac.facility_cost_mode == "per-mw":
+        return [(SHORTCUT, SHORTCUT)], []
+    nic_w = inst.catalog.nic[gpu.default_nic].power_w * gpu.nics_per_node
+    node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w + nic_w
+    cooling, notes = [], []
+    for t in sorted(set(inst.choices.cooling)):
+        if rack_nodes(gpu, node_w, fac.cooling_max_rack_kw[t], hall_cooling(t) == "liquid"):
+            cooling.append(t)
+        else:
+            notes.append(f"{gpu.id}: {t} cooling ({hall_cooling(t)}, "
+                         f"{fac.cooling_max_rack_kw[t]:g} kW per rack) cannot cool one "
+                         f"{node_w / 1e3:.1f} kW node; skipped")
+    target = inst.reliability.site_availability_target or 0.0
+    energy = (inst.objective.kind in ("min_tco", "min_usd_per_million_tokens")
+              or inst.limits.budget_basis == "tco")
+    # A level or technology no better on any count the instance weighs is never optimal:
+    # costs per MW, PUE share (only when energy enters the objective or budget), and for
+    # cooling the rack power it allows (the space model's racks, block widths and row
+    # caps never get worse with more power per rack). Only a level that meets
+    # the site availability target can beat another (the MILP's site_availability family
+    # rules out the rest).
+    levels = non_dominated(
+        sorted(set(inst.choices.redundancy)),
+        lambda r: (fac.electrical_usd_per_mw[r], fac.electrical_loss_fraction[r] if energy
+                   else 0), lambda r: fac.site_availability[r] >= target)
+    kept = non_dominated(sorted(cooling), lambda t: (
+        fac.cooling_usd_per_mw[t], fac.cooling_overhead_fraction[t] if energy else 0,
+        -fac.cooling_max_rack_kw[t]))
+    return [(r, t) for r in levels for t in kept], notes
+
+
+def non_dominated(options: list[str], counts, may_beat=lambda _o: True) -> list[str]:
+    """Options no other option (for which `may_beat`) matches or beats on every count
+    (smaller is better; of equal ones the first is kept)."""
+    def beats(a: str, b: str) -> bool:
+        return may_beat(a) and all(x <= y for x, y in zip(counts(a), counts(b), strict=True))
+
+    return [o for i, o in enumerate(options)
+            if not any(beats(p, o) and (counts(p) != counts(o) or j < i)
+                       for j, p in enumerate(options) if j != i)]
 
 
 def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
@@ -75,6 +127,8 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
             skipped.append(f"{gpu_id}: one failed part stops {gpu.gpus_per_node} GPUs, above "
                            f"reliability.max_blast_radius_gpus {blast}")
             continue
+        facilities, notes = facility_options(inst, gpu)
+        skipped += notes
         for choice in inst.choices.fabrics:
             fabric = pods_per_building(choice, len(inst.site.buildings))
             if fabric is None:
@@ -91,14 +145,15 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
                 skipped.append(f"{gpu_id} with {switch.id}: no {nic.port_gbps}G ports for NIC "
                                f"{nic.id}")
                 continue
-            for rail, attachment, storage, recovery in itertools.product(
+            for rail, attachment, storage, recovery, facility in itertools.product(
                     sorted(set(inst.choices.rail_optimized), reverse=True),
                     sorted(set(inst.choices.nic_attachment)),
                     sorted(set(inst.choices.checkpoint_storage_gbytes_per_s_per_node)),
-                    sorted(set(inst.choices.recovery))):
-                key = config_key(gpu_id, fabric, rail, attachment, storage, recovery)
+                    sorted(set(inst.choices.recovery)), facilities):
+                key = config_key(gpu_id, fabric, rail, attachment, storage, recovery,
+                                 facility)
                 parts.append(ConfigParts(key, gpu, switch, nic, fabric, rail, attachment,
-                                         storage, recovery))
+                                         storage, recovery, *facility))
     return sorted(parts, key=lambda p: p.key), skipped
 
 
@@ -131,3 +186,18 @@ def site_halls(inst: Instance) -> tuple[tuple[str, Hall], ...]:
     if problems:
         raise InvalidInstance(problems)
     return tuple(out)
+
+
+def cooled_halls(halls: tuple[tuple[str, Hall], ...], inst: Instance
+                 ) -> dict[str, tuple[tuple[str, Hall], ...]]:
+    """The halls as each allowed cooling technology equips them (facility_cost_mode =
+    'parts'; none in 'per-mw' mode): rack power ``cooling_max_rack_kw``, hall cooling
+    ``models.facility.hall_cooling``; a row's busway, where the site gives none, is every
+    position at that rack power."""
+    fac = inst.catalog.facility
+    if fac.facility_cost_mode == "per-mw":
+        return {}
+    return {t: tuple((b, h.model_copy(update={"rack_power_kw": fac.cooling_max_rack_kw[t],
+                                               "cooling": hall_cooling(t)}))
+                     for b, h in halls)
+            for t in sorted(set(inst.choices.cooling))}

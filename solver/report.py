@@ -15,8 +15,10 @@ from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.fabric import design_fabric
-from models.power_cost import BomLine, PowerCost, power_cost
+from models.facility import RACK_CATEGORIES, SHORTCUT, FacilityCost, facility_cost
+from models.power_cost import BomLine, PowerCost, it_power_w, power_cost
 from models.reliability import placed_media
+from models.tco import AnnualCost, annual_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult
 from solver.results import (
@@ -25,6 +27,7 @@ from solver.results import (
     Cost,
     DesignEstimate,
     DesignSection,
+    FacilityBuild,
     MediaRow,
     MilpThroughput,
     Objective,
@@ -32,12 +35,14 @@ from solver.results import (
     RunnerUp,
     SolverInfo,
     SolveSummary,
+    SparesPool,
     Throughput,
     Verification,
 )
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
-                   "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD")}
+                   "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD"),
+                   "min_usd_per_million_tokens": ("usd_per_million_tokens", "USD/Mtoken")}
 
 
 def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData
@@ -242,8 +247,9 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
     pc = design.power_cost(inputs)
     name, unit = OBJECTIVE_UNITS[inputs.objective.kind]
     effective = exact.effective_tokens_per_s
+    year = year_cost(pc, inputs, design, effective)
     values = {"effective_tokens_per_s": effective, "capex_usd": pc.capex_usd,
-              "tco_usd": pc.tco_usd}
+              "tco_usd": pc.tco_usd, "usd_per_million_tokens": year.usd_per_million_tokens}
     train_tokens = inputs.workload.train_tokens
     days = (train_tokens / effective / 86400.0 if train_tokens and effective > 0 else None)
     return SolveSummary(
@@ -260,9 +266,13 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
             links_per_tier=tuple(cand.links_per_tier),
             media=tuple(MediaRow(**m) for m in design.media()),
             scalable_units_per_building=design.su_per_building,
-            job_mapping=mapping, pods_in_buildings=cfg.pods_in_buildings),
+            job_mapping=mapping, pods_in_buildings=cfg.pods_in_buildings,
+            checkpoint_storage_gbytes_per_s_per_node=cfg.checkpoint_gbytes_per_s_per_node,
+            facility=FacilityBuild.of(cand.facility) if cand.facility else None,
+            support=cand.extra.get("support"),
+            spares_pool=spares_pool(inputs, design.bom())),
         power=Power.of(pc),
-        cost=Cost.of(pc),
+        cost=Cost.of(pc, year),
         throughput=Throughput(
             tokens_per_s=exact.tokens_per_s, effective_tokens_per_s=effective, mfu=exact.mfu,
             goodput=exact.goodput, time_to_train_days=days,
@@ -283,6 +293,24 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
 def _model_units(value: float | None, unit: str) -> float | None:
     """The MILP states money in millions of USD; report it in the objective's unit."""
     return value * 1e6 if value is not None and unit == "USD" else value
+
+
+def year_cost(pc: PowerCost, inputs: Inputs, design: ChosenDesign,
+              effective_tokens_per_s: float) -> AnnualCost:
+    """The full year's cost of the design (models.tco): GPUs bought (spares included)."""
+    cand = design.candidate
+    return annual_cost(inputs.facility, inputs.years, pc.equipment_capex_usd,
+                       pc.facility_capex_usd, pc.annual_opex_usd,
+                       (cand.nodes + cand.spare_nodes) * (cand.gpus // cand.nodes),
+                       pc.it_power_w, effective_tokens_per_s)
+
+
+def spares_pool(inputs: Inputs, lines: list[BomLine]) -> SparesPool:
+    """The cold-spare pool of a BOM: its 'spares' lines."""
+    fac = inputs.facility
+    pool = [x for x in lines if x.category == "spares"]
+    return SparesPool(fac.spare_lead_time_days, fac.spare_fill_rate,
+                      {x.item: x.quantity for x in pool}, sum(x.cost_usd for x in pool))
 
 
 def bom_rows(lines: list[BomLine]) -> tuple[BomRow, ...]:
@@ -319,7 +347,8 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines] + placed_lines
-    pc = power_cost(lines, inputs.facility, inputs.years)
+    built = placed_facility(inputs, design, lines)
+    pc = power_cost(lines, inputs.facility, inputs.years, built)
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
     binding = placed_limits(inputs, design, summary.binding, pc, placement)
@@ -331,15 +360,18 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                                        m["longest_m"], m["links"])
                               for m in placement.get("bom_media", []))
     throughput = placed_throughput(inputs, summary, design, placement)
+    cost = Cost.of(pc, year_cost(pc, inputs, design, throughput.effective_tokens_per_s))
     objective = dataclasses.replace(summary.objective, value={
         "effective_tokens_per_s": throughput.effective_tokens_per_s,
-        "capex_usd": pc.capex_usd, "tco_usd": pc.tco_usd}[summary.objective.name])
+        "capex_usd": pc.capex_usd, "tco_usd": pc.tco_usd,
+        "usd_per_million_tokens": cost.usd_per_million_tokens}[summary.objective.name])
     return dataclasses.replace(
-        summary, design=dataclasses.replace(summary.design,
-                                            media=placed_media_rows or summary.design.media),
+        summary, design=dataclasses.replace(
+            summary.design, media=placed_media_rows or summary.design.media,
+            facility=FacilityBuild.of(built) if built else summary.design.facility),
         objective=objective,
-        runner_ups=compared_runner_ups(summary.runner_ups, objective, Cost.of(pc)),
-        bom=bom_rows(lines), power=Power.of(pc), cost=Cost.of(pc),
+        runner_ups=compared_runner_ups(summary.runner_ups, objective, cost),
+        bom=bom_rows(lines), power=Power.of(pc), cost=cost,
         binding=binding,
         throughput=throughput,
         design_estimate=DesignEstimate(summary.bom, summary.power, summary.cost,
@@ -347,6 +379,28 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                                        summary.design.media),
         placement=placement | {"within_limits": within},
         verified=summary.verified and all(within.values()))
+
+
+def placed_facility(inputs: Inputs, design: ChosenDesign, lines: list[BomLine]
+                    ) -> FacilityCost | None:
+    """The design's facility re-built for the placed BOM: its critical IT and its racks
+    (placed and support racks), same redundancy and cooling."""
+    built = design.candidate.facility
+    if built is None:
+        return None
+    racks = sum(x.quantity for x in lines if x.category in RACK_CATEGORIES)
+    return facility_cost(inputs.facility, built.redundancy, built.cooling,
+                         it_power_w(sum(x.power_w for x in lines), inputs.facility), racks)
+
+
+def facility_terms(f: FacilityBuild | None, facility_capex_usd: float) -> list[dict[str, Any]]:
+    """The facility's cost terms: electrical, cooling and shell when built from parts,
+    else one $/MW build term [USD]."""
+    if f is None or f.cooling == SHORTCUT:
+        return [{"term": "facility build", "cost_usd": facility_capex_usd}]
+    return [{"term": f"facility electrical ({f.redundancy})", "cost_usd": f.electrical_usd},
+            {"term": f"facility cooling ({f.cooling})", "cost_usd": f.cooling_usd},
+            {"term": "facility shell and support space", "cost_usd": f.shell_usd}]
 
 
 def tables(summary: SolveSummary) -> dict[str, pd.DataFrame]:
@@ -363,9 +417,9 @@ def tables(summary: SolveSummary) -> dict[str, pd.DataFrame]:
     cost = pd.DataFrame([
         {"term": cat, "cost_usd": grp["cost_usd"].sum()}
         for cat, grp in bom.groupby("category", sort=True)
-    ] + [{"term": "facility build", "cost_usd": c.facility_capex_usd},
-         {"term": "capex total", "cost_usd": c.capex_usd},
-         {"term": f"opex x {c.tco_years} years", "cost_usd": c.tco_years * c.annual_opex_usd},
-         {"term": "tco total", "cost_usd": c.tco_usd}])
+    ] + facility_terms(summary.design.facility, c.facility_capex_usd) + [
+        {"term": "capex total", "cost_usd": c.capex_usd},
+        {"term": f"opex x {c.tco_years} years", "cost_usd": c.tco_years * c.annual_opex_usd},
+        {"term": "tco total", "cost_usd": c.tco_usd}])
     return {"bom": bom, "power": power, "cost": cost,
             "binding": pd.DataFrame([row.to_dict() for row in summary.binding])}

@@ -16,6 +16,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+from models.facility import SHORTCUT
+
 TEMPLATE = "report.html.j2"
 FLOORPLAN = "floorplan.png"
 PICTURE_DEPTH = 3
@@ -118,12 +120,22 @@ def stack_parts(summary: dict[str, Any]) -> tuple[list[tuple[str, float]],
     for line in summary["bom"]:
         cost[line["category"]] = cost.get(line["category"], 0.0) + line["cost_usd"]
         power[line["category"]] = power.get(line["category"], 0.0) + line["power_w"]
-    c, p = summary["cost"], summary["power"]
-    capex = sorted(cost.items(), key=lambda kv: -kv[1]) + [
-        ("facility build", c["facility_capex_usd"])]
+    p = summary["power"]
+    capex = sorted(cost.items(), key=lambda kv: -kv[1]) + facility_parts(summary)
     watts = sorted(((k, v) for k, v in power.items() if v > 0), key=lambda kv: -kv[1])
     watts.append(("non-server IT", p["it_mw"] * 1e6 - sum(power.values())))
     return capex, watts
+
+
+def facility_parts(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    """The facility build [USD]: electrical, cooling and shell when built from parts, else
+    the one $/MW figure."""
+    built = summary["design"].get("facility")
+    if not built or built["cooling"] == SHORTCUT:
+        return [("facility build", summary["cost"]["facility_capex_usd"])]
+    return [(f"facility electrical ({built['redundancy']})", built["electrical_usd"]),
+            (f"facility cooling ({built['cooling']})", built["cooling_usd"]),
+            ("facility shell and support space", built["shell_usd"])]
 
 
 def stacks_figure(summary: dict[str, Any]):

@@ -61,12 +61,12 @@ class Document:
 @dataclass(frozen=True)
 class Objective(Document):
     name: str
-    """effective_tokens_per_s | capex_usd | tco_usd."""
+    """effective_tokens_per_s | capex_usd | tco_usd | usd_per_million_tokens."""
     value: float
     """The objective of the final design: exactly re-evaluated, and placed and re-checked
     when placed [unit]."""
     unit: str
-    """tokens/s or USD."""
+    """tokens/s, USD or USD/Mtoken."""
     milp_value: float | None
     """The MILP's own objective value [unit]."""
 
@@ -114,8 +114,55 @@ class DesignSection(Document):
     scalable_units_per_building: Mapping[str, int]
     job_mapping: Mapping[str, Any] | None
     """Where the job's parallel groups sit on the fabric (solver.job_mapping), or None."""
+    checkpoint_storage_gbytes_per_s_per_node: float
+    """Checkpoint write bandwidth bought per node [GB/s]."""
+    facility: FacilityBuild | None
+    """The facility built for the design; None without one."""
+    support: Mapping[str, Any] | None
+    """Front-end/storage network, storage, management and control plane sized from the
+    design (models.support); None in the 'per-node' shortcut mode."""
+    spares_pool: SparesPool
     pods_in_buildings: bool = False
     """One pod per building (site order), each placed whole in its building."""
+
+
+@dataclass(frozen=True)
+class FacilityBuild(Document):
+    """The facility built for the design (models.facility): electrical chain by
+    redundancy, cooling by technology, shell with support space, and the PUE they give;
+    redundancy and cooling are 'per-mw' (and the parts 0) in the $/MW shortcut mode."""
+
+    redundancy: str
+    """N | N+1 | 2N."""
+    cooling: str
+    """air | rdhx (rear-door heat exchanger) | dlc (direct liquid)."""
+    pue: float
+    """1 + electrical losses + cooling energy + other loads, each a fraction of IT."""
+    site_availability: float | None
+    """Of the power and cooling chain; None in the shortcut mode."""
+    electrical_usd: float
+    cooling_usd: float
+    shell_usd: float
+    capex_usd: float
+    """electrical + cooling + shell [USD]."""
+
+    @classmethod
+    def of(cls, built) -> FacilityBuild:
+        """From a models.facility.FacilityCost."""
+        return cls(**built.summary())
+
+
+@dataclass(frozen=True)
+class SparesPool(Document):
+    """The cold-spare parts pool (models.spares_pool): the BOM's 'spares' lines."""
+
+    lead_time_days: float
+    """Replacement lead time the pool covers [days]."""
+    fill_rate: float
+    """Probability the pool covers one lead time's failures."""
+    parts: Mapping[str, float]
+    """BOM item -> units stocked."""
+    cost_usd: float
 
 
 @dataclass(frozen=True)
@@ -144,12 +191,22 @@ class Cost(Document):
     tco_usd: float
     """capex + tco_years x annual opex [USD]."""
     tco_years: int
+    usd_per_gpu_hour: float
+    """The full year's cost over GPU-hours (GPUs bought, spares included) [USD]."""
+    usd_per_million_tokens: float
+    """The full year's cost per million effective tokens [USD]."""
+    annual_cost_usd: float
+    """Capital recovery of equipment and facility, energy, support, software and staff
+    for one year (models.tco) [USD]."""
+    annual_cost_breakdown_usd: Mapping[str, float]
 
     @classmethod
-    def of(cls, pc) -> Cost:
-        """From a models.power_cost.PowerCost."""
+    def of(cls, pc, year) -> Cost:
+        """From a models.power_cost.PowerCost and the models.tco.AnnualCost of the year."""
         return cls(pc.capex_usd, pc.equipment_capex_usd, pc.facility_capex_usd,
-                   pc.annual_opex_usd, pc.tco_usd, pc.years)
+                   pc.annual_opex_usd, pc.tco_usd, pc.years, year.usd_per_gpu_hour,
+                   year.usd_per_million_tokens, year.total_usd,
+                   year.summary()["annual_cost_breakdown_usd"])
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,8 @@ REUSABLE_PATHS = re.compile("^(" + "|".join(
 models.design.limits marks shared."""
 METRIC_COLUMNS = ("status", "objective", "objective_name", "gpu", "gpus", "nodes",
                   "spare_nodes", "switch", "tiers", "pods", "rail_optimized", "nic_attachment",
-                  "it_mw", "facility_mw", "capex_usd", "tco_usd", "tokens_per_s",
+                  "it_mw", "facility_mw", "capex_usd", "tco_usd", "usd_per_gpu_hour",
+                  "usd_per_million_tokens", "tokens_per_s",
                   "effective_tokens_per_s", "goodput", "mfu", "binding", "verified",
                   "solve_s", "error")
 SOLVED = ("optimal", "feasible")
@@ -298,6 +299,8 @@ def summary_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
         "tiers": d["tiers"], "pods": d["pods"], "rail_optimized": d["rail_optimized"],
         "nic_attachment": d["nic_attachment"], "it_mw": p["it_mw"],
         "facility_mw": p["facility_mw"], "capex_usd": c["capex_usd"], "tco_usd": c["tco_usd"],
+        "usd_per_gpu_hour": c["usd_per_gpu_hour"],
+        "usd_per_million_tokens": c["usd_per_million_tokens"],
         "tokens_per_s": t["tokens_per_s"], "effective_tokens_per_s": t["effective_tokens_per_s"],
         "goodput": t["goodput"], "mfu": t["mfu"],
         "binding": ",".join(b["name"] for b in s["binding"] if b["binding"]),

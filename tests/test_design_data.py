@@ -98,8 +98,12 @@ def test_checkpoint_storage_bandwidth_and_recovery_are_decisions():
     def chosen(recovery: list[str]) -> tuple[float, str, dict]:
         doc["choices"]["recovery"] = recovery
         s = solve(instance_from_dict(doc), place=False).summary
-        line = next(b for b in s["bom"] if b["item"].startswith("checkpoint storage"))
-        per_node = line["quantity"] / (s["design"]["nodes"] + s["design"]["spare_nodes"])
+        per_node = s["design"]["checkpoint_storage_gbytes_per_s_per_node"]
+        storage = s["design"]["support"]["storage"]
+        nodes = s["design"]["nodes"] + s["design"]["spare_nodes"]
+        assert storage["write_gbytes_per_s"] == pytest.approx(per_node * nodes)
+        assert any(b["category"] == "storage" and b["quantity"] == storage["appliances"]
+                   for b in s["bom"])
         return per_node, s["throughput"]["reliability"]["recovery"], s
 
     # storage checkpoints only: faster storage shortens every checkpoint, the budget is

@@ -237,3 +237,28 @@ def test_a_placed_files_designed_media_are_checked_naming_their_field(
     out = cli("place", file, "--instance", TINY, "--out", tmp_path / "out")
     assert out.exit_code == 3 and named in out.output, out.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_design_json_keeps_its_facility_decisions():
+    """With the facility built from parts, the file's redundancy and cooling pick the
+    configuration, so placement lays the racks out at the designed cooling's rack power
+    and prices the same design (re-derived: same cost rate)."""
+    from solver.loading import instance_from_dict, read_document
+
+    doc = read_document(INSTANCES_DIR / "tiny" / "min-capex.toml")
+    doc["catalog"]["facility"].pop("facility_cost_mode")
+    doc["catalog"]["facility"].update(
+        cooling_max_rack_kw={"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
+        shell_usd_per_m2=100.0)
+    doc["site"]["buildings"][0]["halls"] = [
+        {"name": "hall-1", "rows": 2, "positions_per_row": 12, "rack_power_kw": 25.0,
+         "power_kw": 1900.0}]
+    inst = instance_from_dict(doc)
+    result = solve(inst, place=False)
+    summary = json.loads(json.dumps(result.to_dict()))
+    assert summary["design"]["facility"]["cooling"] == "rdhx"
+    from_file = placeable_design(result.inputs, DesignFile.model_validate(summary))
+    assert from_file == design_to_place(result.design, result.inputs)
+    assert from_file.cooling == "rdhx"
+    other = edited(summary, "design.facility.cooling", "dlc")
+    assert placeable_design(result.inputs, DesignFile.model_validate(other)).cooling == "dlc"

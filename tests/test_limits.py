@@ -105,7 +105,8 @@ def test_the_checker_checks_every_limit_the_instance_sets():
     doc = tiny("power-bound")
     doc["limits"] = dict(doc["limits"], max_gpus=10**6)
     doc["reliability"] = dict(doc.get("reliability", {}), min_goodput=0.01,
-                              max_blast_radius_gpus=72)
+                              max_blast_radius_gpus=72, site_availability_target=0.9)
+    doc["catalog"]["facility"] = dict(doc["catalog"]["facility"], facility_cost_mode="parts")
     doc["objective"] = dict(doc.get("objective", {}), required_tokens_per_s=1.0)
     doc["site"]["buildings"] = [dict(b, max_racks=10**5) for b in doc["site"]["buildings"]]
     result = solve(instance_from_dict(doc), place=False)

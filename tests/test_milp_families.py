@@ -219,7 +219,26 @@ def check_min_goodput() -> None:
     assert free_tokens > tokens * (1 + 1e-6) and free_gpus > gpus
 
 
+def check_site_availability() -> None:
+    """Facility from parts: N (99.671%) is cheaper than N+1 (99.982%) for the same
+    cluster; reliability.site_availability_target = 0.9998 makes the MILP build N+1, and
+    without the family it builds N for less."""
+    doc = copy.deepcopy(BASE)
+    doc["catalog"]["facility"]["facility_cost_mode"] = "parts"
+    doc["reliability"] = {"site_availability_target": 0.9998}
+    doc["objective"] = doc["objective"] | {"kind": "min_capex", "required_tokens_per_s": 1e8}
+    data = design_data(instance_from_dict(doc))
+    assert {c.redundancy for c in data.configs.values()} == {"N", "N+1"}  # 2N dominated
+    tokens, capex, _ = milp_optimum(data)
+    free_tokens, free_capex, _ = milp_optimum(data, skip="site_availability")
+    m = milp.build_model(data)
+    solve_milp(m, SolveOptions())
+    assert data.configs[milp.chosen_candidate(m).config].redundancy == "N+1"
+    assert free_tokens == pytest.approx(tokens) and free_capex < capex * (1 - 1e-6)
+
+
 FAMILY_TESTS = {
+    "site_availability": check_site_availability,
     "min_goodput": check_min_goodput,
     "one_design": check_one_design,
     "gpu_range": functools.partial(check_limit_family, "gpu_range", "max_gpus"),

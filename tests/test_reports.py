@@ -27,7 +27,8 @@ _RANGE = re.compile(r"(?:(\w+)!)?([A-Z]+)(\d+):([A-Z]+)(\d+)")
 
 
 def cell_value(book, sheet: str, ref: str) -> float:
-    """A cell's value; a formula is evaluated (SUMPRODUCT, SUM, + - * / and cell refs)."""
+    """A cell's value; a formula is evaluated (SUMPRODUCT, SUMIF with a text criterion,
+    SUM, + - * / and cell refs)."""
     value = book[sheet][ref].value
     if not (isinstance(value, str) and value.startswith("=")):
         return value
@@ -47,6 +48,14 @@ def cell_value(book, sheet: str, ref: str) -> float:
         a = _RANGE.fullmatch(m.group(1).strip())
         return repr(sum(column(a.group(1), a.group(2), a.group(3), a.group(5))))
 
+    def sumif(m: re.Match) -> str:
+        where, text, what = (x.strip() for x in m.group(1).split(","))
+        a, b = _RANGE.fullmatch(where), _RANGE.fullmatch(what)
+        keys = column(a.group(1), a.group(2), a.group(3), a.group(5))
+        values = column(b.group(1), b.group(2), b.group(3), b.group(5))
+        return repr(sum(v for k, v in zip(keys, values, strict=True) if k == text.strip('"')))
+
+    expr = re.sub(r"SUMIF\(([^)]*)\)", sumif, expr)
     expr = re.sub(r"SUMPRODUCT\(([^)]*)\)", sumproduct, expr)
     expr = re.sub(r"SUM\(([^)]*)\)", sum_range, expr)
     expr = _REF.sub(lambda m: repr(cell_value(book, m.group(1) or sheet,
@@ -80,6 +89,10 @@ def assert_workbook_matches(path: Path, doc: dict) -> dict[str, float]:
     assert t["facility power W"] == pytest.approx(p["facility_mw"] * 1e6, abs=1.0)
     assert t["equipment power W"] == pytest.approx(sum(x["power_w"] for x in doc["bom"]),
                                                    abs=1.0)
+    built = doc["design"]["facility"]
+    if built["cooling"] != "per-mw":  # the facility from parts, part by part
+        for part in ("electrical", "cooling", "shell"):
+            assert t[f"facility {part} USD"] == pytest.approx(built[f"{part}_usd"], abs=1.0)
     # each line's cost is a live formula over its own quantity and price
     bom = book["BOM"]
     for row, line in enumerate(doc["bom"], start=2):
@@ -136,6 +149,14 @@ def test_bom_xlsx_agrees_with_design_json(instance, tmp_path):
     doc = json.loads((tmp_path / "design.json").read_text())
     assert_workbook_matches(tmp_path / "bom.xlsx", doc)
     assert (tmp_path / "report.html").is_file()
+    if doc["design"]["support"] is not None:  # itemised: the lines are in both outputs
+        html = (tmp_path / "report.html").read_text()
+        rows = load_workbook(tmp_path / "bom.xlsx")["BOM"]
+        in_xlsx = {rows[f"B{r}"].value for r in range(2, len(doc["bom"]) + 2)}
+        for category in ("frontend", "storage", "management", "spares"):
+            assert category in in_xlsx and category in {x["category"] for x in doc["bom"]}
+            assert f">{category}<" in html, category
+        assert 'id="facility"' in html and 'id="unit-cost"' in html
 
 
 def test_placed_outputs_agree(tmp_path):
@@ -271,3 +292,18 @@ def test_a_writer_in_a_second_process_reports_its_work_and_its_failure(tmp_path)
     with pytest.raises(KeyboardInterrupt), beside(lambda: time.sleep(60)):
         raise KeyboardInterrupt
     assert time.perf_counter() - start < 10
+
+
+def test_cost_stack_sums_to_the_tco():
+    """The README's cost-stack picture (solver.cost_stack): BOM categories, the facility
+    by part and the electricity of the horizon add up to the TCO."""
+    from solver.cost_stack import cost_stack
+
+    doc = solve(load_instance(INSTANCES_DIR / "llama3-16k.toml"), place=False).summary
+    terms = dict(cost_stack(doc))
+    assert sum(terms.values()) == pytest.approx(doc["cost"]["tco_usd"], rel=1e-12)
+    assert {"frontend", "storage", "management", "spares"} <= set(terms)
+    assert [t for t in terms if t.startswith("facility")] == [
+        f"facility electrical ({doc['design']['facility']['redundancy']})",
+        f"facility cooling ({doc['design']['facility']['cooling']})",
+        "facility shell and support space"]

@@ -30,8 +30,12 @@ from models.fabric import (
     non_dominated_media,
     scalable_unit_nodes,
 )
-from models.power_cost import BomLine
+from models.facility import facility_cost
+from models.perf.flops import arch_of
+from models.power_cost import BomLine, it_power_w
 from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
+from models.spares_pool import spare_pool_lines
+from models.support import SupportDesign, support_design
 
 
 def link_lengths(lengths, fabric: Fabric,
@@ -77,8 +81,10 @@ def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int
     per_node_w = node_power_w(p) * (1 + fac.non_server_it_fraction)
     cap = inputs.limits.it_power_mw * 1e6 / per_node_w
     if inputs.objective.kind == "max_effective_throughput":
+        # the facility without its shell (>= 0): a lower bound on the cost per node
         per_node_usd = (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd
-                        + fac.build_usd_per_mw * per_node_w / 1e6)
+                        + facility_cost(fac, p.redundancy, p.cooling, per_node_w,
+                                        0).capex_usd)
         cap = min(cap, inputs.limits.budget_usd / per_node_usd)
     if relax_limits:
         cap = max(4 * cap, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node))
@@ -88,16 +94,21 @@ def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int
 
 
 def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
-    """Power of the checkpoint storage tier bought for `nodes` nodes [W]."""
+    """Power of the checkpoint storage tier bought for `nodes` nodes in the 'per-node'
+    shortcut mode [W] (sized mode: in `support_of`'s lines)."""
+    if inputs.facility.support_networks == "sized":
+        return 0.0
     return (nodes * p.checkpoint_gbytes_per_s_per_node
             * inputs.facility.checkpoint_storage_w_per_gbyte_s)
 
 
 def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
-    """Blocks, racks and block slots per hall of ``fabric`` on the instance's halls: the
-    space model placement uses (models.space), with the media of the link speed."""
+    """Blocks, racks and block slots per hall of ``fabric`` on the instance's halls as the
+    configuration's cooling equips them (``Inputs.halls_for``): the space model placement
+    uses (models.space), with the media of the link speed."""
     media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
-    return space_layout(fabric, p.gpu, p.switch, node_power_w(p), media, inputs.halls)
+    return space_layout(fabric, p.gpu, p.switch, node_power_w(p), media,
+                        inputs.halls_for(p.cooling))
 
 
 def su_racks(inputs: Inputs, p: ConfigParts, fabric: Fabric, su: int) -> int:
@@ -109,6 +120,35 @@ def su_racks(inputs: Inputs, p: ConfigParts, fabric: Fabric, su: int) -> int:
     return max(-(-su // space.su_nodes) * s.racks(space.su_nodes) for s in shapes)
 
 
+def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: int,
+               cache: dict | None = None) -> SupportDesign | None:
+    """Front-end/storage network, storage, management and control plane of a candidate
+    whose compute and back-end network take ``racks`` racks (models.support); None in the
+    'per-node' shortcut mode. ``cache``: a dict kept across the candidates of one
+    instance."""
+    fac = inputs.facility
+    if fac.support_networks != "sized":
+        return None
+    g = p.gpu
+    total = nodes + spares
+    key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total, racks)
+    if cache is not None and key in cache:
+        return cache[key]
+    switch = inputs.switch[fac.frontend_switch]
+    design = support_design(
+        fac, switch, media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
+        lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
+                                    inputs.single_building),
+        total, nodes * g.gpus_per_node,
+        g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
+        g.peak_tflops(inputs.workload.precision),
+        arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
+        inputs.workload.train_tokens, racks)
+    if cache is not None:
+        cache[key] = design
+    return design
+
+
 def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
     """Host memory in-memory recovery keeps per node [GB]: its own and a peer's checkpoint
     shard, 2 S / nodes (0 for storage recovery)."""
@@ -118,37 +158,59 @@ def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
 
 
 def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
-               switches: int, racks: int) -> list[BomLine]:
-    """BOM lines of a candidate besides media: nodes, NICs, switches, ``racks`` racks
-    (models.space), storage and the host memory of in-memory recovery."""
+               switches: int, racks: int, support: SupportDesign | None) -> list[BomLine]:
+    """BOM lines of a candidate besides back-end media: nodes, NICs, switches, ``racks``
+    racks (models.space), the host memory of in-memory recovery, and the support networks
+    and storage (``support``, sized mode) or the per-node storage/front-end shortcut
+    (None)."""
     g, fac = p.gpu, inputs.facility
     total = nodes + spares
-    return [
+    lines = [
         BomLine(f"{g.id} node", "compute", total, g.node_price_usd,
                 g.gpus_per_node * g.gpu_power_w + g.node_other_power_w),
         BomLine(f"{p.nic.id} NIC", "nic", total * g.nics_per_node, p.nic.price_usd,
                 p.nic.power_w),
         BomLine(f"{p.switch.id} switch", "switch", switches, p.switch.price_usd,
                 p.switch.power_w),
-        BomLine("rack and power distribution", "rack", racks, fac.rack_usd),
-        BomLine("storage and front-end share", "storage", total, fac.storage_usd_per_node),
-        BomLine("checkpoint storage write bandwidth [GB/s]", "storage",
-                total * p.checkpoint_gbytes_per_s_per_node,
-                fac.checkpoint_storage_usd_per_gbyte_s, fac.checkpoint_storage_w_per_gbyte_s),
+        BomLine("rack and power distribution", "rack",
+                racks, fac.rack_usd),
         BomLine("in-memory checkpoint host memory [GB]", "recovery",
                 total * recovery_memory_gb(inputs, p, nodes),
                 inputs.reliability_catalog.recovery.host_memory_usd_per_gb.value),
     ]
+    if support is not None:
+        return lines + list(support.lines)
+    return lines + [
+        BomLine("storage and front-end share", "storage", total, fac.storage_usd_per_node),
+        BomLine("checkpoint storage write bandwidth [GB/s]", "storage",
+                total * p.checkpoint_gbytes_per_s_per_node,
+                fac.checkpoint_storage_usd_per_gbyte_s, fac.checkpoint_storage_w_per_gbyte_s),
+    ]
+
+
+def cold_spares(inputs: Inputs, p: ConfigParts, total_nodes: int, switches: int,
+                links: list[MediaLine]) -> list[BomLine]:
+    """The cold-spare parts pool (models.spares_pool) from the failure rates of the
+    reliability model (none under reliability_model = 'overhead')."""
+    if p.gpu.generation not in inputs.rates:
+        return []
+    fac = inputs.facility
+    return spare_pool_lines(
+        inputs.rates[p.gpu.generation], p.gpu, p.nic, p.switch, total_nodes, switches,
+        [(x, inputs.medium[x.medium_id].fiber_usd_per_link) for x in links],
+        fac.spare_lead_time_days, fac.spare_fill_rate)
 
 
 def bom_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, fabric: Fabric,
-              links: list[MediaLine], racks: int) -> list[BomLine]:
+              links: list[MediaLine], racks: int, support: SupportDesign | None
+              ) -> list[BomLine]:
     """The bill of materials of a configuration at one size: base_lines (with ``racks``,
-    design_space's) and every link class's media (``links``, from links_of)."""
-    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, racks)
+    design_space's, and ``support``, support_of's), every link class's media (``links``,
+    from links_of) and the cold-spare pool."""
+    lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, racks, support)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
-    return lines
+    return lines + cold_spares(inputs, p, nodes + spares, fabric.switches_total, links)
 
 
 def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
@@ -191,6 +253,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
     """Configurations, exactly evaluated candidates and limits; plus notes for the user."""
     configs: dict[str, Config] = {}
     candidates: list[Candidate] = []
+    support_cache: dict = {}
     parts_list, notes = inputs.configs, list(inputs.config_notes)
     for p in parts_list:
         if not p.rail_optimized and p.gpu.nics_per_node > p.radix // 2:
@@ -230,13 +293,14 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                     su_nodes=su, node_power_w=node_power_w(p),
                     su_racks=su_racks(inputs, p, largest, su),
                     checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node,
-                    media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings)
+                    media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings,
+                    redundancy=p.redundancy, cooling=p.cooling)
                 node_kind = combo[0].kind  # hot spares follow the node links' failure rate
                 if node_kind not in ladders:
                     ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
                                                      first)
                 candidates += _combo_candidates(inputs, evaluators, p, key, combo, su,
-                                                ladders[node_kind][0], spaces)
+                                                ladders[node_kind][0], spaces, support_cache)
     return _design_data(inputs, configs, candidates), notes
 
 
@@ -261,7 +325,8 @@ def _shape(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> tuple[tuple[str, f
 
 def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                       combo: tuple[MediaAssignment, ...], su: int,
-                      ladder: list[tuple[int, int, Fabric]], spaces: dict) -> list[Candidate]:
+                      ladder: list[tuple[int, int, Fabric]], spaces: dict, support_cache: dict
+                      ) -> list[Candidate]:
     """The candidates of one media combination: the ladder's sizes of its shape."""
     shape = tuple((a.link_class, a.length_m) for a in combo if a.link_class != "node-leaf")
     sized = [s for s in ladder if _shape(inputs, p, s[2]) == shape]
@@ -273,7 +338,7 @@ def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, ke
         if fabric.spec not in spaces:
             spaces[fabric.spec] = design_space(inputs, p, fabric)
     return [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
-                       size_links, rel, spaces[fabric.spec])
+                       size_links, rel, spaces[fabric.spec], support_cache)
             for (nodes, spares, fabric), size_links, rel
             in zip(sized, links, goodputs, strict=True)]
 
@@ -384,11 +449,16 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
 
 def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
-               rel: GoodputEstimate, space: SpaceLayout) -> Candidate:
+               rel: GoodputEstimate, space: SpaceLayout, support_cache: dict) -> Candidate:
     """One configuration at one size (``space``: its fabric's, :func:`design_space`)."""
-    lines = bom_lines(inputs, p, nodes, spares, fabric, links, space.racks)
+    support = support_of(inputs, p, nodes, spares, space.racks, support_cache)
+    lines = bom_lines(inputs, p, nodes, spares, fabric, links, space.racks, support)
     gpus = nodes * p.gpu.gpus_per_node
     perf = evaluators.throughput(inputs, p, fabric, gpus)
+    support_w = support.power_w if support else 0.0
+    support_racks = support.support_racks if support else 0
+    racks = space.racks + support_racks
+    it_w = it_power_w(sum(line.power_w for line in lines), inputs.facility)
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
@@ -396,8 +466,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         lines=tuple(line for line in lines if line.quantity > 0),
         network_power_w=(fabric.switches_total * p.switch.power_w
                          + sum(line.power_w for line in links)
-                         + storage_power_w(inputs, p, nodes + spares)),
-        network_racks=space.network_racks,
+                         + storage_power_w(inputs, p, nodes + spares) + support_w),
+        network_racks=space.network_racks + support_racks,
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
         exact=perf.exact and rel.exact,
@@ -405,7 +475,9 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
-               "network_rack_power_w": space.network_power_w},
+               "network_rack_power_w": space.network_power_w,
+               **({"support": support.summary()} if support else {})},
+        facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
     )
 
 
@@ -465,6 +537,9 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
         min_gpus=inputs.limits.min_gpus,
         max_gpus=inputs.limits.max_gpus,
         min_goodput=inputs.reliability.min_goodput or 0.0,
+        tco_rates=fac,
+        min_site_availability=(inputs.reliability.site_availability_target or 0.0
+                               if fac.facility_cost_mode == "parts" else 0.0),
         non_server_it_fraction=fac.non_server_it_fraction,
         pue=fac.pue,
         build_usd_per_mw=fac.build_usd_per_mw,

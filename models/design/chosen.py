@@ -32,4 +32,4 @@ class ChosenDesign:
                 for a in self.config.media if a.link_class in self.candidate.links_by_class]
 
     def power_cost(self, inputs: Inputs) -> PowerCost:
-        return power_cost(self.bom(), inputs.facility, inputs.years)
+        return power_cost(self.bom(), inputs.facility, inputs.years, self.candidate.facility)

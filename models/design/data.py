@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
+from models.facility import FacilityCost
 from models.power_cost import BomLine
 
 
@@ -54,6 +56,8 @@ class Config:
     """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
     pods_in_buildings: bool = False
     """One pod per building (site order), each placed whole in its building."""
+    redundancy: str = "per-mw"
+    cooling: str = "per-mw"
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,9 @@ class Candidate:
     """Throughput and goodput are exact evaluations (not bounds or interpolations)."""
     extra: dict = field(default_factory=dict, compare=False)
     """Evaluator details kept for reporting (parallelism, reliability metrics)."""
+    facility: FacilityCost | None = None
+    """The facility built for it (models.facility): electrical, cooling, shell, PUE,
+    site availability; None: the DesignData's $/MW and PUE apply."""
 
     @property
     def key(self) -> str:
@@ -154,3 +161,8 @@ class DesignData:
     build_usd_per_mw: float
     electricity_usd_per_kwh: float
     years: int
+    min_site_availability: float = 0.0
+    """Availability the facility must give (0: none; the 'per-mw' mode has none)."""
+    tco_rates: Any = None
+    """Cost of capital, lives, support, software and staff rates (models.tco); None: the
+    full TCO is not known (then no $/million-tokens objective)."""

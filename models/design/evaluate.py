@@ -245,9 +245,10 @@ class ModelGoodput:
     def goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
                 media_lines: list[MediaLine]) -> GoodputEstimate:
         """The reliability model's goodput of a design, kept per design (a sweep's
-        scenarios refine the same candidates again)."""
-        key = (parts.key, fabric, nodes, spares, tuple(media_lines),
-               inputs.reliability.availability_target)
+        scenarios refine the same candidates again) without its facility options (the
+        facility does not change failures or restarts)."""
+        key = (parts.key.removesuffix(f"/{parts.redundancy}-{parts.cooling}"), fabric, nodes,
+               spares, tuple(media_lines), inputs.reliability.availability_target)
         if key not in self._goodput:
             self._goodput[key] = self._evaluate_goodput(inputs, parts, fabric, nodes, spares,
                                                         media_lines)

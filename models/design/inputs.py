@@ -9,7 +9,8 @@ workloads; the other fields are listed in each attribute's docstring).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from models.fabric import FabricSpec
@@ -35,6 +36,10 @@ class ConfigParts:
     """Checkpoint storage write bandwidth bought per node [GB/s]."""
     recovery: str
     """Recovery mode: 'storage' (cold restart) or 'in-memory' (warm standby)."""
+    redundancy: str = "per-mw"
+    """Electrical redundancy level (N, N+1, 2N); 'per-mw' in the shortcut mode."""
+    cooling: str = "per-mw"
+    """Cooling technology (air, rdhx, dlc); 'per-mw' in the shortcut mode."""
 
     @property
     def radix(self) -> int:
@@ -94,7 +99,18 @@ class Inputs:
     """Checkpoint size of the workload [GB]."""
     halls: tuple[tuple[str, Any], ...]
     """(building, hall) of the site in order; generated halls where a building lists none
-    (solver.schema.site.default_halls)."""
+    (solver.schema.site.default_halls), as the site declares them."""
+    cooled_halls: Mapping[str, tuple[tuple[str, Any], ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    """The same halls as each cooling technology equips them (facility from parts): every
+    position at the technology's ``cooling_max_rack_kw``, liquid-cooled under direct
+    liquid cooling; rows, positions and power caps the site's."""
+
+    def halls_for(self, cooling: str) -> tuple[tuple[str, Any], ...]:
+        """The halls a configuration with ``cooling`` is laid out in: the one rack power
+        density of the space model (models.space) at the design stage and in placement;
+        the declared halls in the 'per-mw' shortcut."""
+        return self.cooled_halls.get(cooling, self.halls)
 
     @property
     def single_building(self) -> bool:

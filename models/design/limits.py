@@ -48,9 +48,13 @@ LIMITS: tuple[Limit, ...] = (
           ("required_effective_tokens_per_s",), shared=True),
     Limit("min_goodput", ("reliability.min_goodput",), ("min_goodput",), shared=False),
     Limit("max_blast_radius", ("reliability.max_blast_radius_gpus",), (), shared=False),
+    Limit("site_availability", ("reliability.site_availability_target",),
+          ("min_site_availability",), shared=False),
 )
 """Every limit and requirement of an instance. min_goodput is not shared by sweeps yet
-(the candidates do not depend on it, but no test covers sharing it)."""
+(the candidates do not depend on it, but no test covers sharing it); site_availability
+is not shared (the redundancy levels a target rules out are pruned from the candidates,
+solver.prepare.facility_options)."""
 
 LIMIT_FIELDS: tuple[str, ...] = (
     *dict.fromkeys(f for limit in LIMITS for f in limit.data_fields), "objective")

@@ -24,6 +24,7 @@ from collections.abc import Callable
 import pyomo.environ as pyo
 
 from models import power_cost
+from models.design import prune
 from models.design.data import Candidate, DesignData
 
 
@@ -83,11 +84,18 @@ def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
                                    doc="critical IT power")
     m.cost_equipment_musd = pyo.Expression(
         expr=ladder_sum(m, lambda k: k.equipment_capex_usd / 1e6))
+    # The facility (models.facility: from parts, or the $/MW shortcut) and its PUE are
+    # exact per candidate (prune.facility_usd, prune.annual_opex_usd).
     m.cost_facility_musd = pyo.Expression(
-        expr=power_cost.facility_capex_usd(m.it_power_mw, data))
+        expr=ladder_sum(m, lambda k: prune.facility_usd(data, k) / 1e6))
     m.capex_musd = pyo.Expression(expr=m.cost_equipment_musd + m.cost_facility_musd)
-    m.annual_opex_musd = pyo.Expression(expr=power_cost.annual_opex_usd(m.it_power_mw, data))
+    m.annual_opex_musd = pyo.Expression(
+        expr=ladder_sum(m, lambda k: prune.annual_opex_usd(data, k) / 1e6))
     m.tco_musd = pyo.Expression(expr=m.capex_musd + data.years * m.annual_opex_musd)
+    if data.objective == "min_usd_per_million_tokens":
+        # a ratio of the one chosen candidate, so exact and linear in the ladder binaries
+        m.usd_per_million_tokens = pyo.Expression(expr=ladder_sum(
+            m, lambda k: prune.annual_cost(data, k).usd_per_million_tokens))
     m.tokens_per_s = pyo.Expression(expr=ladder_sum(m, lambda k: k.tokens_per_s))
     m.effective_tokens_per_s = pyo.Expression(
         expr=ladder_sum(m, lambda k: k.effective_tokens_per_s))
@@ -285,6 +293,16 @@ def add_required_throughput(m: pyo.ConcreteModel, data: DesignData) -> None:
     m.required_throughput = pyo.Constraint(expr=m.effective_tokens_per_s >= need)
 
 
+def add_site_availability(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Availability of the chosen facility's power and cooling chain (its redundancy
+    level) >= reliability.site_availability_target. A requirement: a constant per
+    configuration, so sum_c A_c build[c,1] >= target."""
+    if data.min_site_availability <= 0:
+        return
+    m.site_availability = pyo.Constraint(
+        expr=ladder_sum(m, prune.site_availability) >= data.min_site_availability)
+
+
 def add_min_goodput(m: pyo.ConcreteModel, data: DesignData) -> None:
     """goodput of the chosen design >= reliability.min_goodput. A requirement."""
     if data.min_goodput <= 0:
@@ -305,6 +323,7 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("budget", add_budget, True),
     ("required_throughput", add_required_throughput, False),
     ("min_goodput", add_min_goodput, False),
+    ("site_availability", add_site_availability, False),
 )
 """Build order; the flag says whether elastic mode may relax the family. Limits (resources)
 are relaxable; requirements (GPU range, throughput, goodput) are not, so a diagnosis says how much
@@ -322,6 +341,8 @@ def add_objective(m: pyo.ConcreteModel, data: DesignData) -> None:
         m.objective = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
     elif data.objective == "min_tco":
         m.objective = pyo.Objective(expr=m.tco_musd, sense=pyo.minimize)
+    elif data.objective == "min_usd_per_million_tokens":
+        m.objective = pyo.Objective(expr=m.usd_per_million_tokens, sense=pyo.minimize)
     else:
         m.objective = pyo.Objective(expr=m.capex_musd, sense=pyo.minimize)
 
@@ -350,7 +371,8 @@ def add_lexicographic_tiebreak(m: pyo.ConcreteModel, data: DesignData, best: flo
         m.stage_one = pyo.Constraint(expr=m.effective_tokens_per_s >= best * (1 - rel_tol))
         m.objective_tiebreak = pyo.Objective(expr=m.capex_musd, sense=pyo.minimize)
     else:
-        cost = m.tco_musd if data.objective == "min_tco" else m.capex_musd
+        cost = (m.tco_musd if data.objective == "min_tco" else m.usd_per_million_tokens
+                if data.objective == "min_usd_per_million_tokens" else m.capex_musd)
         m.stage_one = pyo.Constraint(expr=cost <= best * (1 + rel_tol))
         m.objective_tiebreak = pyo.Objective(expr=m.effective_tokens_per_s, sense=pyo.maximize)
 

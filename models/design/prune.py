@@ -33,8 +33,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from models import power_cost
+from models import power_cost, tco
 from models.design.data import Candidate, DesignData
+from models.tco import AnnualCost
 
 REL_TIE = 1e-9
 GOODPUT_TOL = 0.02
@@ -53,13 +54,43 @@ def it_power_w(data: DesignData, k: Candidate) -> float:
     return power_cost.it_power_w(k.equipment_power_w, data)
 
 
+def facility_usd(data: DesignData, k: Candidate) -> float:
+    """The facility built for k (models.facility), else the data's $/MW [USD]."""
+    if k.facility is not None:
+        return k.facility.capex_usd
+    return power_cost.facility_capex_usd(it_power_w(data, k), data)
+
+
+def annual_opex_usd(data: DesignData, k: Candidate) -> float:
+    """Electricity of one year through the PUE of k's facility [USD/yr]."""
+    pue = k.facility.pue if k.facility is not None else data.pue
+    return power_cost.energy_cost_usd(it_power_w(data, k), pue, data.electricity_usd_per_kwh)
+
+
+def site_availability(k: Candidate) -> float:
+    """Availability of k's power and cooling chain (1 when not modelled)."""
+    if k.facility is None or k.facility.site_availability is None:
+        return 1.0
+    return k.facility.site_availability
+
+
 def capex_usd(data: DesignData, k: Candidate) -> float:
-    return k.equipment_capex_usd + power_cost.facility_capex_usd(it_power_w(data, k), data)
+    return k.equipment_capex_usd + facility_usd(data, k)
 
 
 def tco_usd(data: DesignData, k: Candidate) -> float:
-    return capex_usd(data, k) + data.years * power_cost.annual_opex_usd(it_power_w(data, k),
-                                                                        data)
+    return capex_usd(data, k) + data.years * annual_opex_usd(data, k)
+
+
+def annual_cost(data: DesignData, k: Candidate, effective_tokens_per_s: float | None = None
+                ) -> AnnualCost:
+    """Full cost of a year of k (models.tco); throughput k's unless given."""
+    gpus = (k.nodes + k.spare_nodes) * (k.gpus // k.nodes)
+    return tco.annual_cost(data.tco_rates, data.years, k.equipment_capex_usd,
+                           facility_usd(data, k), annual_opex_usd(data, k), gpus,
+                           it_power_w(data, k),
+                           k.effective_tokens_per_s if effective_tokens_per_s is None
+                           else effective_tokens_per_s)
 
 
 def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
@@ -70,7 +101,8 @@ def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False)
         good = k.goodput * (1 + GOODPUT_TOL)
         tput = k.tokens_per_s_upper * good
     return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
-            and tput >= data.required_effective_tokens_per_s and good >= data.min_goodput)
+            and tput >= data.required_effective_tokens_per_s and good >= data.min_goodput
+            and site_availability(k) >= data.min_site_availability)
 
 
 def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
@@ -141,6 +173,8 @@ def objective_value(data: DesignData, k: Candidate) -> float:
     """The objective as a quantity to maximise."""
     if data.objective == "max_effective_throughput":
         return k.effective_tokens_per_s
+    if data.objective == "min_usd_per_million_tokens":
+        return -annual_cost(data, k).usd_per_million_tokens
     return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
 
 
@@ -156,6 +190,9 @@ def to_refine(data: DesignData) -> list[Candidate]:
             continue
         if data.objective == "max_effective_throughput":
             value = k.effective_tokens_per_s_upper * (1 + GOODPUT_TOL)
+        elif data.objective == "min_usd_per_million_tokens":
+            value = -annual_cost(data, k, k.effective_tokens_per_s_upper
+                                 * (1 + GOODPUT_TOL)).usd_per_million_tokens
         else:
             value = objective_value(data, k)
         if value >= best - REL_TIE * abs(best):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.design.data import Candidate, DesignData
-from models.design.prune import GOODPUT_TOL
+from models.design.prune import GOODPUT_TOL, site_availability
 
 SECONDS_PER_DAY = 86400.0
 
@@ -72,9 +72,13 @@ class PhasedData:
 
 
 def plans_of(design: DesignData) -> tuple[Plan, ...]:
-    """Every configuration's ladder split by switch-tier count, sorted by key."""
+    """Every configuration's ladder split by switch-tier count, sorted by key; configurations
+    whose facility misses the site availability target (a constant per configuration)
+    are left out."""
     by_key: dict[str, list[Candidate]] = {}
     for k in design.candidates:
+        if site_availability(k) < design.min_site_availability:
+            continue
         by_key.setdefault(f"{k.config}#t{k.tiers}", []).append(k)
     return tuple(Plan(key, ladder[0].config, design.configs[ladder[0].config].gpu,
                       ladder[0].tiers, tuple(sorted(ladder, key=lambda k: k.nodes)))

@@ -64,6 +64,9 @@ class DesignToPlace:
     """(link class, medium) the design stage chose (None: not known); placement picks
     media by routed length, and the checker reports where they differ
     (solver.placement_check.media_changes)."""
+    cooling: str = "per-mw"
+    """The facility's cooling technology: the halls it is placed in are
+    ``Inputs.halls_for(cooling)`` (the design stage's rack power density)."""
 
 
 @dataclass
@@ -103,7 +106,7 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
     fabric = design_fabric(spec)
     media = media_for(inputs.medium.values(), parts.gbps, parts.switch.family)
     space = space_layout(fabric, parts.gpu, parts.switch, node_power_w(parts), media,
-                         inputs.halls)
+                         inputs.halls_for(design.cooling))
     halls = [hall_geometry(i, h) for i, h in enumerate(space.halls)]
     blocks, group_blocks, group_spines = space.blocks()
     out = PlacementInputs(inputs, design, parts, fabric, halls, media, space.su_nodes,

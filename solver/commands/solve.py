@@ -45,6 +45,16 @@ def render(result) -> None:
     head.add_row("Cost", f"capex ${c['capex_usd'] / 1e9:,.3f}B, opex "
                          f"${c['annual_opex_usd'] / 1e6:,.1f}M/yr, TCO "
                          f"${c['tco_usd'] / 1e9:,.3f}B over {c['tco_years']} years")
+    head.add_row("Full cost", f"${c['usd_per_gpu_hour']:,.2f} per GPU-hour, "
+                              f"${c['usd_per_million_tokens']:,.4g} per million effective "
+                              f"tokens (${c['annual_cost_usd'] / 1e9:,.3f}B a year)")
+    fac = d.get("facility")
+    if fac and fac["cooling"] != "per-mw":
+        head.add_row("Facility", f"{fac['redundancy']} electrical, {fac['cooling']} cooling, "
+                                 f"PUE {fac['pue']:.2f}: electrical "
+                                 f"${fac['electrical_usd'] / 1e6:,.0f}M, cooling "
+                                 f"${fac['cooling_usd'] / 1e6:,.0f}M, shell "
+                                 f"${fac['shell_usd'] / 1e6:,.0f}M")
     head.add_row("Throughput", f"{t['tokens_per_s']:,.0f} tokens/s, MFU {t['mfu']:.1%}, "
                                f"goodput {t['goodput']:.1%} -> {t['effective_tokens_per_s']:,.0f} "
                                "effective tokens/s")

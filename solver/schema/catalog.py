@@ -167,6 +167,13 @@ class Medium(SourcedItem):
         return self.kind in ("multimode", "singlemode", "coherent")
 
 
+Redundancy = Literal["N", "N+1", "2N"]
+REDUNDANCY_LEVELS: tuple[str, ...] = ("N", "N+1", "2N")
+Cooling = Literal["air", "rdhx", "dlc"]
+COOLING_TECHNOLOGIES: tuple[str, ...] = ("air", "rdhx", "dlc")
+"""Air, rear-door heat exchanger, direct liquid cooling."""
+
+
 class Facility(SourcedItem):
     pue: Annotated[float, Field(ge=1, le=3, allow_inf_nan=False)]
     build_usd_per_mw: PositiveFloat
@@ -184,6 +191,94 @@ class Facility(SourcedItem):
     """Its power per GB/s of write bandwidth [W/(GB/s)]."""
     years: PositiveInt
     """Default TCO horizon [years]."""
+    # --- support networks and storage (models.support), facility.support_networks ---
+    support_networks: Literal["sized", "per-node"] = "sized"
+    """'sized': front-end/storage network, storage appliances, management network and
+    control plane sized from the design (models.support); 'per-node': the former
+    shortcut, storage_usd_per_node per node at 0 W plus checkpoint_storage_*_per_gbyte_s."""
+    frontend_switch: Slug = "tomahawk5"
+    """Switch of the converged front-end/storage Ethernet (a catalog switch id)."""
+    frontend_port_gbps: PositiveInt
+    """Port speed of the front-end/storage network [Gb/s]."""
+    storage_appliance_usd: NonNegativeFloat
+    storage_appliance_w: NonNegativeFloat
+    storage_appliance_write_gbytes_per_s: PositiveFloat
+    storage_appliance_read_gbytes_per_s: PositiveFloat
+    storage_appliance_usable_tb: PositiveFloat
+    storage_appliance_ports: PositiveInt
+    """Front-end ports of one appliance at frontend_port_gbps."""
+    storage_appliance_rack_units: PositiveInt
+    checkpoints_retained: PositiveInt
+    """Checkpoints kept on the storage system (latest plus rollback points)."""
+    dataset_bytes_per_token: PositiveFloat
+    """Stored bytes per training token (tokenised dataset) [B]."""
+    control_plane_usd: NonNegativeFloat
+    control_plane_w: NonNegativeFloat
+    control_plane_nodes_per_server: PositiveInt
+    control_plane_min_servers: PositiveInt
+    management_switch_usd: NonNegativeFloat
+    """Out-of-band 1 GbE management switch, one per rack [USD]."""
+    management_switch_w: NonNegativeFloat
+    management_uplinks_per_switch: PositiveInt
+    management_uplink_usd: NonNegativeFloat
+    """One management uplink: two modules and fibre [USD]."""
+    management_aggregation_usd: NonNegativeFloat
+    management_aggregation_w: NonNegativeFloat
+    management_aggregation_ports: PositiveInt
+    # --- the facility from parts (models.facility), facility_cost_mode = 'parts' ---
+    facility_cost_mode: Literal["parts", "per-mw"] = "parts"
+    """'parts': electrical chain by redundancy level, cooling by technology, shell and
+    support space, PUE derived from them (models.facility); 'per-mw': the shortcut,
+    build_usd_per_mw of critical IT and a fixed pue."""
+    electrical_usd_per_mw: dict[Redundancy, PositiveFloat]
+    """Electrical chain (substation share, generators, UPS, switchgear, distribution) per
+    MW of critical IT by redundancy level [USD/MW]."""
+    site_availability: dict[Redundancy, Fraction]
+    """Site availability of the power and cooling chain by redundancy level."""
+    electrical_loss_fraction: dict[Redundancy, Fraction]
+    """Electrical losses (UPS, transformers) as a fraction of critical IT by level."""
+    cooling_usd_per_mw: dict[Cooling, PositiveFloat]
+    """Cooling plant and distribution per MW of critical IT by technology [USD/MW]."""
+    cooling_max_rack_kw: dict[Cooling, PositiveFloat]
+    """Most power one rack can take with the technology [kW]."""
+    cooling_overhead_fraction: dict[Cooling, Fraction]
+    """Cooling energy as a fraction of critical IT (mechanical PUE share)."""
+    shell_usd_per_m2: PositiveFloat
+    """Building shell, site work and fit-out per m2 of white and support space [USD/m2]."""
+    white_space_m2_per_rack: PositiveFloat
+    """White space one rack takes with its aisles [m2]."""
+    support_space_ratio: NonNegativeFloat
+    """Support space (electrical rooms, cooling plant, offices) per m2 of white space."""
+    other_overhead_fraction: Fraction
+    """Lighting, offices and other facility loads as a fraction of critical IT."""
+    # --- full TCO (models.tco) ---
+    cost_of_capital: Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)]
+    """Annual cost of capital (WACC) that annualises capex."""
+    facility_life_years: PositiveInt
+    """Depreciation years of the facility (equipment: the TCO horizon, `years`)."""
+    support_fraction_per_year: Fraction
+    """Hardware support and maintenance per year, a fraction of equipment capex."""
+    software_usd_per_gpu_year: NonNegativeFloat
+    staff_usd_per_mw_year: NonNegativeFloat
+    """Operations staff per MW of critical IT per year [USD]."""
+    # --- cold-spare parts pool (models.spares_pool) ---
+    spare_lead_time_days: PositiveFloat
+    """Replacement lead time of a failed part (RMA or reorder) [days]."""
+    spare_fill_rate: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+    """Probability that the pool covers the failures of one lead time."""
+
+    @model_validator(mode="after")
+    def _every_level_and_technology(self) -> Facility:
+        problems = []
+        for name in ("electrical_usd_per_mw", "site_availability", "electrical_loss_fraction"):
+            if set(getattr(self, name)) != set(REDUNDANCY_LEVELS):
+                problems.append(f"{name}: needs exactly {', '.join(REDUNDANCY_LEVELS)}")
+        for name in ("cooling_usd_per_mw", "cooling_max_rack_kw", "cooling_overhead_fraction"):
+            if set(getattr(self, name)) != set(COOLING_TECHNOLOGIES):
+                problems.append(f"{name}: needs exactly {', '.join(COOLING_TECHNOLOGIES)}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class Catalog(StrictModel):
@@ -205,6 +300,13 @@ class Catalog(StrictModel):
         for g in self.gpu.values():
             if g.default_nic not in self.nic:
                 problems.append(f"gpu.{g.id}.default_nic: unknown nic '{g.default_nic}'")
+        fe = self.switch.get(self.facility.frontend_switch)
+        if fe is None:
+            problems.append(f"facility.frontend_switch: unknown switch "
+                            f"'{self.facility.frontend_switch}'")
+        elif self.facility.frontend_port_gbps not in fe.radix_by_gbps:
+            problems.append(f"facility.frontend_port_gbps: switch '{fe.id}' has no "
+                            f"{self.facility.frontend_port_gbps} Gb/s ports")
         for s in self.switch.values():
             if s.required_nic is not None and s.required_nic not in self.nic:
                 problems.append(f"switch.{s.id}.required_nic: unknown nic '{s.required_nic}'")

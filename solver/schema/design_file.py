@@ -45,10 +45,19 @@ class MediaChoice(DesignFileModel):
     links: Count
 
 
+class FacilityDecisions(DesignFileModel):
+    """The design's facility: redundancy level and cooling technology ('per-mw' for both
+    in the $/MW shortcut mode)."""
+
+    redundancy: Literal["N", "N+1", "2N", "per-mw"]
+    cooling: Literal["air", "rdhx", "dlc", "per-mw"]
+
+
 class DesignDecisions(DesignFileModel):
     """The ``design`` section: decisions (GPU system, switch, NIC, layout, pods,
-    oversubscription, recovery, nodes, media) and counts the fabric model re-derives
-    (gpus, spare_nodes, tiers, switches and links per tier), compared on load."""
+    oversubscription, recovery, facility, checkpoint storage, nodes, media) and counts
+    the fabric model re-derives (gpus, spare_nodes, tiers, switches and links per tier),
+    compared on load."""
 
     gpu: Slug
     switch: Slug
@@ -66,6 +75,11 @@ class DesignDecisions(DesignFileModel):
     recovery: Literal["storage", "in-memory"] = "storage"
     pods_in_buildings: StrictBool = False
     """One pod per building of the site (a fabric choice with pods_per = 'building')."""
+    facility: FacilityDecisions | None = None
+    """None (a design.json without one): the instance's first configuration matching the
+    other decisions."""
+    checkpoint_storage_gbytes_per_s_per_node: Annotated[
+        float, Field(ge=0, le=1e4, allow_inf_nan=False)] | None = None
     switches_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     links_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]

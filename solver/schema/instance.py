@@ -117,6 +117,13 @@ class Choices(StrictModel):
     catalog.facility.checkpoint_storage_*_per_gbyte_s. Meta's Llama 3 storage sustained
     2 TB/s (7 TB/s peak) for ~3,000 nodes, ~0.7-2.3 GB/s per node
     (https://arxiv.org/abs/2407.21783, section 3.3.1)."""
+    redundancy: list[Literal["N", "N+1", "2N"]] = Field(
+        default=["N", "N+1", "2N"], min_length=1)
+    """Electrical redundancy levels the facility may be built with
+    (catalog.facility.facility_cost_mode = 'parts')."""
+    cooling: list[Literal["air", "rdhx", "dlc"]] = Field(
+        default=["air", "rdhx", "dlc"], min_length=1)
+    """Cooling technologies allowed: air, rear-door heat exchangers, direct liquid."""
     recovery: list[Literal["storage", "in-memory"]] = Field(
         default=["storage", "in-memory"], min_length=1)
     """Recovery modes allowed: checkpoints to the storage tier, or in-memory checkpoints in
@@ -124,7 +131,10 @@ class Choices(StrictModel):
 
 
 class Objective(StrictModel):
-    kind: Literal["max_effective_throughput", "min_capex", "min_tco"] = "max_effective_throughput"
+    kind: Literal["max_effective_throughput", "min_capex", "min_tco",
+                  "min_usd_per_million_tokens"] = "max_effective_throughput"
+    """min_usd_per_million_tokens: the least full cost (models.tco) per million effective
+    tokens, no throughput required."""
     required_tokens_per_s: PositiveFloat | None = None
     """Effective throughput to reach when minimising cost [tokens/s]."""
     performance: Literal["model", "assumed_mfu"] = "model"
@@ -176,6 +186,9 @@ class Reliability(StrictModel):
     """Most GPUs one failed part may take out of service: a GPU, NIC or node-end optic
     stops its node (8 GPUs on HGX, a whole 72-GPU rack on NVL72); GPU systems above
     this are not considered."""
+    site_availability_target: Fraction | None = 0.9998
+    """Availability the facility's power and cooling chain must give (parts mode): the
+    default 99.98% is Uptime Tier III, a typical new build (N+1); None: no requirement."""
     failure_rate_multipliers: FailureRateMultipliers = FailureRateMultipliers()
     spare_fraction: Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)] = 0.0
     """Hot-spare nodes as a fraction of training nodes when
@@ -244,7 +257,7 @@ class Instance(StrictModel):
             if f.switch not in self.catalog.switch:
                 problems.append(f"choices.fabrics[{i}].switch: unknown switch '{f.switch}' "
                                 f"(known: {', '.join(sorted(self.catalog.switch))})")
-        if self.objective.kind != "max_effective_throughput" and not (
+        if self.objective.kind in ("min_capex", "min_tco") and not (
             self.objective.required_tokens_per_s or self.limits.deadline_days or self.periods
         ):
             problems.append(f"objective.kind: '{self.objective.kind}' needs "

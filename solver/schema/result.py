@@ -40,7 +40,9 @@ BOM_LINE = obj({"item": STR, "category": STR, "quantity": NUM, "unit_cost_usd": 
                 "cost_usd": NUM, "power_w": NUM})
 POWER = obj({"it_mw": NUM, "facility_mw": NUM, "annual_energy_twh": NUM},
             "Critical IT and facility power [MW], annual energy [TWh].")
-COST = obj({"capex_usd": NUM, "equipment_capex_usd": NUM, "facility_capex_usd": NUM,
+COST = obj({"usd_per_gpu_hour": NUM, "usd_per_million_tokens": NUM, "annual_cost_usd": NUM,
+            "annual_cost_breakdown_usd": numbers(),
+            "capex_usd": NUM, "equipment_capex_usd": NUM, "facility_capex_usd": NUM,
             "annual_opex_usd": NUM, "tco_usd": NUM, "tco_years": INT})
 PARALLELISM = obj({"tp": INT, "pp": INT, "dp": INT, "cp": INT, "ep": INT, "vpp": INT,
                    "micro_batch": INT, "recompute": STR})
@@ -58,7 +60,15 @@ DESIGN = obj({
     "media": array(obj({"link_class": STR, "medium": STR, "kind": STR, "length_m": NUM,
                         "links": INT})),
     "scalable_units_per_building": {"type": "object", "additionalProperties": INT},
-    "job_mapping": nullable(JOB_MAPPING), "pods_in_buildings": BOOL})
+    "job_mapping": nullable(JOB_MAPPING), "pods_in_buildings": BOOL,
+    "checkpoint_storage_gbytes_per_s_per_node": NUM,
+    "facility": nullable(obj({
+        "redundancy": STR, "cooling": STR, "pue": NUM, "site_availability": nullable(NUM),
+        "electrical_usd": NUM, "cooling_usd": NUM, "shell_usd": NUM, "capex_usd": NUM},
+        "The facility built for the design (electrical, cooling, shell; PUE derived).")),
+    "support": nullable({"type": "object"}),
+    "spares_pool": obj({"lead_time_days": NUM, "fill_rate": NUM, "parts": numbers(),
+                        "cost_usd": NUM}, "The cold-spare parts pool (BOM 'spares').")})
 
 THROUGHPUT = obj({
     "tokens_per_s": NUM, "effective_tokens_per_s": NUM, "mfu": NUM, "goodput": NUM,

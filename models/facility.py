@@ -1,0 +1,79 @@
+"""The facility from parts: electrical chain by redundancy level, cooling by technology,
+shell with support space, and the PUE they imply (facility_cost_mode = 'parts').
+
+For redundancy r and cooling t, a design of P_it W critical IT in R racks:
+  electrical  E = e_r P_it / 1e6                     [USD]
+  cooling     C = c_t P_it / 1e6                     [USD]
+  shell       S = s (1 + k) a R                      [USD]  (white space a m2 per rack,
+                                                             support space k per m2)
+  PUE         = 1 + l_r + o_t + o_other             (electrical losses, cooling energy,
+                                                     other loads, fractions of IT)
+Cooling t also sets the rack power density: every hall position takes cooling_max_rack_kw_t
+(solver.prepare.cooled_halls), so the one space model (models.space) puts more nodes in a
+rack, and fewer racks on the floor, under denser cooling; R is its count.
+The 'per-mw' shortcut: build_usd_per_mw x P_it / 1e6 and the catalog's pue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SHORTCUT = "per-mw"
+"""Redundancy and cooling label of a design costed by the $/MW shortcut."""
+
+
+RACK_CATEGORIES = ("rack", "rack-support")
+"""BOM categories of the racks the shell houses (compute and network, support)."""
+LIQUID = "dlc"
+"""The cooling technology that cools a rack by liquid (liquid-cooled systems need it)."""
+
+
+def hall_cooling(cooling: str) -> str:
+    """How a hall with ``cooling`` cools its racks: 'liquid' under direct liquid cooling,
+    else 'air' (a rear-door heat exchanger cools the rack's exhaust air)."""
+    return "liquid" if cooling == LIQUID else "air"
+
+
+@dataclass(frozen=True)
+class FacilityCost:
+    redundancy: str
+    cooling: str
+    electrical_usd: float
+    cooling_usd: float
+    shell_usd: float
+    pue: float
+    site_availability: float | None
+    """None in the shortcut mode (not modelled)."""
+
+    @property
+    def capex_usd(self) -> float:
+        return self.electrical_usd + self.cooling_usd + self.shell_usd
+
+    def summary(self) -> dict[str, Any]:
+        return {"redundancy": self.redundancy, "cooling": self.cooling, "pue": self.pue,
+                "site_availability": self.site_availability,
+                "electrical_usd": self.electrical_usd, "cooling_usd": self.cooling_usd,
+                "shell_usd": self.shell_usd, "capex_usd": self.capex_usd}
+
+
+def pue(fac: Any, redundancy: str, cooling: str) -> float:
+    if cooling == SHORTCUT:
+        return fac.pue
+    return (1.0 + fac.electrical_loss_fraction[redundancy]
+            + fac.cooling_overhead_fraction[cooling] + fac.other_overhead_fraction)
+
+
+def facility_cost(fac: Any, redundancy: str, cooling: str, it_w: float,
+                  racks: float) -> FacilityCost:
+    """Electrical, cooling and shell cost and PUE of `it_w` W of critical IT in `racks`
+    racks (module docstring)."""
+    if cooling == SHORTCUT:
+        return FacilityCost(SHORTCUT, SHORTCUT, fac.build_usd_per_mw * it_w / 1e6, 0.0, 0.0,
+                            fac.pue, None)
+    mw = it_w / 1e6
+    return FacilityCost(
+        redundancy, cooling, fac.electrical_usd_per_mw[redundancy] * mw,
+        fac.cooling_usd_per_mw[cooling] * mw,
+        fac.shell_usd_per_m2 * (1 + fac.support_space_ratio) * fac.white_space_m2_per_rack
+        * racks, pue(fac, redundancy, cooling), fac.site_availability[redundancy])

@@ -1,0 +1,121 @@
+"""The facility from parts (models/facility.py): redundancy and cooling are decisions of
+the design MILP, checked against hand calculations on instances/tiny/min-capex."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from models.facility import facility_cost, hall_cooling, pue
+from models.space import rack_nodes
+from solver import solve
+from solver.loading import instance_from_dict, load_catalog, read_document
+from solver.prepare import enumerate_configs
+
+MIN_CAPEX = "instances/tiny/min-capex.toml"
+
+
+def parts_doc(**facility) -> dict:
+    """tiny/min-capex (min capex for 700M tokens/s: 32 H100 nodes on QM9700) with the
+    facility built from parts and `facility` overrides."""
+    doc = read_document(Path(MIN_CAPEX))
+    doc["catalog"]["facility"].pop("facility_cost_mode")
+    doc["catalog"]["facility"].update(facility)
+    return doc
+
+
+def test_facility_cost_and_pue_by_hand():
+    fac = load_catalog().facility
+    # 10 MW, 250 racks, N+1 and air: 4.1 + 2.1 $M/MW; shell 32k x 3 m2 x 2 x 250.
+    f = facility_cost(fac, "N+1", "air", 10e6, 250)
+    assert f.electrical_usd == pytest.approx(41e6) and f.cooling_usd == pytest.approx(21e6)
+    assert f.shell_usd == pytest.approx(32_000 * 3 * 2 * 250)
+    assert f.pue == pytest.approx(1 + 0.07 + 0.25 + 0.02)
+    assert pue(fac, "2N", "dlc") == pytest.approx(1 + 0.09 + 0.10 + 0.02)
+    # 2N costs more than N+1 than N, at every size
+    assert (facility_cost(fac, "2N", "air", 1e6, 25).capex_usd
+            > facility_cost(fac, "N+1", "air", 1e6, 25).capex_usd
+            > facility_cost(fac, "N", "air", 1e6, 25).capex_usd)
+    # B200 node 14.3 kW: 2 per air rack (42 kW), 4 with rear doors or liquid (the one
+    # rack-capacity rule of the space model, at the cooling's rack power)
+    b200 = SimpleNamespace(max_nodes_per_rack=4, node_rack_units=10, liquid_cooled=False)
+    assert [rack_nodes(b200, 14_300, fac.cooling_max_rack_kw[t], hall_cooling(t) == "liquid")
+            for t in ("air", "rdhx", "dlc")] == [2, 4, 4]
+    nvl72 = SimpleNamespace(max_nodes_per_rack=1, node_rack_units=48, liquid_cooled=True)
+    assert [rack_nodes(nvl72, 120_000, 200.0, hall_cooling(t) == "liquid")
+            for t in ("air", "rdhx", "dlc")] == [0, 0, 1]
+
+
+def solved(doc: dict) -> dict:
+    r = solve(instance_from_dict(doc), place=False)
+    assert r.summary["verified"], r.summary["verification"]
+    return r.summary
+
+
+def test_2n_is_bought_only_when_the_availability_target_asks_for_it():
+    base = parts_doc()
+    doc = copy.deepcopy(base)
+    doc.setdefault("reliability", {})["site_availability_target"] = None
+    free = solved(doc)
+    assert free["design"]["facility"]["redundancy"] == "N"  # cheapest: nothing asks more
+    doc["reliability"]["site_availability_target"] = 0.9998
+    tier3 = solved(doc)
+    assert tier3["design"]["facility"]["redundancy"] == "N+1"
+    doc["reliability"]["site_availability_target"] = 0.99990
+    tier4 = solved(doc)
+    assert tier4["design"]["facility"]["redundancy"] == "2N"
+    # same cluster, the facility alone costs more: (6.6 - 3.3) $M/MW of critical IT
+    assert tier4["design"]["nodes"] == free["design"]["nodes"]
+    it_mw = free["power"]["it_mw"]
+    assert tier4["cost"]["capex_usd"] - free["cost"]["capex_usd"] == pytest.approx(
+        (6.6e6 - 3.3e6) * it_mw, rel=1e-6)
+
+
+def test_liquid_cooling_is_chosen_when_floor_space_binds():
+    """Air at 25 kW per rack holds 2 of the 10.4 kW nodes, rear doors and liquid 4. With
+    cheap floor space air is the cheapest cooling; 32 nodes + spares need 16 air racks (8
+    with rear doors) plus the network: a 14-rack hall forces denser cooling."""
+    cheap_floor = {"cooling_max_rack_kw": {"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
+                   "shell_usd_per_m2": 100.0}
+    doc = parts_doc(**cheap_floor)
+    open_floor = solved(doc)
+    assert open_floor["design"]["facility"]["cooling"] == "air"
+    doc["site"]["buildings"][0]["max_racks"] = 14
+    tight = solved(doc)
+    assert tight["design"]["facility"]["cooling"] == "rdhx"  # cheaper than liquid
+    assert tight["cost"]["capex_usd"] > open_floor["cost"]["capex_usd"]
+
+
+def test_rack_density_rules_out_air_for_nvl72():
+    doc = read_document(Path("instances/gb200-campus.toml"))
+    configs, notes = enumerate_configs(instance_from_dict(doc))
+    assert {p.cooling for p in configs} == {"dlc"}
+    assert any("air cooling (air, 42 kW per rack) cannot cool" in n for n in notes)
+
+
+def test_denser_cooling_is_chosen_when_the_halls_floor_binds():
+    """The cooling sets the rack power of the one space model (design stage and
+    placement): air at 25 kW per rack holds 2 of the 10.4 kW nodes, so a 4-node
+    middle-of-rack block is 2 racks wide; rear doors at 75 kW hold the block in one rack.
+    One row of 12 positions (the other row holds the network) takes 6 air blocks, fewer
+    than the ~9 the 32 nodes and their spares need, but 12 rear-door blocks; with 40
+    positions air fits and, cheapest, is chosen. The placement on the narrow hall uses
+    the same racks."""
+    doc = parts_doc(cooling_max_rack_kw={"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
+                    shell_usd_per_m2=100.0)
+    hall = {"name": "hall-1", "rows": 2, "positions_per_row": 40, "rack_power_kw": 25.0,
+            "power_kw": 1900.0}
+    doc["site"]["buildings"][0]["halls"] = [hall]
+    wide = solved(doc)
+    assert wide["design"]["facility"]["cooling"] == "air"
+    hall["positions_per_row"] = 12
+    narrow = solve(instance_from_dict(doc))
+    s = narrow.summary
+    assert s["verified"], s["verification"]
+    assert s["design"]["facility"]["cooling"] == "rdhx"
+    assert s["placement"]["status"] in ("optimal", "feasible")
+    nodes_per_rack = {h["hall"]: h["nodes_per_rack"] for h in s["placement"]["halls"]}
+    assert set(nodes_per_rack.values()) == {4}

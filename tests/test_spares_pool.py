@@ -1,0 +1,58 @@
+"""Cold-spare parts pool (models/spares_pool.py): Poisson stock by hand and against
+scipy, the BOM lines of a solve, and the checker failing a tampered pool."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import pytest
+from scipy.stats import poisson
+
+from models.reliability.rates import Rate
+from models.spares_pool import poisson_stock, spare_pool_lines
+from solver import load_instance, solve
+from solver.checker import check_design
+
+
+def test_poisson_stock_by_hand_and_against_scipy():
+    # mu = 2: P(<=4) = e^-2 (1 + 2 + 2 + 4/3 + 2/3) = 7 e^-2 = 0.947; P(<=5) = 0.983
+    assert poisson_stock(2.0, 0.94) == 4 and poisson_stock(2.0, 0.95) == 5
+    assert math.exp(-2) * 7 == pytest.approx(0.9473, abs=1e-4)
+    for mu in (0.01, 0.5, 3.7, 40.0, 812.5):
+        for fill in (0.9, 0.99, 0.999):
+            assert poisson_stock(mu, fill) == poisson.ppf(fill, mu)
+
+
+def test_pool_lines_by_hand():
+    """1,000 nodes of 8 GPUs, GPU rate 1/88,768 h, 30 days: mu = 8,000 x 720 / 88,768 =
+    64.9 -> the 99% quantile; switches 100 at 1/1.43M h: mu = 0.05 -> 1."""
+    rates = SimpleNamespace(gpu=Rate.fixed(1 / 88_768), nic=Rate.fixed(0.0),
+                            switch=Rate.fixed(1 / 1.43e6), link={})
+    gpu = SimpleNamespace(id="g", gpus_per_node=8, nics_per_node=8, node_price_usd=240_000.0)
+    nic = SimpleNamespace(id="n", price_usd=2_000.0)
+    switch = SimpleNamespace(id="s", price_usd=30_000.0)
+    lines = {x.item: x for x in spare_pool_lines(rates, gpu, nic, switch, 1000, 100, [],
+                                                 30.0, 0.99)}
+    assert lines["cold spare g GPU"].quantity == poisson.ppf(0.99, 8000 * 720 / 88_768)
+    assert lines["cold spare g GPU"].unit_cost_usd == 30_000.0
+    assert lines["cold spare s switch"].quantity == 1
+    assert lines["cold spare n NIC"].quantity == 0
+    assert all(x.power_w == 0 for x in lines.values())
+
+
+def test_solved_bom_has_the_pool_and_the_checker_rederives_it():
+    r = solve(load_instance("instances/llama3-16k.toml"), place=False)
+    spares = [x for x in r.design.bom() if x.category == "spares"]
+    assert {x.item.split(" (")[0] for x in spares} >= {
+        "cold spare h100-sxm GPU", "cold spare connectx-7 NIC"}
+    assert r.summary["verified"]
+    no_requirements = SimpleNamespace(required_effective_tokens_per_s=0.0, min_goodput=0.0)
+    design = r.design
+    lines = tuple(dataclasses.replace(x, quantity=x.quantity + 1)
+                  if x.category == "spares" else x for x in design.candidate.lines)
+    tampered = dataclasses.replace(design, candidate=dataclasses.replace(
+        design.candidate, lines=lines))
+    verdict = check_design(r.inputs, tampered, no_requirements, tampered.candidate)
+    assert any(f.startswith("cold_spares") for f in verdict.failures)
