@@ -637,3 +637,12 @@ def test_design_and_placement_count_network_rack_power_alike(name):
         halls_w = sum(z.power_cap_w for z in p.zones if z.building == b.name)
         assert caps[b.name] == pytest.approx(halls_w, abs=len(p.zones))
         assert halls_w <= b.it_power_mw * 1e6 / share + len(p.zones)
+
+
+def test_solve_prints_each_buildings_placed_limit_by_name(tmp_path):
+    """The placed limits line names each building (its ``[name]`` is text, not markup)."""
+    out = CliRunner().invoke(app, ["solve", "instances/tiny/two-buildings.toml",
+                                   "--out", str(tmp_path / "out")])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())  # rich wraps at the terminal's width
+    assert "site.buildings[hall-a].it_power_mw yes" in text, out.output

@@ -101,7 +101,8 @@ def render(result) -> None:
         est, placed = s["design_estimate"]["cost"]["capex_usd"], s["cost"]["capex_usd"]
         stdout.print(f"Placed cabling replaces the design's media estimate: capex "
                      f"${est / 1e9:,.3f}B -> ${placed / 1e9:,.3f}B; within limits: "
-                     f"{s['placement']['within_limits']}")
+                     + escape(", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok
+                                        in s["placement"]["within_limits"].items())))
     solver = s["solver"]
     gap = f"{solver['gap']:.2g}" if solver["gap"] is not None else "n/a"
     stdout.print(f"HiGHS {solver['termination']} (gap {gap}) in {solver['milp_runtime_s']:.2f} s;"
