@@ -66,8 +66,38 @@ def test_moe_flops_count_only_active_experts():
 def test_flops_per_token_match_published_figures(workload, seq, published, rel):
     from solver.loading import load_workload
 
-    wl = load_workload(workload).model_copy(update={"seq_len": seq})
+    # the published figures are the main model's: without DeepSeek-V3's MTP module
+    wl = load_workload(workload).model_copy(update={"seq_len": seq, "mtp_layers": 0})
     assert arch_of(wl).causal_flops_per_token == pytest.approx(published, rel=rel)
+
+
+def test_deepseek_v3_mtp_module_by_hand():
+    """The shipped DeepSeek-V3 carries its one MTP module (mtp_layers = 1, DeepSeek-V3
+    report Sec. 2.2): one more MoE layer (MLA + 1 shared and 8 of 256 routed experts +
+    router) after a 2h -> h projection, and a second pass through the 129,280 x 7168
+    output layer. Per token, forward: 2 x (187.0M MLA + 9 x 44.0M experts + 7168 x 256
+    router + 2 x 7168^2 + 129,280 x 7168) plus its causal attention core; x3 for the
+    step = 10.2 GFLOP, what Megatron-Bridge's DeepSeek-V3 table counts (259.9 = 250.4 +
+    10.2, tests/test_perf_calibration.py). Parameters: +11.6B (671B -> 682.6B; the
+    released checkpoint's 685B also stores the shared embedding and output head again,
+    2 x 0.93B)."""
+    from solver.loading import load_workload
+
+    wl = load_workload("deepseek-v3")
+    assert wl.mtp_layers == 1
+    h, v = 7168, 129280
+    mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h
+    expert = 3 * h * 2048
+    core = 2 * 128 * (192 + 128) * 4096 / 2          # causal: half the s x s blocks
+    forward = 2 * (mla + 9 * expert + h * 256 + 2 * h * h + v * h) + core
+    main = arch_of(wl.model_copy(update={"mtp_layers": 0}))
+    with_mtp = arch_of(wl)
+    assert with_mtp.causal_flops_per_token - main.causal_flops_per_token == \
+        pytest.approx(3 * forward, rel=1e-9)
+    assert 3 * forward == pytest.approx(10.2e9, rel=0.01)
+    assert with_mtp.params_total - main.params_total == \
+        pytest.approx(mla + 257 * expert + h * 256 + 2 * h * h, rel=1e-9)
+    assert with_mtp.params_total + 2 * v * h == pytest.approx(685e9, rel=0.005)
 
 
 def test_gpt3_flops_match_mlperf_convention():
@@ -82,7 +112,7 @@ def test_mla_and_dense_layers_reproduce_deepseek_v3_parameters():
     from models.perf.flops import attention_shape
     from solver.loading import load_workload
 
-    wl = load_workload("deepseek-v3")
+    wl = load_workload("deepseek-v3").model_copy(update={"mtp_layers": 0})
     mla = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
     assert attention_shape(wl)[0] == mla
     a = arch_of(wl)

@@ -115,6 +115,17 @@ TFLOP/s forward and ~450-550 backward on H100 (Shah et al. 2024, arXiv 2407.0860
 unit) bound at a similar fraction; Blackwell Ultra doubles the exponent throughput
 (10.7 vs 5 TeraExp/s, https://verda.com/blog/gb300-nvl72-architecture) -> 0.6; CDNA3
 (MI300X): ~0.35. Sourced estimates, not fitted."""
+UNFUSED_SCORE_BYTES_FORWARD = 13.0
+UNFUSED_SCORE_BYTES = 30.0
+"""HBM bytes per attention-score element per layer of unfused (2021 Megatron) attention,
+16-bit scores: forward 13 (QK^T writes 2; the fused scale-mask-softmax reads 2, writes 2;
+dropout reads 2, writes 2 and a 1-byte mask; AV reads 2), backward 17 (dP written 2;
+dropout backward reads 2 + mask 1, writes 2; softmax backward reads 2 + probabilities
+2, writes 2; dS and the dropped probabilities read 2 + 2 by the next GEMMs): 30 per
+step, 43 when the core is recomputed (selective or full). A count of the kernels of
+Megatron-LM 2021 (megatron/model/fused_softmax.py, transformer.py), not fitted. It is
+why small-hidden models ran far below their GEMM rate then: s*heads score elements per
+token and layer against ~24*h^2 GEMM FLOPs."""
 SELECTIVE_ELEMENTWISE_FACTOR = 1.2
 """Memory-bound work with Megatron-Core's module recompute (layer norms, activation
 functions re-run in the backward) relative to none (clusterplan estimate)."""
@@ -222,7 +233,10 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         t_core = f_core / (peak_bf16 * ATTENTION_EFFICIENCY.get(system.generation, 0.5))
     else:
         f_core = per_gpu * arch.fwd_attn_core * np.where(rc == RC_NONE, 3.0, 4.0)
-        t_core = f_core / (peak_bf16 * eff)
+        score_bytes = UNFUSED_SCORE_BYTES + np.where(rc == RC_NONE, 0.0,
+                                                     UNFUSED_SCORE_BYTES_FORWARD)
+        t_core = (f_core / (peak_bf16 * eff) + per_gpu * arch.attn_scores
+                  * score_bytes / (system.hbm_tbps * 1e12 * HBM_EFFICIENCY))
     hbm = system.hbm_tbps * 1e12 * HBM_EFFICIENCY
     moe_stage = layers_stage * arch.moe_layers / arch.layers
     rerun = np.where(full, 1.3, np.where((rc == RC_NONE) | (not fused), 1.0,
