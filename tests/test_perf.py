@@ -133,6 +133,33 @@ def test_sliding_window_counts_only_the_window():
     assert w.causal_attn_fraction == pytest.approx(executed / (2 * 4096 + 2 * 128))
 
 
+def test_unfused_attention_moves_its_scores_through_hbm(monkeypatch):
+    """megatron-2021 (unfused attention): every score element of every head costs
+    UNFUSED_SCORE_BYTES of HBM traffic per step, +UNFUSED_SCORE_BYTES_FORWARD when the
+    core is recomputed. GPT 1.7B-like (24 layers, h 2304, 18 heads, s 2048) at tp1 on
+    an A100, 4 micro-batches of 1: 4 x 2048 tokens x 18 x 2048 scores x 24 layers x
+    (30 | 43) B over 0.8 x 2.039 TB/s of compute time, and nothing else moves."""
+    import models.perf.timing as timing
+    from models.perf.calibration import profile_of
+    from models.perf.memory import RC_NONE, RC_SELECTIVE
+
+    arch = arch_of(gpt(layers=24, hidden=2304, heads=18, seq=2048, batch=4))
+
+    def compute(rc):
+        return float(timing.step_components(
+            arch, A100, IB, 1, 1, 1, 1, 1, 1, 1, rc, 0.6, 100.0,
+            profile=profile_of("megatron-2021"))["compute"])
+
+    with_scores = {rc: compute(rc) for rc in (RC_NONE, RC_SELECTIVE)}
+    monkeypatch.setattr(timing, "UNFUSED_SCORE_BYTES", 0.0)
+    monkeypatch.setattr(timing, "UNFUSED_SCORE_BYTES_FORWARD", 0.0)
+    scores = 4 * 2048 * 18 * 2048 * 24
+    hbm = 0.8 * 2.039e12
+    for rc, nbytes in ((RC_NONE, 30.0), (RC_SELECTIVE, 43.0)):
+        assert with_scores[rc] - compute(rc) == pytest.approx(scores * nbytes / hbm,
+                                                              rel=1e-9)
+
+
 def test_memory_matches_hand_computation():
     """GPT-3 175B, tp8 pp8 dp16, mb1, vpp3, selective: Korthikanti's 34*s*b*h*L/t per
     in-flight factor (1 + (p-1)/(p*v)), 18 B/param with a 12 B optimizer share / dp
