@@ -11,7 +11,10 @@ searched under the default tuned-2025 profile unless said):
   them (Sec. 3.3.1).
 - MegaScale, GPT-3 175B on 12,288 GPUs, batch 6,144, 55.2% MFU (Jiang et al., NSDI 2024,
   arXiv 2402.15627, Table 2; Ampere GPUs, taken as A100 80GB with 200 Gb/s per GPU;
-  degrees not stated: searched).
+  degrees not stated: searched). A loose check: MegaScale's model also changes the
+  architecture (parallel transformer blocks, sliding-window attention, LAMB), which the
+  GPT-3 175B workload here does not, and the GPU type, NIC rate and batch are as read
+  from the paper by the author of this test, to be re-checked against its Table 2.
 - DeepSeek-V3 on 2,048 H800, FP8 (arXiv 2412.19437, Sec. 1 and 3.1-3.2: 180K H800 GPU
   hours per trillion tokens = 3.7 days on 2,048 GPUs, i.e. 1,543 tokens/s per GPU, wall
   clock; pp16, ep64 over 8 nodes, ZeRO-1, no tp; H800 = H100 with 400 GB/s NVLink;
