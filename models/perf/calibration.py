@@ -81,6 +81,10 @@ class Profile:
     dp_overlap: bool
     """Data-parallel gradient reduction overlapped with the backward pass (bucketed,
     Megatron-Core --overlap-grad-reduce); False = all-reduced after the last backward."""
+    balanced_pipeline: bool
+    """Pipeline layouts that give the last stage fewer layers for the output layer and
+    MTP modules (Megatron-Core --pipeline-model-parallel-layout / account-for-loss);
+    False = even layer split with the output on top (timing.paced_stage)."""
     fitted_on: str
 
     def weight_bytes(self, precision: str) -> float:
@@ -94,28 +98,28 @@ PROFILES: dict[str, Profile] = {
     "megatron-2021": Profile("megatron-2021", fused_attention=False, grad_bytes=4.0,
                              low_precision_params=False, sharding_choices=("optimizer",),
                              tp_exposed=0.75, dp_overlap=False,
-                             fitted_on="NAR21, KOR22"),
+                             balanced_pipeline=False, fitted_on="NAR21, KOR22"),
     "tuned-2025": Profile("tuned-2025", fused_attention=True, grad_bytes=2.0,
                           low_precision_params=True,
                           sharding_choices=("optimizer", "full"), tp_exposed=0.3,
-                          dp_overlap=True,
+                          dp_overlap=True, balanced_pipeline=True,
                           fitted_on="MCORE24, NEMO2407, MB2511, MB2602, MLPERF41, MLPERF50"),
 }
 DEFAULT_PROFILE = "tuned-2025"
 
 FITTED: dict[tuple[str, str], dict[str, float]] = {
     ("megatron-2021", "ampere"): {"gemm_max": 0.6562, "half_dim": 93.7081},
-    ("tuned-2025", "hopper"): {"gemm_max": 0.617, "half_dim": 128.0, "fp8": 1.0356,
-                               "moe_bytes": 106.2542, "expert_half_tokens": 0.0,
-                               "elementwise_bytes": 442.7414},
-    ("tuned-2025", "blackwell"): {"gemm_max": 0.5364, "half_dim": 128.0, "fp8": 1.0356,
-                                  "fp4": 0.6014, "moe_bytes": 106.2542,
-                                  "expert_half_tokens": 0.0,
-                                  "elementwise_bytes": 442.7414},
-    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.698, "half_dim": 128.0, "fp8": 1.0356,
-                                        "fp4": 0.6014, "moe_bytes": 106.2542,
-                                        "expert_half_tokens": 0.0,
-                                        "elementwise_bytes": 442.7414},
+    ("tuned-2025", "hopper"): {"gemm_max": 0.5996, "half_dim": 128.0, "fp8": 1.0107,
+                               "moe_bytes": 102.5664, "expert_half_tokens": 1481.0624,
+                               "elementwise_bytes": 399.2068},
+    ("tuned-2025", "blackwell"): {"gemm_max": 0.5201, "half_dim": 128.0, "fp8": 1.0107,
+                                  "fp4": 0.6011, "moe_bytes": 102.5664,
+                                  "expert_half_tokens": 1481.0624,
+                                  "elementwise_bytes": 399.2068},
+    ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.6567, "half_dim": 128.0, "fp8": 1.0107,
+                                        "fp4": 0.6011, "moe_bytes": 102.5664,
+                                        "expert_half_tokens": 1481.0624,
+                                        "elementwise_bytes": 399.2068},
 }
 """Efficiency parameters per (profile, generation), from `fit_profile` on
 shared/reference/calibration_runs.csv (tests/test_perf_calibration.py re-runs the fit,
