@@ -571,3 +571,49 @@ def test_design_throughput_at_a_quantile():
     assert low.details["predicted_tokens_per_s"] == pytest.approx(point.tokens_per_s)
     lo, hi = point.details["tokens_per_s_band"]
     assert lo < point.tokens_per_s < hi and point.details["profile"] == "tuned-2025"
+
+
+def test_balanced_pipeline_paces_the_busier_gpu_by_hand():
+    """DeepSeek-V3's 61 layers at pp 16 (Megatron-Core's layout: 4 layers on 15 stages,
+    1 layer + MTP + loss on the last). Unbalanced: ceil(61/16) = 4 layers and the output
+    on top. Balanced: the last GPU holds 61 - 15*4 = 1 layer + the output, and paces
+    only if 1*t_layer + t_output >= 4*t_layer. Interleaved unbalanced: ceil(94/24)*3."""
+    from models.perf.timing import paced_stage
+    one = np.array([1.0])
+    assert paced_stage(61, 16, 1, one, 2.0 * one, balanced=False) == (4.0, 1.0)
+    assert paced_stage(61, 16, 1, one, 3.5 * one, balanced=True) == (1.0, 1.0)
+    assert paced_stage(61, 16, 1, one, 2.5 * one, balanced=True) == (4.0, 0.0)
+    assert paced_stage(94, 8, 3, one, one, balanced=False)[0] == 12.0
+    assert paced_stage(94, 8, 3, one, one, balanced=True) == (12.0, 0.0)   # 10 + 1 < 12
+    assert paced_stage(48, 1, 1, one, 0.1 * one, balanced=True) == (48.0, 1.0)
+
+
+def test_balanced_pipeline_is_never_slower_than_the_even_split():
+    """The same grid under tuned-2025 with and without the balanced layout: the balanced
+    step is never longer (its paced GPU holds at most the even split's layers and at
+    most its output), and strictly shorter at pp 16 (DeepSeek-V3's output layer and MTP
+    module are ~4 layers' worth of GEMMs on a stage of 4)."""
+    import dataclasses
+
+    from models.perf.calibration import efficiency_for, profile_of
+    from models.perf.search import candidate_grid
+    from models.perf.timing import step_components
+    from solver.loading import load_catalog, load_workload
+
+    arch = arch_of(load_workload("deepseek-v3"))
+    gpu = load_catalog().gpu["h100-sxm"]
+    grid = candidate_grid(arch, gpu, 2048, {"ep": 64, "etp": 1, "tp": 1})
+    e = efficiency_for(gpu.generation, arch.precision)
+    balanced = profile_of(None)
+    steps = {}
+    for name, prof in (("balanced", balanced),
+                       ("even", dataclasses.replace(balanced, balanced_pipeline=False))):
+        steps[name] = step_components(
+            arch, gpu, NetworkSpec(400.0), grid["tp"], grid["pp"], grid["dp"], grid["cp"],
+            grid["ep"], grid["vpp"], grid["mb"], grid["rc"], e.gemm_max, e.half_dim,
+            e.precision_factor, etp=grid["etp"], sh=grid["sh"], profile=prof,
+            moe_bytes=e.moe_bytes, expert_half_tokens=e.expert_half_tokens,
+            elementwise_bytes=e.elementwise_bytes)["step"]
+    assert np.all(steps["balanced"] <= steps["even"] * (1 + 1e-12))
+    pp16 = grid["pp"] == 16
+    assert pp16.any() and np.all(steps["balanced"][pp16] < steps["even"][pp16])
