@@ -9,9 +9,12 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
   t_gemm = F_gemm / (peak_prec * eff * f_prec), eff = gemm_max * n / (n + half_dim),
       n = hidden / tp (the sharded GEMM dimension: narrow shards run tensor cores less
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
-      recomputation: the stage's layers (pp splits them evenly) and, on the last stage,
-      the whole output layer (2*V*h per token) and any multi-token-prediction
-      modules, which pace the pipeline. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
+      recomputation: the stage's layers and, on the last stage, the whole output layer
+      (2*V*h per token) and any multi-token-prediction modules (paced_stage: the 2021
+      stack splits the layers evenly, the output on top of the last stage's share; tuned
+      stacks balance the last stage as Megatron-Core's pipeline layouts do, the slower
+      of a plain and the last GPU pacing). Routed-expert GEMMs use n = expert_ffn / etp,
+      are slowed by
       t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
       micro-batch = ep * etp/tp * b*s/cp * top_k/experts: small grouped GEMMs) and
       wait for the busiest rank (x routing_imbalance);
@@ -215,7 +218,7 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     tokens_mb = mb * s
     shard = tp * cp * pp
     # every term below is per layer of the GPU that paces the pipeline (paced_stage)
-    per_gpu = tokens_mb / (arch.layers * tp * cp)    # token-layers of work per GPU
+    per_gpu = tokens_mb / (arch.layers * tp * cp)    # tokens x (one layer / L) per GPU
     full = rc == RC_FULL
     rc_gemm = np.where(full, f_layers, 0.0)
     f_gemm = per_gpu * (3.0 * f_layers + rc_gemm)
