@@ -329,7 +329,7 @@ def cv_errors(runs):
     return leave_one_source_out(runs)
 
 
-LOSO_MAPE = {"ampere": 0.087, "hopper": 0.101, "blackwell": 0.162, "blackwell-ultra": 0.063}
+LOSO_MAPE = {"ampere": 0.087, "hopper": 0.101, "blackwell": 0.170, "blackwell-ultra": 0.064}
 """Leave-one-source-out MAPE per GPU generation as measured (the test fails if it gets
 worse). The target is <= 10% for every generation with >= 5 rows. Met by Ampere and by
 Blackwell Ultra (4 rows), and by the dense rows of Hopper (7.0% on 27) and Blackwell
@@ -343,14 +343,16 @@ Blackwell Ultra (4 rows), and by the dense rows of Hopper (7.0% on 27) and Black
 - hopper 10.1% (10.9% before the balanced pipeline layout, 2026-12-01): its 3 MoE rows
   miss by 38% on average (were 44%), one of them (MB2511-QWEN3-30B-A3B-H100-16,
   OUTLIERS) by +107% held out; the dense rows 7.0% (were 7.2%);
-- blackwell 16.2% (was 16.5%): its 5 MoE rows miss by 29% (were 31%; Qwen3 and
-  GPT-OSS held out with MB2511 are predicted from the two DeepSeek-V3 rows' MoE overhead
-  alone, and the reverse; the same Qwen3-235B on B200 at ep8 and GB200 at ep32 moves
-  50% per GPU in opposite directions from the model, see OUTLIERS); its dense rows
-  8.4% (were 7.5%). With the last pipeline stage balanced (timing.paced_stage) the
-  grouped-GEMM half-point fits to 1,481 tokens per local expert and micro-batch (it
-  went to 0 before, when the unbalanced last stage of the pp16 DeepSeek-V3 rows hid it);
-- blackwell-ultra 6.3% (was 8.1%)."""
+- blackwell 17.0% (16.2% with the grouped-GEMM half-point fitted, 16.5% before the
+  balanced layout): its 5 MoE rows miss by 31% (Qwen3 and GPT-OSS held out with MB2511
+  are predicted from the two DeepSeek-V3 rows' MoE overhead alone, and the reverse; the
+  same Qwen3-235B on B200 at ep8 and GB200 at ep32 moves 65% and -12% from the model,
+  see OUTLIERS); its dense rows 8.4%. expert_half_tokens is held at calibration.PRIOR's
+  256 (2026-12-01): fitted, it went 1,460 -> 0 -> 1,481 over three refits, moved the
+  default answer by itself and bought these 0.8 points only, through the two slow B200
+  MoE rows;
+- blackwell-ultra 6.4% (6.3% with the half-point fitted, 8.1% before the balanced
+  layout)."""
 MOE_LOSO_EXCESS = ("hopper", "blackwell")
 """Generations above 10% only through their MoE rows: their dense rows must be within."""
 

@@ -15,7 +15,7 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       stacks balance the last stage as Megatron-Core's pipeline layouts do, the slower
       of a plain and the last GPU pacing). Routed-expert GEMMs use n = expert_ffn / etp,
       are slowed by
-      t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
+      t/(t + expert_half_tokens) (calibration.PRIOR, 256; t = tokens per local expert and
       micro-batch = ep * etp/tp * b*s/cp * top_k/experts: small grouped GEMMs) and
       wait for the busiest rank (x routing_imbalance);
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
