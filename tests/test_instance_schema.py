@@ -34,6 +34,11 @@ def test_every_shipped_instance_is_valid():
         assert load_instance(path).name
 
 
+def _deepseek() -> dict:
+    return tomllib.loads((INSTANCES_DIR / "workloads" / "deepseek-v3.toml").read_text())[
+        "workload"]
+
+
 @pytest.mark.parametrize("mutate, field", [
     (lambda d: d["limits"].update(it_power_mw="lots"), "limits.it_power_mw"),
     (lambda d: d["limits"].update(colour="blue"), "limits.colour"),
@@ -48,6 +53,11 @@ def test_every_shipped_instance_is_valid():
     (lambda d: d.update(catalog={"widget": {}}), "catalog.widget"),
     (lambda d: d["site"]["buildings"].append({"name": "hall-a", "it_power_mw": 1.0}),
      "duplicate building"),
+    (lambda d: d.update(workload={**_deepseek(), "mtp_layers": -1}), "workload.mtp_layers"),
+    (lambda d: d.update(workload={**_deepseek(), "mtp_layers": "one"}),
+     "workload.mtp_layers"),
+    (lambda d: d.update(workload={**_deepseek(), "mtp_layers": 62}),
+     "mtp_layers 62 exceeds layers 61"),
 ])
 def test_bad_input_names_the_field(mutate, field):
     doc = base()
@@ -100,6 +110,18 @@ def test_cli_invalid_instance_exit_3_names_field(tmp_path):
     result = runner.invoke(app, ["solve", str(write(tmp_path, "bad.toml", text)), "--json"])
     assert result.exit_code == 3
     assert "limits.it_power_mw" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cli_invalid_workload_field_exit_3(tmp_path):
+    """A workload file with a bad optional field: exit 3 naming it, no traceback."""
+    text = (INSTANCES_DIR / "workloads" / "deepseek-v3.toml").read_text().replace(
+        "mtp_layers = 1", "mtp_layers = -2")
+    path = write(tmp_path, "wl.toml", text)
+    result = runner.invoke(app, ["perf", "--workload", str(path), "--gpu", "h100-sxm",
+                                 "--gpus", "2048", "--json"])
+    assert result.exit_code == 3, result.output
+    assert "mtp_layers" in result.output
     assert "Traceback" not in result.output
 
 

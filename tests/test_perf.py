@@ -66,8 +66,38 @@ def test_moe_flops_count_only_active_experts():
 def test_flops_per_token_match_published_figures(workload, seq, published, rel):
     from solver.loading import load_workload
 
-    wl = load_workload(workload).model_copy(update={"seq_len": seq})
+    # the published figures are the main model's: without DeepSeek-V3's MTP module
+    wl = load_workload(workload).model_copy(update={"seq_len": seq, "mtp_layers": 0})
     assert arch_of(wl).causal_flops_per_token == pytest.approx(published, rel=rel)
+
+
+def test_deepseek_v3_mtp_module_by_hand():
+    """The shipped DeepSeek-V3 carries its one MTP module (mtp_layers = 1, DeepSeek-V3
+    report Sec. 2.2): one more MoE layer (MLA + 1 shared and 8 of 256 routed experts +
+    router) after a 2h -> h projection, and a second pass through the 129,280 x 7168
+    output layer. Per token, forward: 2 x (187.0M MLA + 9 x 44.0M experts + 7168 x 256
+    router + 2 x 7168^2 + 129,280 x 7168) plus its causal attention core; x3 for the
+    step = 10.2 GFLOP, what Megatron-Bridge's DeepSeek-V3 table counts (259.9 = 250.4 +
+    10.2, tests/test_perf_calibration.py). Parameters: +11.6B (671B -> 682.6B; the
+    released checkpoint's 685B also stores the shared embedding and output head again,
+    2 x 0.93B)."""
+    from solver.loading import load_workload
+
+    wl = load_workload("deepseek-v3")
+    assert wl.mtp_layers == 1
+    h, v = 7168, 129280
+    mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h
+    expert = 3 * h * 2048
+    core = 2 * 128 * (192 + 128) * 4096 / 2          # causal: half the s x s blocks
+    forward = 2 * (mla + 9 * expert + h * 256 + 2 * h * h + v * h) + core
+    main = arch_of(wl.model_copy(update={"mtp_layers": 0}))
+    with_mtp = arch_of(wl)
+    assert with_mtp.causal_flops_per_token - main.causal_flops_per_token == \
+        pytest.approx(3 * forward, rel=1e-9)
+    assert 3 * forward == pytest.approx(10.2e9, rel=0.01)
+    assert with_mtp.params_total - main.params_total == \
+        pytest.approx(mla + 257 * expert + h * 256 + 2 * h * h, rel=1e-9)
+    assert with_mtp.params_total + 2 * v * h == pytest.approx(685e9, rel=0.005)
 
 
 def test_gpt3_flops_match_mlperf_convention():
@@ -82,7 +112,7 @@ def test_mla_and_dense_layers_reproduce_deepseek_v3_parameters():
     from models.perf.flops import attention_shape
     from solver.loading import load_workload
 
-    wl = load_workload("deepseek-v3")
+    wl = load_workload("deepseek-v3").model_copy(update={"mtp_layers": 0})
     mla = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
     assert attention_shape(wl)[0] == mla
     a = arch_of(wl)
@@ -101,6 +131,33 @@ def test_sliding_window_counts_only_the_window():
     assert w.fwd_attn_core == pytest.approx(a.fwd_attn_core * (2 * 4096 + 2 * 128) / (4 * 4096))
     executed = 2 * (4096 - 4096 / 2) + 2 * (128 - 128 * 128 / (2 * 4096))
     assert w.causal_attn_fraction == pytest.approx(executed / (2 * 4096 + 2 * 128))
+
+
+def test_unfused_attention_moves_its_scores_through_hbm(monkeypatch):
+    """megatron-2021 (unfused attention): every score element of every head costs
+    UNFUSED_SCORE_BYTES of HBM traffic per step, +UNFUSED_SCORE_BYTES_FORWARD when the
+    core is recomputed. GPT 1.7B-like (24 layers, h 2304, 18 heads, s 2048) at tp1 on
+    an A100, 4 micro-batches of 1: 4 x 2048 tokens x 18 x 2048 scores x 24 layers x
+    (30 | 43) B over 0.8 x 2.039 TB/s of compute time, and nothing else moves."""
+    import models.perf.timing as timing
+    from models.perf.calibration import profile_of
+    from models.perf.memory import RC_NONE, RC_SELECTIVE
+
+    arch = arch_of(gpt(layers=24, hidden=2304, heads=18, seq=2048, batch=4))
+
+    def compute(rc):
+        return float(timing.step_components(
+            arch, A100, IB, 1, 1, 1, 1, 1, 1, 1, rc, 0.6, 100.0,
+            profile=profile_of("megatron-2021"))["compute"])
+
+    with_scores = {rc: compute(rc) for rc in (RC_NONE, RC_SELECTIVE)}
+    monkeypatch.setattr(timing, "UNFUSED_SCORE_BYTES", 0.0)
+    monkeypatch.setattr(timing, "UNFUSED_SCORE_BYTES_FORWARD", 0.0)
+    scores = 4 * 2048 * 18 * 2048 * 24
+    hbm = 0.8 * 2.039e12
+    for rc, nbytes in ((RC_NONE, 30.0), (RC_SELECTIVE, 43.0)):
+        assert with_scores[rc] - compute(rc) == pytest.approx(scores * nbytes / hbm,
+                                                              rel=1e-9)
 
 
 def test_memory_matches_hand_computation():
@@ -514,3 +571,49 @@ def test_design_throughput_at_a_quantile():
     assert low.details["predicted_tokens_per_s"] == pytest.approx(point.tokens_per_s)
     lo, hi = point.details["tokens_per_s_band"]
     assert lo < point.tokens_per_s < hi and point.details["profile"] == "tuned-2025"
+
+
+def test_balanced_pipeline_paces_the_busier_gpu_by_hand():
+    """DeepSeek-V3's 61 layers at pp 16 (Megatron-Core's layout: 4 layers on 15 stages,
+    1 layer + MTP + loss on the last). Unbalanced: ceil(61/16) = 4 layers and the output
+    on top. Balanced: the last GPU holds 61 - 15*4 = 1 layer + the output, and paces
+    only if 1*t_layer + t_output >= 4*t_layer. Interleaved unbalanced: ceil(94/24)*3."""
+    from models.perf.timing import paced_stage
+    one = np.array([1.0])
+    assert paced_stage(61, 16, 1, one, 2.0 * one, balanced=False) == (4.0, 1.0)
+    assert paced_stage(61, 16, 1, one, 3.5 * one, balanced=True) == (1.0, 1.0)
+    assert paced_stage(61, 16, 1, one, 2.5 * one, balanced=True) == (4.0, 0.0)
+    assert paced_stage(94, 8, 3, one, one, balanced=False)[0] == 12.0
+    assert paced_stage(94, 8, 3, one, one, balanced=True) == (12.0, 0.0)   # 10 + 1 < 12
+    assert paced_stage(48, 1, 1, one, 0.1 * one, balanced=True) == (48.0, 1.0)
+
+
+def test_balanced_pipeline_is_never_slower_than_the_even_split():
+    """The same grid under tuned-2025 with and without the balanced layout: the balanced
+    step is never longer (its paced GPU holds at most the even split's layers and at
+    most its output), and strictly shorter at pp 16 (DeepSeek-V3's output layer and MTP
+    module are ~4 layers' worth of GEMMs on a stage of 4)."""
+    import dataclasses
+
+    from models.perf.calibration import efficiency_for, profile_of
+    from models.perf.search import candidate_grid
+    from models.perf.timing import step_components
+    from solver.loading import load_catalog, load_workload
+
+    arch = arch_of(load_workload("deepseek-v3"))
+    gpu = load_catalog().gpu["h100-sxm"]
+    grid = candidate_grid(arch, gpu, 2048, {"ep": 64, "etp": 1, "tp": 1})
+    e = efficiency_for(gpu.generation, arch.precision)
+    balanced = profile_of(None)
+    steps = {}
+    for name, prof in (("balanced", balanced),
+                       ("even", dataclasses.replace(balanced, balanced_pipeline=False))):
+        steps[name] = step_components(
+            arch, gpu, NetworkSpec(400.0), grid["tp"], grid["pp"], grid["dp"], grid["cp"],
+            grid["ep"], grid["vpp"], grid["mb"], grid["rc"], e.gemm_max, e.half_dim,
+            e.precision_factor, etp=grid["etp"], sh=grid["sh"], profile=prof,
+            moe_bytes=e.moe_bytes, expert_half_tokens=e.expert_half_tokens,
+            elementwise_bytes=e.elementwise_bytes)["step"]
+    assert np.all(steps["balanced"] <= steps["even"] * (1 + 1e-12))
+    pp16 = grid["pp"] == 16
+    assert pp16.any() and np.all(steps["balanced"][pp16] < steps["even"][pp16])

@@ -66,6 +66,9 @@ class Arch:
     up-projection is recomputed (None = kv_ratio, no latent)."""
     mtp_layers: int = 0
     """Multi-token-prediction modules (DeepSeek-V3: 1), on the last stage."""
+    attn_scores: float = 0.0
+    """Attention-score elements per token, whole model: heads x the counted span, summed
+    over layers (what an unfused kernel writes to HBM as an s x s matrix per head)."""
 
     @property
     def is_moe(self) -> bool:
@@ -189,4 +192,5 @@ def arch_of(wl: WorkloadLike) -> Arch:
                 params_expert=float(params_expert),
                 params_embedding=params_embedding, attn_width=wl.heads * d_v,
                 causal_attn_fraction=executed / counted, routing_imbalance=float(imbalance),
-                kv_latent_ratio=kv_latent / (2.0 * h), mtp_layers=mtp)
+                kv_latent_ratio=kv_latent / (2.0 * h), mtp_layers=mtp,
+                attn_scores=float(wl.heads * counted))

@@ -9,17 +9,21 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
   t_gemm = F_gemm / (peak_prec * eff * f_prec), eff = gemm_max * n / (n + half_dim),
       n = hidden / tp (the sharded GEMM dimension: narrow shards run tensor cores less
       efficiently); f_prec the precision's factor (1 at BF16). F counts model FLOPs plus
-      recomputation: the stage's layers (pp splits them evenly) and, on the last stage,
-      the whole output layer (2*V*h per token) and any multi-token-prediction
-      modules, which pace the pipeline. Routed-expert GEMMs use n = expert_ffn / etp, are slowed by
-      t/(t + expert_half_tokens) (fitted; t = tokens per local expert and
+      recomputation: the stage's layers and, on the last stage, the whole output layer
+      (2*V*h per token) and any multi-token-prediction modules (paced_stage: the 2021
+      stack splits the layers evenly, the output on top of the last stage's share; tuned
+      stacks balance the last stage as Megatron-Core's pipeline layouts do, the slower
+      of a plain and the last GPU pacing). Routed-expert GEMMs use n = expert_ffn / etp,
+      are slowed by
+      t/(t + expert_half_tokens) (calibration.PRIOR, 256; t = tokens per local expert and
       micro-batch = ep * etp/tp * b*s/cp * top_k/experts: small grouped GEMMs) and
       wait for the busiest rank (x routing_imbalance);
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
       (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
       that recomputes the scores (3.5x the forward instead of 3x), in BF16 at
       ATTENTION_EFFICIENCY of the BF16 peak. Unfused (2021): all counted FLOPs at the
-      GEMM efficiency;
+      GEMM efficiency, plus the s x s scores of every head through HBM (softmax, dropout:
+      UNFUSED_SCORE_BYTES per element);
   t_hbm  = memory-bound kernels at HBM bandwidth: elementwise_bytes * h per token and
       layer (sequence-parallel shard; fitted for tuned-2025, else
       ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN), plus the MoE layers' routing work,
@@ -115,6 +119,17 @@ TFLOP/s forward and ~450-550 backward on H100 (Shah et al. 2024, arXiv 2407.0860
 unit) bound at a similar fraction; Blackwell Ultra doubles the exponent throughput
 (10.7 vs 5 TeraExp/s, https://verda.com/blog/gb300-nvl72-architecture) -> 0.6; CDNA3
 (MI300X): ~0.35. Sourced estimates, not fitted."""
+UNFUSED_SCORE_BYTES_FORWARD = 13.0
+UNFUSED_SCORE_BYTES = 30.0
+"""HBM bytes per attention-score element per layer of unfused (2021 Megatron) attention,
+16-bit scores: forward 13 (QK^T writes 2; the fused scale-mask-softmax reads 2, writes 2;
+dropout reads 2, writes 2 and a 1-byte mask; AV reads 2), backward 17 (dP written 2;
+dropout backward reads 2 + mask 1, writes 2; softmax backward reads 2 + probabilities
+2, writes 2; dS and the dropped probabilities read 2 + 2 by the next GEMMs): 30 per
+step, 43 when the core is recomputed (selective or full). A count of the kernels of
+Megatron-LM 2021 (megatron/model/fused_softmax.py, transformer.py), not fitted. It is
+why small-hidden models ran far below their GEMM rate then: s*heads score elements per
+token and layer against ~24*h^2 GEMM FLOPs."""
 SELECTIVE_ELEMENTWISE_FACTOR = 1.2
 """Memory-bound work with Megatron-Core's module recompute (layer norms, activation
 functions re-run in the backward) relative to none (clusterplan estimate)."""
@@ -154,6 +169,22 @@ def all_to_all_off_domain(span, system: GpuSystemLike):
     return np.where(span <= domain, 1.0, 1.0 - domain / np.maximum(span, 1))
 
 
+def paced_stage(layers: int, pp, vpp, t_layer, t_output, balanced: bool):
+    """(layers, 1 if it also runs the output layer else 0) of the GPU that paces the
+    pipeline, from the time of one layer and of the output layer with the MTP modules
+    (per micro-batch). Unbalanced (Megatron 2021): ceil(L/(pp*vpp)) layers per virtual
+    stage everywhere, the output on top on the last stage. Balanced (Megatron-Core's
+    pipeline layouts, e.g. DeepSeek-V3 at pp 16: 4 layers on 15 stages, 1 layer + MTP +
+    loss on the last): n = ceil(L/pp) layers per GPU however its virtual stages split
+    them, the rest max(L - (pp-1)*n, 0) and the output on the last; the slower paces."""
+    if not balanced:
+        return np.ceil(layers / (pp * vpp)) * vpp, np.ones_like(t_layer)
+    n = np.ceil(layers / pp)
+    last = np.maximum(layers - (pp - 1) * n, 0.0)
+    last_paces = last * t_layer + t_output >= n * t_layer
+    return np.where(last_paces, last, n), np.where(last_paces, 1.0, 0.0)
+
+
 def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
     """(bytes per parameter per step, bytes per parameter per micro-batch) the data-
     parallel group moves, before the (n-1)/n ring factor."""
@@ -182,20 +213,15 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     h, s = arch.hidden, arch.seq_len
     per_rank = np.ceil(arch.global_batch / dp)
     m = np.ceil(per_rank / mb)
-    layers_stage = np.ceil(arch.layers / (pp * vpp)) * vpp
-    imbalance = layers_stage * pp / arch.layers
-    tokens_mb = mb * s
-    shard = tp * cp * pp
-    per_gpu = tokens_mb * imbalance / shard          # token-layers of work per GPU
-    full = rc == RC_FULL
-    # the output layer (2*V*h per token; and MTP modules) runs on the last stage, whole,
-    # beside that stage's layers (Megatron splits the layers evenly): with pp > 1 that
-    # stage paces the pipeline
     f_output = arch.fwd_last_stage
     f_layers = arch.fwd_gemm - f_output
+    tokens_mb = mb * s
+    shard = tp * cp * pp
+    # every term below is per layer of the GPU that paces the pipeline (paced_stage)
+    per_gpu = tokens_mb / (arch.layers * tp * cp)    # tokens x (one layer / L) per GPU
+    full = rc == RC_FULL
     rc_gemm = np.where(full, f_layers, 0.0)
-    f_gemm = (per_gpu * (3.0 * f_layers + rc_gemm)
-              + tokens_mb / (tp * cp) * 3.0 * f_output)
+    f_gemm = per_gpu * (3.0 * f_layers + rc_gemm)
     peak_gemm = peak_tflops(system, arch.precision) * 1e12
     peak_bf16 = system.bf16_tflops * 1e12
     precision_factor = low_precision_factor if arch.precision != "bf16" else 1.0
@@ -204,6 +230,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         return gemm_max * n / (n + half_dim)
 
     eff = efficiency(h / tp)
+    # the output layer (2*V*h per token; and MTP modules) runs whole on the last stage
+    t_output = tokens_mb / (tp * cp) * 3.0 * f_output / (peak_gemm * eff * precision_factor)
     # each GPU runs the routed copies of its own sequence-parallel share of the tokens
     # (b*s/(cp*tp)), whatever etp: an expert sharded etp ways sees the copies its etp
     # ranks received (all-gathered among them), so the tokens per local expert are
@@ -222,32 +250,41 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         t_core = f_core / (peak_bf16 * ATTENTION_EFFICIENCY.get(system.generation, 0.5))
     else:
         f_core = per_gpu * arch.fwd_attn_core * np.where(rc == RC_NONE, 3.0, 4.0)
-        t_core = f_core / (peak_bf16 * eff)
+        score_bytes = UNFUSED_SCORE_BYTES + np.where(rc == RC_NONE, 0.0,
+                                                     UNFUSED_SCORE_BYTES_FORWARD)
+        t_core = (f_core / (peak_bf16 * eff) + per_gpu * arch.attn_scores
+                  * score_bytes / (system.hbm_tbps * 1e12 * HBM_EFFICIENCY))
     hbm = system.hbm_tbps * 1e12 * HBM_EFFICIENCY
-    moe_stage = layers_stage * arch.moe_layers / arch.layers
+    moe_share = arch.moe_layers / arch.layers
     rerun = np.where(full, 1.3, np.where((rc == RC_NONE) | (not fused), 1.0,
                                          SELECTIVE_ELEMENTWISE_FACTOR))
     t_elementwise = (tokens_mb / (cp * tp) * rerun
-                     * (h * elementwise_bytes * layers_stage
-                        + moe_bytes * arch.top_k * moe_stage
+                     * (h * elementwise_bytes
+                        + moe_bytes * arch.top_k * moe_share
                         * (h + arch.expert_ffn / etp))) / hbm
-    t_compute = t_gemm + t_core + t_elementwise
 
     act_bytes = tokens_mb / cp * h * 2.0      # the micro-batch's hidden states on this CP rank
     n_coll = np.where(full, 12.0, 8.0)
-    tp_bytes = n_coll * (tp - 1) / tp * act_bytes * layers_stage
+    tp_bytes = n_coll * (tp - 1) / tp * act_bytes
     tp_exposed = TP_EXPOSED if profile is None else profile.tp_exposed
     t_tp = tp_exposed * _link_time(tp_bytes, tp, system, network)
 
     kv_bytes = 2.0 * arch.kv_ratio * act_bytes / tp
-    cp_bytes = 3.0 * (cp - 1) * kv_bytes * layers_stage
+    cp_bytes = 3.0 * (cp - 1) * kv_bytes
     t_cp = np.maximum(_link_time(cp_bytes, tp * cp, system, network) - t_core, 0.0)
 
-    ep_bytes = (4.0 * moe_stage * (tokens_mb / (cp * tp)) * arch.top_k * h * 2.0
+    ep_bytes = (4.0 * moe_share * (tokens_mb / (cp * tp)) * arch.top_k * h * 2.0
                 * (ep - 1) / ep)
     span_ep = etp * cp * ep
     t_ep = EP_EXPOSED * _link_time(ep_bytes * all_to_all_off_domain(span_ep, system), span_ep,
                                    system, network)
+
+    t_layer = t_gemm + t_core + t_elementwise + t_tp + t_cp + t_ep
+    layers_stage, output_share = paced_stage(arch.layers, pp, vpp, t_layer, t_output,
+                                             profile is not None and profile.balanced_pipeline)
+    t_compute = layers_stage * (t_gemm + t_core + t_elementwise) + output_share * t_output
+    t_tp, t_cp, t_ep = (layers_stage * t for t in (t_tp, t_cp, t_ep))
+    tp_bytes, cp_bytes, ep_bytes = (layers_stage * b for b in (tp_bytes, cp_bytes, ep_bytes))
 
     pp_bytes = np.where(pp > 1, 2.0 * vpp * act_bytes / tp, 0.0)
     t_pp = _link_time(pp_bytes, tp * cp * ep * pp, system, network)

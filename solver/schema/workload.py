@@ -63,6 +63,10 @@ class Workload(StrictModel):
     """Tokens a local-attention layer sees (None = every layer attends to the sequence)."""
     local_layers_per_global: PositiveInt = 1
     """With sliding_window: local layers per full-attention layer (GPT-OSS 1, Gemma 3 5)."""
+    mtp_layers: int = Field(default=0, ge=0)
+    """Multi-token-prediction modules (DeepSeek-V3: 1), each one more transformer layer
+    (an MoE layer in an MoE model) after a 2h -> h projection and a second pass through
+    the output layer, run on the last pipeline stage; at most `layers`."""
     profile: str | None = None
     """Software stack the run assumes (models.perf.calibration.PROFILES; None = the
     default tuned-2025)."""
@@ -81,6 +85,8 @@ class Workload(StrictModel):
         if self.moe is not None and self.moe.first_dense_layers >= self.layers:
             raise ValueError(f"moe.first_dense_layers {self.moe.first_dense_layers} leaves "
                              f"no MoE layer of {self.layers}")
+        if self.mtp_layers > self.layers:
+            raise ValueError(f"mtp_layers {self.mtp_layers} exceeds layers {self.layers}")
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(f"heads {self.heads} is not divisible by kv_heads {self.kv_heads}")
         return self
