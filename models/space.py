@@ -284,7 +284,8 @@ class SpaceLayout:
         """Switches in network racks (every tier-2 group's spines and every upper tier) at
         the conservative switch power, as placement counts them (models.placement.assemble)
         and the design MILP's block_power family [W]."""
-        spines = sum(block_structure(self.fabric, self.su_nodes, self.leaves_per_block)[2])
+        spines = (0 if self.fabric.pod_tiers == 1
+                  else sum(g.spines for g in leaf_groups(self.fabric)))  # block_structure's
         return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
     def block_slots_by_building(self) -> dict[str, int]:

@@ -12,6 +12,7 @@ Cold spares draw no power.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any
 
 from scipy.special import gammaincc
@@ -22,10 +23,13 @@ from models.power_cost import BomLine
 
 def poisson_stock(mu: float, fill: float) -> int:
     """Smallest s with P(Poisson(mu) <= s) >= fill; P(X <= s) = Q(s + 1, mu), the
-    regularised upper incomplete gamma function (stable for large mu)."""
+    regularised upper incomplete gamma function (stable for large mu). The search starts
+    at the Cornish-Fisher estimate ``mu + z sqrt(mu) + (z^2 - 1)/6`` (z the normal
+    quantile of ``fill``) and steps to the exact s, usually in one or two steps."""
     if mu <= 0:
         return 0
-    s = max(0, math.floor(mu - 10 * math.sqrt(mu)))
+    z = NormalDist().inv_cdf(min(max(fill, 1e-12), 1 - 1e-12))
+    s = max(0, math.floor(mu + z * math.sqrt(mu) + (z * z - 1) / 6))
     while s > 0 and gammaincc(s, mu) >= fill:  # P(X <= s - 1) already enough
         s -= 1
     while gammaincc(s + 1, mu) < fill:
