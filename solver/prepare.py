@@ -73,7 +73,8 @@ def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
 
 def facility_options(inst: Instance, gpu) -> tuple[list[tuple[str, str]], list[str]]:
     """(redundancy, cooling) options of a GPU system: the shortcut alone in 'per-mw'
-    mode; else every allowed level x every allowed technology that cools one node."""
+    mode; else every allowed level x every allowed technology that cools one node
+    (direct liquid only for liquid-cooled systems)."""
     fac = inst.catalog.facility
     if fac.facility_cost_mode == "per-mw":
         return [(SHORTCUT, SHORTCUT)], []
@@ -81,7 +82,10 @@ def facility_options(inst: Instance, gpu) -> tuple[list[tuple[str, str]], list[s
     node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w + nic_w
     cooling, notes = [], []
     for t in sorted(set(inst.choices.cooling)):
-        if rack_nodes(gpu, node_w, fac.cooling_max_rack_kw[t], hall_cooling(t) == "liquid"):
+        if hall_cooling(t) == "liquid" and not gpu.liquid_cooled:
+            notes.append(f"{gpu.id}: {t} cooling needs cold plates (an air-cooled system "
+                         f"sends its heat to the room air); skipped")
+        elif rack_nodes(gpu, node_w, fac.cooling_max_rack_kw[t], hall_cooling(t) == "liquid"):
             cooling.append(t)
         else:
             notes.append(f"{gpu.id}: {t} cooling ({hall_cooling(t)}, "

@@ -12,7 +12,13 @@ import pytest
 from models.facility import facility_cost, hall_cooling, pue
 from models.space import rack_nodes
 from solver import solve
-from solver.loading import instance_from_dict, load_catalog, read_document
+from solver.loading import (
+    DEFAULT_INSTANCE,
+    instance_from_dict,
+    load_catalog,
+    load_instance,
+    read_document,
+)
 from solver.prepare import enumerate_configs
 
 MIN_CAPEX = "instances/tiny/min-capex.toml"
@@ -91,9 +97,19 @@ def test_liquid_cooling_is_chosen_when_floor_space_binds():
 
 def test_rack_density_rules_out_air_for_nvl72():
     doc = read_document(Path("instances/gb200-campus.toml"))
+    del doc["catalog"]["facility"]  # the instance keeps the $/MW shortcut; parts here
     configs, notes = enumerate_configs(instance_from_dict(doc))
     assert {p.cooling for p in configs} == {"dlc"}
     assert any("air cooling (air, 42 kW per rack) cannot cool" in n for n in notes)
+
+
+def test_an_air_cooled_system_never_gets_direct_liquid_cooling():
+    """Direct liquid cooling needs cold plates: an air-cooled H100 system takes air or
+    rear doors only (its heat goes to the room air), with a note saying why."""
+    configs, notes = enumerate_configs(load_instance(DEFAULT_INSTANCE))
+    assert "dlc" not in {p.cooling for p in configs}
+    assert {p.cooling for p in configs} <= {"air", "rdhx"}
+    assert any("dlc cooling needs cold plates" in n for n in notes)
 
 
 def test_denser_cooling_is_chosen_when_the_halls_floor_binds():
@@ -119,3 +135,21 @@ def test_denser_cooling_is_chosen_when_the_halls_floor_binds():
     assert s["placement"]["status"] in ("optimal", "feasible")
     nodes_per_rack = {h["hall"]: h["nodes_per_rack"] for h in s["placement"]["halls"]}
     assert set(nodes_per_rack.values()) == {4}
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("cooling_max_rack_kw", {"air": 1e300, "rdhx": 75.0, "dlc": 140.0}),
+    ("dataset_bytes_per_token", 1e300),
+    ("staff_usd_per_mw_year", 1e308),
+    ("software_usd_per_gpu_year", 1e308),
+    ("shell_usd_per_m2", 1e300),
+])
+def test_huge_facility_figures_are_refused_naming_the_field(field, value):
+    """Figures whose products overflow (an OverflowError, or inf $/GPU-hour written as
+    non-JSON `Infinity`) are refused by the schema with the field's name."""
+    from solver.errors import InvalidInstance
+
+    doc = read_document(DEFAULT_INSTANCE)
+    doc.setdefault("catalog", {}).setdefault("facility", {})[field] = value
+    with pytest.raises(InvalidInstance, match=field):
+        instance_from_dict(doc)
