@@ -174,6 +174,12 @@ COOLING_TECHNOLOGIES: tuple[str, ...] = ("air", "rdhx", "dlc")
 """Air, rear-door heat exchanger, direct liquid cooling."""
 
 
+UsdPerMw = Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False, strict=True)]
+"""A facility part's cost per MW of critical IT [USD/MW]: bounded so sums stay finite."""
+RackKw = Annotated[float, Field(gt=0, le=2000, allow_inf_nan=False, strict=True)]
+"""Power one rack may take [kW]: up to 2 MW (today's densest racks plan ~0.6-1 MW)."""
+
+
 class Facility(SourcedItem):
     pue: Annotated[float, Field(ge=1, le=3, allow_inf_nan=False)]
     build_usd_per_mw: PositiveFloat
@@ -210,7 +216,8 @@ class Facility(SourcedItem):
     storage_appliance_rack_units: PositiveInt
     checkpoints_retained: PositiveInt
     """Checkpoints kept on the storage system (latest plus rollback points)."""
-    dataset_bytes_per_token: PositiveFloat
+    dataset_bytes_per_token: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False,
+                                                    strict=True)]
     """Stored bytes per training token (tokenised dataset) [B]."""
     control_plane_usd: NonNegativeFloat
     control_plane_w: NonNegativeFloat
@@ -230,20 +237,20 @@ class Facility(SourcedItem):
     """'parts': electrical chain by redundancy level, cooling by technology, shell and
     support space, PUE derived from them (models.facility); 'per-mw': the shortcut,
     build_usd_per_mw of critical IT and a fixed pue."""
-    electrical_usd_per_mw: dict[Redundancy, PositiveFloat]
+    electrical_usd_per_mw: dict[Redundancy, UsdPerMw]
     """Electrical chain (substation share, generators, UPS, switchgear, distribution) per
     MW of critical IT by redundancy level [USD/MW]."""
     site_availability: dict[Redundancy, Fraction]
     """Site availability of the power and cooling chain by redundancy level."""
     electrical_loss_fraction: dict[Redundancy, Fraction]
     """Electrical losses (UPS, transformers) as a fraction of critical IT by level."""
-    cooling_usd_per_mw: dict[Cooling, PositiveFloat]
+    cooling_usd_per_mw: dict[Cooling, UsdPerMw]
     """Cooling plant and distribution per MW of critical IT by technology [USD/MW]."""
-    cooling_max_rack_kw: dict[Cooling, PositiveFloat]
+    cooling_max_rack_kw: dict[Cooling, RackKw]
     """Most power one rack can take with the technology [kW]."""
     cooling_overhead_fraction: dict[Cooling, Fraction]
     """Cooling energy as a fraction of critical IT (mechanical PUE share)."""
-    shell_usd_per_m2: PositiveFloat
+    shell_usd_per_m2: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False, strict=True)]
     """Building shell, site work and fit-out per m2 of white and support space [USD/m2]."""
     white_space_m2_per_rack: PositiveFloat
     """White space one rack takes with its aisles [m2]."""
@@ -258,8 +265,10 @@ class Facility(SourcedItem):
     """Depreciation years of the facility (equipment: the TCO horizon, `years`)."""
     support_fraction_per_year: Fraction
     """Hardware support and maintenance per year, a fraction of equipment capex."""
-    software_usd_per_gpu_year: NonNegativeFloat
-    staff_usd_per_mw_year: NonNegativeFloat
+    software_usd_per_gpu_year: Annotated[float, Field(ge=0, le=1e7, allow_inf_nan=False,
+                                                      strict=True)]
+    staff_usd_per_mw_year: Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False,
+                                                  strict=True)]
     """Operations staff per MW of critical IT per year [USD]."""
     # --- cold-spare parts pool (models.spares_pool) ---
     spare_lead_time_days: PositiveFloat
