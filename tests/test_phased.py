@@ -302,7 +302,9 @@ def test_solve_writes_timeline_and_sweeps_vary_period_fields(cli, tmp_path):
     import pandas as pd
 
     table = pd.read_csv(tmp_path / "sweep" / "table.csv").sort_values("periods.1.budget_usd")
-    assert list(table["status"]) == ["optimal", "optimal"]
+    # solved in both: 'optimal' within --gap, else 'feasible' within the phased gap target
+    # (the MILP stops at SolveOptions.phased_gap, deterministically)
+    assert set(table["status"]) <= {"optimal", "feasible"}, table["status"]
     assert table["objective"].iloc[0] < table["objective"].iloc[1]
 
 
