@@ -283,9 +283,11 @@ class SpaceLayout:
     def network_power_w(self) -> float:
         """Switches in network racks (every tier-2 group's spines and every upper tier) at
         the conservative switch power, as placement counts them (models.placement.assemble)
-        and the design MILP's block_power family [W]."""
+        and the design MILP's block_power family [W]. The spines are the groups' of
+        :func:`block_structure`, summed without laying out the blocks (hot path: once per
+        candidate)."""
         spines = (0 if self.fabric.pod_tiers == 1
-                  else sum(g.spines for g in leaf_groups(self.fabric)))  # block_structure's
+                  else sum(g.spines for g in leaf_groups(self.fabric)))
         return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
     def block_slots_by_building(self) -> dict[str, int]:
