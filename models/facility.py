@@ -4,14 +4,20 @@ shell with support space, and the PUE they imply (facility_cost_mode = 'parts').
 For redundancy r and cooling t, a design of P_it W critical IT in R racks:
   electrical  E = e_r P_it / 1e6                     [USD]
   cooling     C = c_t P_it / 1e6                     [USD]
-  shell       S = s (1 + k) a R                      [USD]  (white space a m2 per rack,
-                                                             support space k per m2)
+  shell       S = s P_it / 1e6 + w a R               [USD]  (site, core shell and plant/
+                                                             support space per MW of IT;
+                                                             white space a m2 per rack
+                                                             fitted out at w USD/m2)
   PUE         = 1 + l_r + o_t + o_other             (electrical losses, cooling energy,
                                                      other loads, fractions of IT)
+The plant and support space (electrical rooms, cooling plant, loading, offices) is sized
+by the power it serves, not by the racks, so only the data hall's white space shrinks
+when denser cooling puts fewer racks on the floor.
 Cooling t also sets the rack power density: every hall position takes cooling_max_rack_kw_t
 (solver.prepare.cooled_halls), so the one space model (models.space) puts more nodes in a
 rack, and fewer racks on the floor, under denser cooling; R is its count.
-The 'per-mw' shortcut: build_usd_per_mw x P_it / 1e6 and the catalog's pue.
+The 'per-mw' shortcut: build_usd_per_mw x P_it / 1e6 and the catalog's pue, split into
+electrical, cooling and shell by the sourced shares build_shares (they sum to 1).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import Any
 
 SHORTCUT = "per-mw"
 """Redundancy and cooling label of a design costed by the $/MW shortcut."""
+BUILD_PARTS = ("electrical", "cooling", "shell")
+"""The facility's parts, in FacilityCost's order (the shortcut's build_shares keys)."""
 
 
 RACK_CATEGORIES = ("rack", "rack-support")
@@ -68,12 +76,15 @@ def facility_cost(fac: Any, redundancy: str, cooling: str, it_w: float,
                   racks: float) -> FacilityCost:
     """Electrical, cooling and shell cost and PUE of `it_w` W of critical IT in `racks`
     racks (module docstring)."""
-    if cooling == SHORTCUT:
-        return FacilityCost(SHORTCUT, SHORTCUT, fac.build_usd_per_mw * it_w / 1e6, 0.0, 0.0,
-                            fac.pue, None)
     mw = it_w / 1e6
+    if cooling == SHORTCUT:
+        build = fac.build_usd_per_mw * mw
+        return FacilityCost(SHORTCUT, SHORTCUT, *(build * fac.build_shares[part]
+                                                  for part in BUILD_PARTS),
+                            fac.pue, None)
     return FacilityCost(
         redundancy, cooling, fac.electrical_usd_per_mw[redundancy] * mw,
         fac.cooling_usd_per_mw[cooling] * mw,
-        fac.shell_usd_per_m2 * (1 + fac.support_space_ratio) * fac.white_space_m2_per_rack
-        * racks, pue(fac, redundancy, cooling), fac.site_availability[redundancy])
+        fac.shell_usd_per_mw * mw
+        + fac.white_space_usd_per_m2 * fac.white_space_m2_per_rack * racks,
+        pue(fac, redundancy, cooling), fac.site_availability[redundancy])

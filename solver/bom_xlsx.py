@@ -10,11 +10,12 @@ Facility (the facility figures the totals use, per-hall placed power) and Assump
 The formulas are models.power_cost's, written out in the sheet:
   equipment capex = SUMPRODUCT(quantity, unit price);  equipment W = SUMPRODUCT(quantity,
   unit W);  IT W = equipment W x (1 + non-server IT share);
-  facility electrical = IT MW x electrical $/MW (the redundancy level's; the $/MW build
-  figure in the 'per-mw' shortcut);  facility cooling = IT MW x cooling $/MW (the
-  technology's; 0 in the shortcut);  facility shell = racks (categories rack and
-  rack-support) x shell $ per rack (shell $/m2 x m2 per rack x (1 + support space); 0 in
-  the shortcut);  facility build = electrical + cooling + shell;
+  facility electrical = IT MW x electrical $/MW (the redundancy level's);  facility
+  cooling = IT MW x cooling $/MW (the technology's);  facility shell = IT MW x shell $/MW
+  (site, core and plant space) + racks (categories rack and rack-support) x white space $
+  per rack ($/m2 x m2 per rack); in the 'per-mw' shortcut each part's $/MW is the build
+  figure times its share and the white space per rack is 0;
+  facility build = electrical + cooling + shell;
   capex = equipment + facility build;  opex/yr = IT kW x PUE x 8760 h x $/kWh (the PUE
   the design's facility gives);  TCO = capex + years x opex.
 Generic over BOM rows and categories: any line the summary's ``bom`` lists is a row.
@@ -30,8 +31,8 @@ from models.power_cost import HOURS_PER_YEAR
 
 FACILITY_ROWS = ("non_server_it_fraction", "electrical USD per MW", "pue",
                  "electricity_usd_per_kwh", "years", "cooling USD per MW",
-                 "shell USD per rack")
-"""Facility figures the BOM sheet's totals refer to (Facility!B2:B8, in this order)."""
+                 "white space USD per rack", "shell USD per MW")
+"""Facility figures the BOM sheet's totals refer to (Facility!B2:B9, in this order)."""
 BOM_HEADER = ("item", "category", "quantity", "unit price USD", "cost USD", "unit power W",
               "power W", "price source")
 
@@ -77,7 +78,7 @@ def bom_workbook(summary: dict[str, Any], inputs, placement=None):
         ("TCO USD", f"=B{r + 4}+Facility!B6*B{r + 6}"),
         ("facility electrical USD", f"=B{r + 2}/1000000*Facility!B3"),
         ("facility cooling USD", f"=B{r + 2}/1000000*Facility!B7"),
-        ("facility shell USD", "=(" + "+".join(
+        ("facility shell USD", f"=B{r + 2}/1000000*Facility!B9+(" + "+".join(
             f'SUMIF(B2:B{last},"{c}",C2:C{last})' for c in RACK_CATEGORIES)
          + ")*Facility!B8"),
     ]
@@ -105,18 +106,19 @@ def _widths(sheet, widths) -> None:
 
 
 def _facility_sheet(sheet, summary: dict[str, Any], inputs, bold) -> None:
-    """B2:B8: the figures the BOM totals use (FACILITY_ROWS) for the design's redundancy
-    level and cooling technology (the $/MW and PUE shortcut in 'per-mw' mode); then
-    per-hall placed power."""
+    """B2:B9: the figures the BOM totals use (FACILITY_ROWS) for the design's redundancy
+    level and cooling technology (in 'per-mw' mode the $/MW build figure times each
+    part's share, and its PUE); then per-hall placed power."""
     fac = inputs.facility
     built = summary["design"].get("facility") or {}
     r, t = built.get("redundancy", SHORTCUT), built.get("cooling", SHORTCUT)
     sheet.append(("figure", "value", "source"))
     sheet.append(("non_server_it_fraction", fac.non_server_it_fraction,
                   _source_text(fac, "non_server_it_fraction")))
+    shares = " / ".join(_source_text(fac, f) for f in ("build_usd_per_mw", "build_shares"))
     if t == SHORTCUT:
-        sheet.append(("build USD per MW ($/MW shortcut)", fac.build_usd_per_mw,
-                      _source_text(fac, "build_usd_per_mw")))
+        sheet.append(("electrical USD per MW ($/MW shortcut x electrical share)",
+                      fac.build_usd_per_mw * fac.build_shares["electrical"], shares))
         sheet.append(("pue", fac.pue, _source_text(fac, "pue")))
     else:
         sheet.append((f"electrical USD per MW ({r})", fac.electrical_usd_per_mw[r],
@@ -129,17 +131,20 @@ def _facility_sheet(sheet, summary: dict[str, Any], inputs, bold) -> None:
                   _source_text(fac, "electricity_usd_per_kwh")))
     sheet.append(("years", inputs.years, _source_text(fac, "years")))
     if t == SHORTCUT:
-        sheet.append(("cooling USD per MW (in the $/MW figure)", 0.0, ""))
-        sheet.append(("shell USD per rack (in the $/MW figure)", 0.0, ""))
+        sheet.append(("cooling USD per MW ($/MW shortcut x cooling share)",
+                      fac.build_usd_per_mw * fac.build_shares["cooling"], shares))
+        sheet.append(("white space USD per rack (in the $/MW figure)", 0.0, ""))
+        sheet.append(("shell USD per MW ($/MW shortcut x shell share)",
+                      fac.build_usd_per_mw * fac.build_shares["shell"], shares))
     else:
         sheet.append((f"cooling USD per MW ({t})", fac.cooling_usd_per_mw[t],
                       _source_text(fac, "cooling_usd_per_mw")))
-        sheet.append(("shell USD per rack: $/m2 x m2/rack x (1 + support space)",
-                      fac.shell_usd_per_m2 * fac.white_space_m2_per_rack
-                      * (1 + fac.support_space_ratio),
+        sheet.append(("white space USD per rack: $/m2 x m2/rack",
+                      fac.white_space_usd_per_m2 * fac.white_space_m2_per_rack,
                       " / ".join(_source_text(fac, f) for f in (
-                          "shell_usd_per_m2", "white_space_m2_per_rack",
-                          "support_space_ratio"))))
+                          "white_space_usd_per_m2", "white_space_m2_per_rack"))))
+        sheet.append(("shell USD per MW (site, core and plant space)", fac.shell_usd_per_mw,
+                      _source_text(fac, "shell_usd_per_mw")))
     halls = summary.get("placement", {}).get("halls", [])
     if halls:
         sheet.append(())

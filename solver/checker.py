@@ -263,7 +263,31 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
 def cold_spares_usd(inputs: Inputs, parts, n: int, fabric, media) -> float:
     """The cold-spare pool re-derived: for each part class, the stock covering the
     failures of one lead time with the fill probability (scipy's Poisson quantile), at
-    the part's price."""
+    the part's price; ``media``: the medium of each link class (design stage)."""
+    assigned = {a.link_class: a.medium for a in media}
+    return spares_pool_usd(inputs, parts, n, fabric, [
+        (lc.tier, assigned[lc.name], lc.links) for lc in fabric.link_classes])
+
+
+def placed_spares_check(inputs: Inputs, design: ChosenDesign, placed_media: list[dict],
+                        bom_spares_usd: float) -> Check:
+    """The placed BOM's cold-spare pool against the pool re-derived from the placed
+    media (``placement['bom_media']``: links of each link class and medium)."""
+    parts = inputs.config(design.candidate.config)
+    c = design.candidate
+    fabric = design_fabric(parts.fabric_spec(c.nodes + c.spare_nodes))
+    tier = {lc.name: lc.tier for lc in fabric.link_classes}
+    want = spares_pool_usd(inputs, parts, c.nodes + c.spare_nodes, fabric, [
+        (tier[m["link_class"]], m["medium"], m["links"]) for m in placed_media])
+    return Check("placed_cold_spares", math.isclose(bom_spares_usd, want, rel_tol=1e-9,
+                                                    abs_tol=1e-6), bom_spares_usd, want,
+                 f"placed BOM cold spares differ from the re-derived ${want:,.0f}")
+
+
+def spares_pool_usd(inputs: Inputs, parts, n: int, fabric,
+                    links: list[tuple[int, str, int]]) -> float:
+    """The pool of n nodes, the fabric's switches and ``links`` (tier, medium id, links of
+    that medium) [USD] (cold_spares_usd)."""
     rates = inputs.rates.get(parts.gpu.generation)
     if rates is None:
         return 0.0
@@ -272,22 +296,21 @@ def cold_spares_usd(inputs: Inputs, parts, n: int, fabric, media) -> float:
     pool = [(n * g.gpus_per_node, rates.gpu.per_h, g.node_price_usd / g.gpus_per_node),
             (n * g.nics_per_node, rates.nic.per_h, parts.nic.price_usd),
             (fabric.switches_total, rates.switch.per_h, parts.switch.price_usd)]
-    assigned = {a.link_class: inputs.medium[a.medium] for a in media}
-    for lc in fabric.link_classes:
-        m = assigned[lc.name]
+    for tier, medium_id, count in links:
+        m = inputs.medium[medium_id]
         if m.kind not in rates.link:
             continue
         per_h = rates.link[m.kind].per_h
         end_usd = m.price_usd_per_end / m.links_per_module
         switch_usd = end_usd if m.switch_end_price_usd is None else m.switch_end_price_usd
-        ends_usd = lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd))
+        ends_usd = count * (switch_usd + (end_usd if tier == 1 else switch_usd))
         if m.kind in ("multimode", "singlemode", "coherent"):
-            modules = math.ceil(lc.links / m.links_per_module)
-            modules += (math.ceil(lc.links / 2) if parts.nic_attachment == "twin" else lc.links
-                        ) if lc.tier == 1 else modules
+            modules = math.ceil(count / m.links_per_module)
+            modules += (math.ceil(count / 2) if parts.nic_attachment == "twin" else count
+                        ) if tier == 1 else modules
             pool.append((modules, per_h / 2, ends_usd / modules))
         else:
-            cables = math.ceil(lc.links / m.links_per_module)
+            cables = math.ceil(count / m.links_per_module)
             pool.append((cables, per_h, ends_usd / cables))
     return sum(poisson.ppf(fac.spare_fill_rate, units * per_h * hours) * usd
                for units, per_h, usd in pool if units * per_h > 0)
@@ -295,22 +318,32 @@ def cold_spares_usd(inputs: Inputs, parts, n: int, fabric, media) -> float:
 
 def _facility_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: float
                      ) -> list[Check]:
-    """The facility re-derived: $/MW x IT in the shortcut mode; else electrical by
-    redundancy, cooling by technology, shell over every rack with its support space, and
-    the PUE."""
+    """The facility re-derived part by part: in the shortcut mode $/MW x IT split by the
+    catalog's build shares; else electrical by redundancy, cooling by technology, and a
+    shell of site and plant space per MW plus white space over every rack; and the PUE."""
     fac, built = inputs.facility, design.candidate.facility
     it_mw = equipment_w * (1 + fac.non_server_it_fraction) / 1e6
     if fac.facility_cost_mode == "per-mw":
-        usd, pue = fac.build_usd_per_mw * it_mw, fac.pue
+        want = {part: fac.build_usd_per_mw * it_mw * share
+                for part, share in fac.build_shares.items()}
+        pue = fac.pue
     else:
         r, t = parts.redundancy, parts.cooling
         racks = sum(x.quantity for x in design.bom() if x.category in ("rack", "rack-support"))
-        usd = ((fac.electrical_usd_per_mw[r] + fac.cooling_usd_per_mw[t]) * it_mw
-               + fac.shell_usd_per_m2 * fac.white_space_m2_per_rack * racks
-               * (1 + fac.support_space_ratio))
+        want = {"electrical": fac.electrical_usd_per_mw[r] * it_mw,
+                "cooling": fac.cooling_usd_per_mw[t] * it_mw,
+                "shell": (fac.shell_usd_per_mw * it_mw
+                          + fac.white_space_usd_per_m2 * fac.white_space_m2_per_rack * racks)}
         pue = (1 + fac.electrical_loss_fraction[r] + fac.cooling_overhead_fraction[t]
                + fac.other_overhead_fraction)
-    out = [Check("facility_capex", built is not None and math.isclose(
+    out = []
+    for part, usd in sorted(want.items()):
+        got = getattr(built, f"{part}_usd") if built else 0.0
+        out.append(Check(f"facility[{part}]", built is not None and math.isclose(
+            got, usd, rel_tol=1e-9), got, usd,
+            f"facility {part} differs from the re-derived ${usd:,.0f}"))
+    usd = sum(want.values())
+    out += [Check("facility_capex", built is not None and math.isclose(
         built.capex_usd, usd, rel_tol=1e-9), built.capex_usd if built else 0, usd,
         f"facility capex differs from the re-derived ${usd:,.0f}"),
         Check("pue", built is not None and math.isclose(built.pue, pue, rel_tol=1e-12),

@@ -9,18 +9,20 @@ from typing import Any
 import pandas as pd
 
 from models.design import prune
+from models.design.candidates import cold_spares, media_lines
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.evaluate import ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
-from models.fabric import design_fabric
-from models.facility import RACK_CATEGORIES, SHORTCUT, FacilityCost, facility_cost
+from models.fabric import MediaLine, design_fabric
+from models.facility import RACK_CATEGORIES, FacilityCost, facility_cost
 from models.power_cost import BomLine, PowerCost, it_power_w, power_cost
 from models.reliability import placed_media
 from models.tco import AnnualCost, annual_cost
 from solver.backends.highs import MilpOutcome
-from solver.checker import CheckResult
+from solver.checker import CheckResult, placed_spares_check
+from solver.report_html import facility_labels
 from solver.results import (
     BindingRow,
     BomRow,
@@ -338,15 +340,25 @@ def placed_throughput(inputs: Inputs, summary: SolveSummary, design: ChosenDesig
 
 
 def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
-                   placed_lines: list[BomLine], racks: int,
+                   placed_media: list[MediaLine], racks: int,
                    placement: dict[str, Any]) -> SolveSummary:
-    """The summary after placement: the placed media (by routed length) and rack count
-    replace the design's estimates in the BOM, media, power and cost are rolled up again,
-    and every limit is re-checked and re-stated on them (placed_limits); the design's
-    estimate is kept beside in ``design_estimate``."""
-    lines = [line for line in design.bom() if line.category not in ("optics", "cable")]
+    """The summary after placement: the placed media (``placed_media``, by routed length),
+    the cold-spare pool sized for them and the rack count replace the design's estimates
+    in the BOM, media, power and cost are rolled up again, and every limit is re-checked
+    and re-stated on them (placed_limits; the pool by the checker's own arithmetic); the
+    design's estimate is kept beside in ``design_estimate``."""
+    lines = [line for line in design.bom() if line.category not in ("optics", "cable",
+                                                                      "spares")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
-             if x.category == "rack" else x for x in lines] + placed_lines
+             if x.category == "rack" else x for x in lines]
+    lines += [line for m in placed_media
+              for line in media_lines(m, inputs.medium[m.medium_id].fiber_usd_per_link)]
+    c = design.candidate
+    lines += cold_spares(inputs, inputs.config(c.config), c.nodes + c.spare_nodes,
+                         sum(c.switches_per_tier), list(placed_media))
+    pool = spares_pool(inputs, lines)
+    spares_check = CheckResult((placed_spares_check(
+        inputs, design, placement.get("bom_media", []), pool.cost_usd),))
     built = placed_facility(inputs, design, lines)
     pc = power_cost(lines, inputs.facility, inputs.years, built)
     lim = inputs.limits
@@ -368,7 +380,8 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
     return dataclasses.replace(
         summary, design=dataclasses.replace(
             summary.design, media=placed_media_rows or summary.design.media,
-            facility=FacilityBuild.of(built) if built else summary.design.facility),
+            facility=FacilityBuild.of(built) if built else summary.design.facility,
+            spares_pool=pool),
         objective=objective,
         runner_ups=compared_runner_ups(summary.runner_ups, objective, cost),
         bom=bom_rows(lines), power=Power.of(pc), cost=cost,
@@ -377,8 +390,11 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
         design_estimate=DesignEstimate(summary.bom, summary.power, summary.cost,
                                        summary.throughput, summary.binding,
                                        summary.design.media),
+        verification=dataclasses.replace(
+            summary.verification, checks=summary.verification.checks + 1,
+            failures=summary.verification.failures + tuple(spares_check.failures)),
         placement=placement | {"within_limits": within},
-        verified=summary.verified and all(within.values()))
+        verified=summary.verified and all(within.values()) and spares_check.ok)
 
 
 def placed_facility(inputs: Inputs, design: ChosenDesign, lines: list[BomLine]
@@ -394,13 +410,13 @@ def placed_facility(inputs: Inputs, design: ChosenDesign, lines: list[BomLine]
 
 
 def facility_terms(f: FacilityBuild | None, facility_capex_usd: float) -> list[dict[str, Any]]:
-    """The facility's cost terms: electrical, cooling and shell when built from parts,
-    else one $/MW build term [USD]."""
-    if f is None or f.cooling == SHORTCUT:
+    """The facility's cost terms: electrical, cooling and shell (report_html's labels)
+    [USD]."""
+    if f is None:
         return [{"term": "facility build", "cost_usd": facility_capex_usd}]
-    return [{"term": f"facility electrical ({f.redundancy})", "cost_usd": f.electrical_usd},
-            {"term": f"facility cooling ({f.cooling})", "cost_usd": f.cooling_usd},
-            {"term": "facility shell and support space", "cost_usd": f.shell_usd}]
+    return [{"term": term, "cost_usd": usd} for term, usd in zip(
+        facility_labels(f.redundancy, f.cooling), (f.electrical_usd, f.cooling_usd, f.shell_usd),
+        strict=True)]
 
 
 def tables(summary: SolveSummary) -> dict[str, pd.DataFrame]:

@@ -128,14 +128,23 @@ def stack_parts(summary: dict[str, Any]) -> tuple[list[tuple[str, float]],
 
 
 def facility_parts(summary: dict[str, Any]) -> list[tuple[str, float]]:
-    """The facility build [USD]: electrical, cooling and shell when built from parts, else
-    the one $/MW figure."""
+    """The facility build [USD] in electrical, cooling and shell (facility_labels)."""
     built = summary["design"].get("facility")
-    if not built or built["cooling"] == SHORTCUT:
+    if not built:
         return [("facility build", summary["cost"]["facility_capex_usd"])]
-    return [(f"facility electrical ({built['redundancy']})", built["electrical_usd"]),
-            (f"facility cooling ({built['cooling']})", built["cooling_usd"]),
-            ("facility shell and support space", built["shell_usd"])]
+    return list(zip(facility_labels(built["redundancy"], built["cooling"]),
+                    (built["electrical_usd"], built["cooling_usd"], built["shell_usd"]),
+                    strict=True))
+
+
+def facility_labels(redundancy: str, cooling: str) -> tuple[str, str, str]:
+    """Labels of the electrical, cooling and shell parts: the level and technology when
+    built from parts; in the per-MW shortcut, the build figure's sourced shares."""
+    if cooling == SHORTCUT:
+        return ("facility electrical ($/MW share)", "facility cooling ($/MW share)",
+                "facility shell and site ($/MW share)")
+    return (f"facility electrical ({redundancy})", f"facility cooling ({cooling})",
+            "facility shell, plant and white space")
 
 
 def stacks_figure(summary: dict[str, Any]):

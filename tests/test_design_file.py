@@ -249,7 +249,7 @@ def test_a_design_json_keeps_its_facility_decisions():
     doc["catalog"]["facility"].pop("facility_cost_mode")
     doc["catalog"]["facility"].update(
         cooling_max_rack_kw={"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
-        shell_usd_per_m2=100.0)
+        white_space_usd_per_m2=100.0)
     doc["site"]["buildings"][0]["halls"] = [
         {"name": "hall-1", "rows": 2, "positions_per_row": 12, "rack_power_kw": 25.0,
          "power_kw": 1900.0}]

@@ -35,10 +35,11 @@ def parts_doc(**facility) -> dict:
 
 def test_facility_cost_and_pue_by_hand():
     fac = load_catalog().facility
-    # 10 MW, 250 racks, N+1 and air: 4.1 + 2.1 $M/MW; shell 32k x 3 m2 x 2 x 250.
+    # 10 MW, 250 racks, N+1 and air: 4.1 + 2.1 $M/MW; shell: site and plant space
+    # $3.63M/MW + white space 250 racks x 3 m2 x $15,600.
     f = facility_cost(fac, "N+1", "air", 10e6, 250)
     assert f.electrical_usd == pytest.approx(41e6) and f.cooling_usd == pytest.approx(21e6)
-    assert f.shell_usd == pytest.approx(32_000 * 3 * 2 * 250)
+    assert f.shell_usd == pytest.approx(3.63e6 * 10 + 15_600 * 3 * 250)
     assert f.pue == pytest.approx(1 + 0.07 + 0.25 + 0.02)
     assert pue(fac, "2N", "dlc") == pytest.approx(1 + 0.09 + 0.10 + 0.02)
     # 2N costs more than N+1 than N, at every size
@@ -53,6 +54,41 @@ def test_facility_cost_and_pue_by_hand():
     nvl72 = SimpleNamespace(max_nodes_per_rack=1, node_rack_units=48, liquid_cooled=True)
     assert [rack_nodes(nvl72, 120_000, 200.0, hall_cooling(t) == "liquid")
             for t in ("air", "rdhx", "dlc")] == [0, 0, 1]
+
+
+@pytest.mark.parametrize("racks_per_mw", [7.5, 9.0, 10.5])
+def test_a_liquid_build_lands_in_the_sourced_range(racks_per_mw):
+    """Plant and support space scale with power, not racks: an N+1 direct-liquid build at
+    NVL72 density (120-132 kW racks, 7.6-8.3 a MW, plus network and support racks) costs
+    4.1 + 7.5 + 3.63 $M/MW + white space 3 m2 x $15,600 a rack, inside the $15-20M/MW
+    quoted for AI liquid-cooled builds (infra-economics; the shell per rack made it
+    ~$8.9M/MW before). An N+1 air hall at 40 kW racks (25 a MW) stays at C&W's US
+    average (range $9.3-15.0M/MW)."""
+    fac = load_catalog().facility
+    liquid = facility_cost(fac, "N+1", "dlc", 1e6, racks_per_mw).capex_usd
+    assert liquid == pytest.approx(4.1e6 + 7.5e6 + 3.63e6 + 46_800 * racks_per_mw)
+    assert 15e6 <= liquid <= 20e6
+    air = facility_cost(fac, "N+1", "air", 1e6, 25).capex_usd
+    assert air == pytest.approx(11.0e6)
+    assert 9.3e6 <= air <= 15e6
+    # the per-MW shortcut splits its figure by the sourced shares, summing to it
+    shortcut = facility_cost(fac, "per-mw", "per-mw", 2e6, 50)
+    assert (shortcut.electrical_usd, shortcut.cooling_usd, shortcut.shell_usd) == \
+        pytest.approx((0.376 * 23.4e6, 0.188 * 23.4e6, 0.436 * 23.4e6))
+    assert shortcut.capex_usd == pytest.approx(fac.build_usd_per_mw * 2)
+
+
+def test_build_shares_must_name_every_part_and_sum_to_one():
+    from solver.errors import InvalidInstance
+
+    doc = read_document(DEFAULT_INSTANCE)
+    facility = doc.setdefault("catalog", {}).setdefault("facility", {})
+    facility["build_shares"] = {"electrical": 0.5, "cooling": 0.3, "shell": 0.3}
+    with pytest.raises(InvalidInstance, match="build_shares: must sum to 1"):
+        instance_from_dict(doc)
+    facility["build_shares"] = {"electrical": 0.5, "cooling": 0.5}
+    with pytest.raises(InvalidInstance, match="build_shares: needs exactly"):
+        instance_from_dict(doc)
 
 
 def solved(doc: dict) -> dict:
@@ -85,7 +121,7 @@ def test_liquid_cooling_is_chosen_when_floor_space_binds():
     cheap floor space air is the cheapest cooling; 32 nodes + spares need 16 air racks (8
     with rear doors) plus the network: a 14-rack hall forces denser cooling."""
     cheap_floor = {"cooling_max_rack_kw": {"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
-                   "shell_usd_per_m2": 100.0}
+                   "white_space_usd_per_m2": 100.0}
     doc = parts_doc(**cheap_floor)
     open_floor = solved(doc)
     assert open_floor["design"]["facility"]["cooling"] == "air"
@@ -96,9 +132,7 @@ def test_liquid_cooling_is_chosen_when_floor_space_binds():
 
 
 def test_rack_density_rules_out_air_for_nvl72():
-    doc = read_document(Path("instances/gb200-campus.toml"))
-    del doc["catalog"]["facility"]  # the instance keeps the $/MW shortcut; parts here
-    configs, notes = enumerate_configs(instance_from_dict(doc))
+    configs, notes = enumerate_configs(load_instance(Path("instances/gb200-campus.toml")))
     assert {p.cooling for p in configs} == {"dlc"}
     assert any("air cooling (air, 42 kW per rack) cannot cool" in n for n in notes)
 
@@ -121,7 +155,7 @@ def test_denser_cooling_is_chosen_when_the_halls_floor_binds():
     positions air fits and, cheapest, is chosen. The placement on the narrow hall uses
     the same racks."""
     doc = parts_doc(cooling_max_rack_kw={"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
-                    shell_usd_per_m2=100.0)
+                    white_space_usd_per_m2=100.0)
     hall = {"name": "hall-1", "rows": 2, "positions_per_row": 40, "rack_power_kw": 25.0,
             "power_kw": 1900.0}
     doc["site"]["buildings"][0]["halls"] = [hall]
@@ -142,7 +176,8 @@ def test_denser_cooling_is_chosen_when_the_halls_floor_binds():
     ("dataset_bytes_per_token", 1e300),
     ("staff_usd_per_mw_year", 1e308),
     ("software_usd_per_gpu_year", 1e308),
-    ("shell_usd_per_m2", 1e300),
+    ("white_space_usd_per_m2", 1e300),
+    ("shell_usd_per_mw", 1e300),
 ])
 def test_huge_facility_figures_are_refused_naming_the_field(field, value):
     """Figures whose products overflow (an OverflowError, or inf $/GPU-hour written as

@@ -49,9 +49,10 @@ def render(result) -> None:
                               f"${c['usd_per_million_tokens']:,.4g} per million effective "
                               f"tokens (${c['annual_cost_usd'] / 1e9:,.3f}B a year)")
     fac = d.get("facility")
-    if fac and fac["cooling"] != "per-mw":
-        head.add_row("Facility", f"{fac['redundancy']} electrical, {fac['cooling']} cooling, "
-                                 f"PUE {fac['pue']:.2f}: electrical "
+    if fac:
+        built = ("$/MW shortcut in sourced shares" if fac["cooling"] == "per-mw" else
+                 f"{fac['redundancy']} electrical, {fac['cooling']} cooling")
+        head.add_row("Facility", f"{built}, PUE {fac['pue']:.2f}: electrical "
                                  f"${fac['electrical_usd'] / 1e6:,.0f}M, cooling "
                                  f"${fac['cooling_usd'] / 1e6:,.0f}M, shell "
                                  f"${fac['shell_usd'] / 1e6:,.0f}M")

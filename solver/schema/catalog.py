@@ -7,7 +7,7 @@ cannot enter the catalog.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -172,6 +172,8 @@ REDUNDANCY_LEVELS: tuple[str, ...] = ("N", "N+1", "2N")
 Cooling = Literal["air", "rdhx", "dlc"]
 COOLING_TECHNOLOGIES: tuple[str, ...] = ("air", "rdhx", "dlc")
 """Air, rear-door heat exchanger, direct liquid cooling."""
+BuildPart = Literal["electrical", "cooling", "shell"]
+"""A part of the facility build (models.facility.BUILD_PARTS)."""
 
 
 UsdPerMw = Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False, strict=True)]
@@ -184,6 +186,8 @@ class Facility(SourcedItem):
     pue: Annotated[float, Field(ge=1, le=3, allow_inf_nan=False)]
     build_usd_per_mw: PositiveFloat
     """Facility construction cost per MW of critical IT [USD/MW]."""
+    build_shares: dict[BuildPart, Fraction]
+    """The per-MW shortcut's build split into electrical, cooling and shell (sum 1)."""
     electricity_usd_per_kwh: PositiveFloat
     non_server_it_fraction: Fraction
     """Storage, front-end, management IT as a fraction of server+fabric power."""
@@ -250,12 +254,14 @@ class Facility(SourcedItem):
     """Most power one rack can take with the technology [kW]."""
     cooling_overhead_fraction: dict[Cooling, Fraction]
     """Cooling energy as a fraction of critical IT (mechanical PUE share)."""
-    shell_usd_per_m2: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False, strict=True)]
-    """Building shell, site work and fit-out per m2 of white and support space [USD/m2]."""
+    shell_usd_per_mw: UsdPerMw
+    """Site work, core shell and its plant and support space (electrical rooms, cooling
+    plant, loading, offices) per MW of critical IT [USD/MW]."""
+    white_space_usd_per_m2: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False,
+                                                   strict=True)]
+    """Data hall fit-out per m2 of white space [USD/m2]."""
     white_space_m2_per_rack: PositiveFloat
     """White space one rack takes with its aisles [m2]."""
-    support_space_ratio: NonNegativeFloat
-    """Support space (electrical rooms, cooling plant, offices) per m2 of white space."""
     other_overhead_fraction: Fraction
     """Lighting, offices and other facility loads as a fraction of critical IT."""
     # --- full TCO (models.tco) ---
@@ -285,6 +291,11 @@ class Facility(SourcedItem):
         for name in ("cooling_usd_per_mw", "cooling_max_rack_kw", "cooling_overhead_fraction"):
             if set(getattr(self, name)) != set(COOLING_TECHNOLOGIES):
                 problems.append(f"{name}: needs exactly {', '.join(COOLING_TECHNOLOGIES)}")
+        if set(self.build_shares) != set(get_args(BuildPart)):
+            problems.append(f"build_shares: needs exactly {', '.join(get_args(BuildPart))}")
+        elif abs(sum(self.build_shares.values()) - 1) > 1e-9:
+            problems.append(f"build_shares: must sum to 1, not "
+                            f"{sum(self.build_shares.values()):g}")
         if problems:
             raise ValueError("; ".join(problems))
         return self
