@@ -43,7 +43,7 @@ from solver.fabric_inputs import fabric_document
 from solver.job_mapping import map_job
 from solver.perf_inputs import DEGREES, perf_document
 from solver.phased import solve_phased
-from solver.placement import PlacementResult, design_to_place, placed_bom_lines
+from solver.placement import PlacementResult, design_to_place, placed_media_lines
 from solver.placement import place as place_design
 from solver.prepare import prepare
 from solver.reliability_inputs import (
@@ -189,7 +189,7 @@ def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
             result, document=dataclasses.replace(result.document, placement=placed.summary),
             placement=placed)
     summary = with_placement(result.inputs, result.document, result.design,
-                             placed_bom_lines(placed), placed.summary["racks_total"],
+                             placed_media_lines(placed), placed.summary["racks_total"],
                              placed.summary)
     return dataclasses.replace(result, document=summary,
                                tables=tables(summary),

@@ -18,9 +18,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from models.design.candidates import media_lines as bom_media_lines
 from models.design.inputs import Inputs
-from models.fabric import LinkClass, media_line
+from models.fabric import LinkClass, MediaLine, media_line
 from models.placement.assemble import (
     LEAF_SPINE_TIER,
     DesignToPlace,
@@ -311,11 +310,18 @@ def failed_placement(status: Status, diagnosis: str) -> PlacementResult:
     return PlacementResult(status, {"status": status, "diagnosis": diagnosis})
 
 
-def placed_bom_lines(result: PlacementResult) -> list[BomLine]:
-    """BOM lines of the media the placement's routed lengths call for."""
-    inputs = result.inputs.inputs
-    return [line for ml in media_lines(result.inputs, result.runs)
-            for line in bom_media_lines(ml, inputs.medium[ml.medium_id].fiber_usd_per_link)]
+def bom_media_rows(lines: list[MediaLine]) -> list[dict[str, Any]]:
+    """The placement document's ``bom_media``: each placed link class and medium."""
+    return [{"link_class": x.link_class, "medium": x.medium_id, "kind": x.kind,
+             "links": x.links, "longest_m": x.length_m,
+             "transceivers": x.transceivers, "cables": x.cables,
+             "capex_usd": round(x.capex_usd, 2), "power_w": round(x.power_w, 2)}
+            for x in lines]
+
+
+def placed_media_lines(result: PlacementResult) -> list[MediaLine]:
+    """The media the placement's routed lengths call for, per link class and medium."""
+    return media_lines(result.inputs, result.runs)
 
 
 def place(inputs: Inputs, design: DesignToPlace, options: SolveOptions) -> PlacementResult:
@@ -406,11 +412,7 @@ def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layo
                    "tiers": inp.fabric.tiers,
                    "switches_per_tier": list(inp.fabric.switches_per_tier),
                    "links_per_tier": list(inp.fabric.links_per_tier)},
-        "bom_media": [{"link_class": x.link_class, "medium": x.medium_id, "kind": x.kind,
-                       "links": x.links, "longest_m": x.length_m,
-                       "transceivers": x.transceivers, "cables": x.cables,
-                       "capex_usd": round(x.capex_usd, 2), "power_w": round(x.power_w, 2)}
-                      for x in lines],
+        "bom_media": bom_media_rows(lines),
         "halls": [{"hall": h.key, "rows": h.hall.rows,
                    "positions_per_row": h.hall.positions_per_row,
                    "nodes_per_rack": h.nodes_per_rack, "unit_width": h.width,

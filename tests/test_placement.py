@@ -591,7 +591,7 @@ def test_placed_racks_are_held_to_each_buildings_max_racks():
     placement over it is not verified."""
     from solver import load_instance, solve
     from solver.loading import INSTANCES_DIR
-    from solver.placement import placed_bom_lines
+    from solver.placement import placed_media_lines
     from solver.report import with_placement
 
     r = solve(load_instance(INSTANCES_DIR / "tiny" / "space-bound.toml"))
@@ -604,7 +604,7 @@ def test_placed_racks_are_held_to_each_buildings_max_racks():
     # the same placement with one more rack in the building: over max_racks, not verified
     placed = r.placement.summary
     one_more = dict(placed, halls=[dict(h, racks=h["racks"] + 1) for h in placed["halls"]])
-    over = with_placement(r.inputs, r.document, r.design, placed_bom_lines(r.placement), 26,
+    over = with_placement(r.inputs, r.document, r.design, placed_media_lines(r.placement), 26,
                           one_more).to_dict()
     assert over["placement"]["within_limits"]["site.buildings[hall].max_racks"] is False
     assert over["verified"] is False

@@ -56,3 +56,41 @@ def test_solved_bom_has_the_pool_and_the_checker_rederives_it():
         design.candidate, lines=lines))
     verdict = check_design(r.inputs, tampered, no_requirements, tampered.candidate)
     assert any(f.startswith("cold_spares") for f in verdict.failures)
+
+
+def test_the_placed_bom_sizes_the_pool_for_the_placed_media():
+    """Placement may route a link class on another medium than the design priced (longer
+    runs need optics where the design had copper); the placed BOM's pool then stocks the
+    placed media's parts, the summary's spares_pool says so, and the checker re-derives
+    the placed pool with its own arithmetic (a pool off by one part fails it)."""
+    from models.design.candidates import cold_spares
+    from models.fabric import design_fabric, media_line
+    from solver.checker import placed_spares_check
+    from solver.placement import bom_media_rows
+    from solver.report import with_placement
+
+    r = solve(load_instance("instances/llama3-16k.toml"), place=False)
+    inputs, design = r.inputs, r.design
+    c = design.candidate
+    parts = inputs.config(c.config)
+    fabric = design_fabric(parts.fabric_spec(c.nodes + c.spare_nodes))
+    # every link class placed on single-mode optics (the design uses copper and multimode)
+    singlemode = min((m for m in inputs.medium.values()
+                      if m.kind == "singlemode" and m.gbps == parts.nic.port_gbps),
+                     key=lambda m: m.id)
+    placed = [media_line(lc, singlemode, 400.0, parts.nic_attachment == "twin")
+              for lc in fabric.link_classes]
+    racks = sum(x.quantity for x in design.bom() if x.category == "rack")
+    placement = {"bom_media": bom_media_rows(placed), "racks_total": racks}
+    s = with_placement(inputs, r.document, design, placed, racks, placement)
+    want = cold_spares(inputs, parts, c.nodes + c.spare_nodes, fabric.switches_total, placed)
+    pool = {x.item: x.quantity for x in s.bom if x.category == "spares"}
+    assert pool == {x.item: x.quantity for x in want}
+    assert any(f"{singlemode.id} transceiver" in item for item in pool)
+    assert s.design.spares_pool.cost_usd == pytest.approx(sum(x.cost_usd for x in want))
+    assert s.design.spares_pool.cost_usd != pytest.approx(
+        r.document.design.spares_pool.cost_usd)
+    assert not [f for f in s.verification.failures if f.startswith("placed_cold_spares")]
+    off_by_one = placed_spares_check(inputs, design, placement["bom_media"],
+                                     s.design.spares_pool.cost_usd + 1.0)
+    assert not off_by_one.ok
