@@ -144,7 +144,7 @@ def facility_labels(redundancy: str, cooling: str) -> tuple[str, str, str]:
         return ("facility electrical ($/MW share)", "facility cooling ($/MW share)",
                 "facility shell and site ($/MW share)")
     return (f"facility electrical ({redundancy})", f"facility cooling ({cooling})",
-            "facility shell, plant and white space")
+            "facility shell and support space")
 
 
 def stacks_figure(summary: dict[str, Any]):
