@@ -41,7 +41,6 @@ from models.placement.geometry import Position, block_leaf_offsets, routed_lengt
 from models.placement.halls import HallGeo, max_length, routing
 from models.placement.model import PlacementSolution
 from models.placement.model import solve as solve_model
-from models.power_cost import BomLine
 from models.space import split_by_weight
 from solver.backends import SolveOptions
 from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
