@@ -188,3 +188,38 @@ def test_huge_facility_figures_are_refused_naming_the_field(field, value):
     doc.setdefault("catalog", {}).setdefault("facility", {})[field] = value
     with pytest.raises(InvalidInstance, match=field):
         instance_from_dict(doc)
+
+
+def test_the_per_mw_shortcut_reports_its_build_in_parts(tmp_path):
+    """tiny/min-capex keeps the $/MW shortcut: design.json, report.html and the solve
+    table give its build as electrical, cooling and shell by the sourced shares (not all
+    as electrical), and the checker re-derives each part: moving $1 from cooling to
+    electrical keeps the total but fails it."""
+    import dataclasses
+    import json
+
+    from solver.checker import check_design
+    from solver.outputs import write_solve_outputs
+
+    r = solve(load_instance(MIN_CAPEX), place=False)
+    write_solve_outputs(r, tmp_path)
+    doc = json.loads((tmp_path / "design.json").read_text())
+    f, build = doc["design"]["facility"], doc["cost"]["facility_capex_usd"]
+    assert f["cooling"] == "per-mw"
+    assert [f["electrical_usd"], f["cooling_usd"], f["shell_usd"]] == pytest.approx(
+        [0.376 * build, 0.188 * build, 0.436 * build], rel=1e-12)
+    html = (tmp_path / "report.html").read_text()
+    assert "$/MW shortcut in sourced shares" in html
+    from solver.report_html import stack_parts
+
+    capex_stack = dict(stack_parts(doc)[0])  # the report's capex bar
+    assert capex_stack["facility cooling ($/MW share)"] == pytest.approx(f["cooling_usd"])
+    moved = dataclasses.replace(r.design.candidate.facility,
+                                electrical_usd=r.design.candidate.facility.electrical_usd + 1,
+                                cooling_usd=r.design.candidate.facility.cooling_usd - 1)
+    design = dataclasses.replace(r.design, candidate=dataclasses.replace(
+        r.design.candidate, facility=moved))
+    no_requirements = SimpleNamespace(required_effective_tokens_per_s=0.0, min_goodput=0.0)
+    failures = check_design(r.inputs, design, no_requirements, design.candidate).failures
+    assert {f.split(":")[0] for f in failures} == {"facility[electrical]", "facility[cooling]"}
+

@@ -89,10 +89,9 @@ def assert_workbook_matches(path: Path, doc: dict) -> dict[str, float]:
     assert t["facility power W"] == pytest.approx(p["facility_mw"] * 1e6, abs=1.0)
     assert t["equipment power W"] == pytest.approx(sum(x["power_w"] for x in doc["bom"]),
                                                    abs=1.0)
-    built = doc["design"]["facility"]
-    if built["cooling"] != "per-mw":  # the facility from parts, part by part
-        for part in ("electrical", "cooling", "shell"):
-            assert t[f"facility {part} USD"] == pytest.approx(built[f"{part}_usd"], abs=1.0)
+    built = doc["design"]["facility"]  # part by part (the per-MW shortcut by its shares)
+    for part in ("electrical", "cooling", "shell"):
+        assert t[f"facility {part} USD"] == pytest.approx(built[f"{part}_usd"], abs=1.0)
     # each line's cost is a live formula over its own quantity and price
     bom = book["BOM"]
     for row, line in enumerate(doc["bom"], start=2):
