@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from models.fabric import Fabric, leaf_group_sizes, leaf_groups, pod_nodes
@@ -300,10 +301,11 @@ class SpaceLayout:
             out[h.building] = out.get(h.building, 0) + room
         return out
 
-    @property
+    @cached_property
     def racks(self) -> int:
         """Compute, leaf and network racks, blocks at the narrowest usable hall's shape
-        (the most nodes per rack; placement may use wider halls' shapes)."""
+        (the most nodes per rack; placement may use wider halls' shapes); kept once
+        computed (a layout is shared by the candidates of several configurations)."""
         shapes = [h.shape for h in self.halls if h.shape is not None]
         if not shapes:
             return self.network_racks

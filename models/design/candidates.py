@@ -20,7 +20,7 @@ from models.design.data import BuildingData, Candidate, Config, DesignData, Medi
 from models.design.evaluate import Evaluators, GoodputEstimate, grid_points
 from models.design.inputs import ConfigParts, Inputs
 from models.design.limits import LIMIT_FIELDS
-from models.design.prune import to_refine
+from models.design.prune import to_refine, within_limits
 from models.fabric import (
     Fabric,
     MediaLine,
@@ -36,7 +36,7 @@ from models.perf.flops import arch_of
 from models.power_cost import BomLine, it_power_w
 from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
 from models.spares_pool import spare_pool_lines
-from models.support import SupportDesign, support_design
+from models.support import SupportDesign, support_core, with_management
 
 
 def link_lengths(lengths, fabric: Fabric,
@@ -126,17 +126,17 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
     """Front-end/storage network, storage, management and control plane of a candidate
     whose compute and back-end network take ``racks`` racks (models.support); None in the
     'per-node' shortcut mode. ``cache``: a dict kept across the candidates of one
-    instance."""
+    instance (of the part that does not depend on the racks)."""
     fac = inputs.facility
     if fac.support_networks != "sized":
         return None
     g = p.gpu
     total = nodes + spares
-    key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total, racks)
+    key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total)
     if cache is not None and key in cache:
-        return cache[key]
+        return with_management(fac, cache[key], racks)
     switch = inputs.switch[fac.frontend_switch]
-    design = support_design(
+    core = support_core(
         fac, switch, media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
         lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
                                     inputs.single_building),
@@ -144,10 +144,10 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
         g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
         g.peak_tflops(inputs.workload.precision),
         arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
-        inputs.workload.train_tokens, racks)
+        inputs.workload.train_tokens)
     if cache is not None:
-        cache[key] = design
-    return design
+        cache[key] = core
+    return with_management(fac, core, racks)
 
 
 def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
@@ -568,7 +568,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
 def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData) -> DesignData:
     """Evaluate exactly every candidate whose bounds could change the optimum
     (models.design.prune.to_refine), until none is left."""
-    while targets := to_refine(data):
+    fitting = {k.key for k in data.candidates if within_limits(data, k)}
+    while targets := to_refine(data, fitting):
         exact = {k.key: exact_candidate(inputs, evaluators, data, k) for k in targets}
         data = dataclasses.replace(data, candidates=tuple(
             exact.get(k.key, k) for k in data.candidates))
