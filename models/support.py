@@ -125,6 +125,9 @@ class SupportCore:
     frontend_media: tuple[MediaLine, ...]
     control_plane_servers: int
     support_racks: int
+    lines: tuple[BomLine, ...]
+    """Front-end switches and links, storage and control plane (the management network's
+    lines go after them, the support racks last)."""
 
 
 def support_core(fac: Any, switch: Any, media: Sequence[MediumLike], lengths_m: Any,
@@ -148,26 +151,29 @@ def support_core(fac: Any, switch: Any, media: Sequence[MediumLike], lengths_m: 
     support_racks = math.ceil((frontend.switches_total * switch.rack_units
                                + storage.appliances * fac.storage_appliance_rack_units
                                + control) / RACK_UNITS)
-    return SupportCore(switch, storage, frontend, ports, fe_media, control, support_racks)
+    lines = (
+        BomLine(f"{switch.id} front-end/storage switch", "frontend",
+                frontend.switches_total, switch.price_usd, switch.power_w),
+        *(BomLine(f"{m.medium_id} front-end link ({m.link_class}, {m.length_m:g} m)",
+                  "frontend", m.links, m.capex_usd / m.links, m.power_w / m.links)
+          for m in fe_media),
+        BomLine(f"all-flash storage appliance ({storage.bound_by}-bound)", "storage",
+                storage.appliances, fac.storage_appliance_usd, fac.storage_appliance_w),
+        BomLine("control-plane server", "control-plane", control, fac.control_plane_usd,
+                fac.control_plane_w),
+    )
+    return SupportCore(switch, storage, frontend, ports, fe_media, control, support_racks,
+                       lines)
 
 
 def with_management(fac: Any, core: SupportCore, racks: int) -> SupportDesign:
     """The support design of ``core`` with the management network of ``racks`` compute
     and back-end network racks and the support racks."""
-    switch, storage, control = core.switch, core.storage, core.control_plane_servers
     uplinks = fac.management_uplinks_per_switch
     mgmt = racks + core.support_racks
     aggregation = math.ceil(uplinks * mgmt / fac.management_aggregation_ports)
     lines = [
-        BomLine(f"{switch.id} front-end/storage switch", "frontend",
-                core.frontend.switches_total, switch.price_usd, switch.power_w),
-        *(BomLine(f"{m.medium_id} front-end link ({m.link_class}, {m.length_m:g} m)",
-                  "frontend", m.links, m.capex_usd / m.links, m.power_w / m.links)
-          for m in core.frontend_media),
-        BomLine(f"all-flash storage appliance ({storage.bound_by}-bound)", "storage",
-                storage.appliances, fac.storage_appliance_usd, fac.storage_appliance_w),
-        BomLine("control-plane server", "control-plane", control, fac.control_plane_usd,
-                fac.control_plane_w),
+        *core.lines,
         BomLine("out-of-band management switch (1 per rack)", "management", mgmt,
                 fac.management_switch_usd, fac.management_switch_w),
         BomLine("management aggregation switch", "management", aggregation,
@@ -177,6 +183,6 @@ def with_management(fac: Any, core: SupportCore, racks: int) -> SupportDesign:
         BomLine("support rack (front-end/storage/control plane)", "rack-support",
                 core.support_racks, fac.rack_usd),
     ]
-    return SupportDesign(storage, core.frontend, core.frontend_ports_per_node,
-                         core.frontend_media, control, mgmt, aggregation, core.support_racks,
-                         tuple(line for line in lines if line.quantity > 0))
+    return SupportDesign(core.storage, core.frontend, core.frontend_ports_per_node,
+                         core.frontend_media, core.control_plane_servers, mgmt, aggregation,
+                         core.support_racks, tuple(line for line in lines if line.quantity > 0))

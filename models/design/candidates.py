@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -222,13 +223,15 @@ def bom_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, fabric: F
                                spares_cache)
 
 
-def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
+@functools.lru_cache(maxsize=1 << 14)
+def media_lines(line: MediaLine, fiber_usd_per_link: float) -> tuple[BomLine, ...]:
     """Transceivers and fibre, or cable assemblies, of one link class; the lines sum to
-    the MediaLine's capex and power."""
+    the MediaLine's capex and power. Kept per line: configurations that differ only in
+    recovery or facility build the same links."""
     where = f"({line.link_class}, {line.length_m:g} m)"
     if not line.transceivers:
-        return [BomLine(f"{line.medium_id} cable {where}", "cable", line.cables,
-                        line.capex_usd / line.cables, line.power_w / line.cables)]
+        return (BomLine(f"{line.medium_id} cable {where}", "cable", line.cables,
+                        line.capex_usd / line.cables, line.power_w / line.cables),)
     fibre_usd = line.links * fiber_usd_per_link
     out = [BomLine(f"{line.medium_id} transceiver {where}", "optics", line.transceivers,
                    (line.capex_usd - fibre_usd) / line.transceivers,
@@ -236,7 +239,7 @@ def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
     if fibre_usd > 0:
         out.append(BomLine(f"{line.medium_id} fibre {where}", "cable", line.links,
                            fiber_usd_per_link))
-    return out
+    return tuple(out)
 
 
 def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
