@@ -11,6 +11,7 @@ Cold spares draw no power.
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 from typing import Any
@@ -84,13 +85,20 @@ def poisson_stock(mu: float, fill: float) -> int:
     quantile of ``fill``) and steps to the exact s, usually in one or two steps."""
     if mu <= 0:
         return 0
-    z = NormalDist().inv_cdf(min(max(fill, 1e-12), 1 - 1e-12))
+    z = _normal_quantile(min(max(fill, 1e-12), 1 - 1e-12))
     s = max(0, math.floor(mu + z * math.sqrt(mu) + (z * z - 1) / 6))
-    while s > 0 and poisson_cdf(s - 1, mu) >= fill:  # P(X <= s - 1) already enough
-        s -= 1
-    while poisson_cdf(s, mu) < fill:
+    cdf = poisson_cdf(s, mu)  # then P(X <= s -/+ 1) by one term each
+    while s > 0 and (below := cdf - poisson_pmf(s, mu)) >= fill:  # s - 1 already enough
+        s, cdf = s - 1, below
+    while cdf < fill:
         s += 1
+        cdf += poisson_pmf(s, mu)
     return s
+
+
+@functools.lru_cache(maxsize=64)
+def _normal_quantile(p: float) -> float:
+    return NormalDist().inv_cdf(p)
 
 
 def spare_pool_lines(rates: Any, gpu: Any, nic: Any, switch: Any, total_nodes: int,
