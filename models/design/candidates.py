@@ -265,13 +265,15 @@ class SharedWork:
     """What configurations that differ only in recovery mode, redundancy or cooling share
     while their candidates are built (one build of one instance): fabrics by spec,
     space layouts (by GPU system, switch, NIC, cooling and fabric spec), throughput by
-    (GPU system, switch, NIC, fabric spec), cold-spare pools and support designs."""
+    (GPU system, switch, NIC, fabric spec), cold-spare pools, support designs and
+    media lines."""
 
     fabrics: dict = dataclasses.field(default_factory=dict)
     spaces: dict = dataclasses.field(default_factory=dict)
     throughput: dict = dataclasses.field(default_factory=dict)
     spares: dict = dataclasses.field(default_factory=dict)
     support: dict = dataclasses.field(default_factory=dict)
+    media: dict = dataclasses.field(default_factory=dict)
 
     def fabric(self, spec) -> Fabric:
         """design_fabric(spec), once per spec (its ValueError raised again)."""
@@ -284,6 +286,14 @@ class SharedWork:
         if isinstance(found, ValueError):
             raise found
         return found
+
+    def links(self, inputs: Inputs, p: ConfigParts, combo: tuple[MediaAssignment, ...],
+              fabric: Fabric) -> list[MediaLine]:
+        """links_of, once per (media combination, fabric spec, NIC attachment)."""
+        key = (combo, fabric.spec, p.nic_attachment)
+        if key not in self.media:
+            self.media[key] = links_of(inputs, p, combo, fabric)
+        return self.media[key]
 
     def space(self, inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
         """design_space, once per (GPU system, switch, NIC, cooling, fabric spec)."""
@@ -415,7 +425,7 @@ def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, ke
     sized = [s for s in ladder if _shape(inputs, p, s[2]) == shape]
     if not sized:
         return []
-    links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
+    links = [shared.links(inputs, p, combo, fabric) for _, _, fabric in sized]
     goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
     return [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
                        size_links, rel, shared)
