@@ -511,25 +511,31 @@ def leaf_groups(fabric: Fabric) -> tuple[LeafGroup, ...]:
     wiring: ``h/S`` links from every leaf to each spine). In a 2-tier tree or pod all
     leaves form one group under the top tier. So ``Σ leaves = switches_per_tier[0]``
     and ``Σ spines = switches_per_tier[1]``."""
+    out = []
+    for pod in range(fabric.pods):
+        first = 0
+        for n, spines, count in leaf_group_sizes(fabric):
+            for _ in range(count):
+                out.append(LeafGroup(pod, first, n, spines))
+                first += n
+    return tuple(out)
+
+
+def leaf_group_sizes(fabric: Fabric) -> tuple[tuple[int, int, int], ...]:
+    """The tier-2 groups of one pod of ``fabric`` as :func:`leaf_groups` builds them, in
+    order and run-length coded: (leaves, spines, how many such groups in a row)."""
     spec = fabric.spec
     if fabric.pod_tiers == 1:
         return ()
     half = spec.radix // 2
     leaves = _leaves(spec, math.ceil(spec.nodes / spec.pods), half)
     if fabric.pod_tiers == 2:
-        sizes = [(leaves, fabric.switches_per_tier[1] // fabric.pods)]
-    else:
-        full, rest = divmod(leaves, half)
-        sizes = [(half, half)] * full
-        if rest:
-            sizes.append((rest, _fewest_divisor_at_least(half, rest)))
-    out = []
-    for pod in range(fabric.pods):
-        first = 0
-        for n, spines in sizes:
-            out.append(LeafGroup(pod, first, n, spines))
-            first += n
-    return tuple(out)
+        return ((leaves, fabric.switches_per_tier[1] // fabric.pods, 1),)
+    full, rest = divmod(leaves, half)
+    sizes = ((half, half, full),) if full else ()
+    if rest:
+        sizes += ((rest, _fewest_divisor_at_least(half, rest), 1),)
+    return sizes
 
 
 # ---------------------------------------------------------------------------------------

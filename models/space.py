@@ -31,9 +31,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from models.fabric import Fabric, leaf_groups, pod_nodes
+from models.fabric import Fabric, leaf_group_sizes, leaf_groups, pod_nodes
 
 RACK_UNITS = 42
 """Usable height of one rack [U]."""
@@ -286,8 +287,7 @@ class SpaceLayout:
         and the design MILP's block_power family [W]. The spines are the groups' of
         :func:`block_structure`, summed without laying out the blocks (hot path: once per
         candidate)."""
-        spines = (0 if self.fabric.pod_tiers == 1
-                  else sum(g.spines for g in leaf_groups(self.fabric)))
+        spines = self.fabric.pods * sum(s * n for _, s, n in leaf_group_sizes(self.fabric))
         return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
     def block_slots_by_building(self) -> dict[str, int]:
@@ -301,10 +301,11 @@ class SpaceLayout:
             out[h.building] = out.get(h.building, 0) + room
         return out
 
-    @property
+    @cached_property
     def racks(self) -> int:
         """Compute, leaf and network racks, blocks at the narrowest usable hall's shape
-        (the most nodes per rack; placement may use wider halls' shapes)."""
+        (the most nodes per rack; placement may use wider halls' shapes); kept once
+        computed (a layout is shared by the candidates of several configurations)."""
         shapes = [h.shape for h in self.halls if h.shape is not None]
         if not shapes:
             return self.network_racks
@@ -329,14 +330,13 @@ def space_layout(fabric: Fabric, gpu: Any, switch: Any, node_w: float, media: Se
     su_nodes, leaves = block_size(fabric)
     leaf_w = switch_power_w(switch, fabric.radix, media)
     if fabric.pod_tiers == 1:
-        pods, per_pod, group_spines = (fabric.spec.nodes,), 1, ()
+        pods, per_pod = (fabric.spec.nodes,), 1
     else:
         pods = pod_nodes(fabric.spec)
         size = -(-fabric.spec.nodes // fabric.pods)
         per_pod = -(-size // su_nodes)
-        group_spines = tuple(g.spines for g in leaf_groups(fabric))
     per_rack = switches_per_rack(switch, leaf_w, min(h.rack_power_kw for _, h in halls))
-    net = (sum(-(-s // per_rack) for s in group_spines)
+    net = (fabric.pods * sum(n * -(-s // per_rack) for _, s, n in leaf_group_sizes(fabric))
            + sum(-(-s // per_rack) for s in fabric.switches_per_tier[2:]))
     total_kw = sum(h.hall_cap_kw for _, h in halls)
     out = []

@@ -107,6 +107,36 @@ def support_design(fac: Any, switch: Any, media: Sequence[MediumLike],
     `nodes` nodes (spares included), `gpus` training GPUs and `racks` compute and
     back-end network racks. `switch`: the front-end switch (catalog Switch);
     `lengths_m(fabric)`: routed length of each link class of a fabric [m]."""
+    return with_management(fac, support_core(
+        fac, switch, media, lengths_m, nodes, gpus, frontend_gbps_per_node,
+        write_gbytes_per_s_per_node, peak_tflops, flops_per_token, checkpoint_gb,
+        train_tokens), racks)
+
+
+@dataclass(frozen=True)
+class SupportCore:
+    """What the support of a design is without its management network, which alone
+    depends on the racks (:func:`with_management`)."""
+
+    switch: Any
+    storage: StorageSizing
+    frontend: Fabric
+    frontend_ports_per_node: int
+    frontend_media: tuple[MediaLine, ...]
+    control_plane_servers: int
+    support_racks: int
+    lines: tuple[BomLine, ...]
+    """Front-end switches and links, storage and control plane (the management network's
+    lines go after them, the support racks last)."""
+
+
+def support_core(fac: Any, switch: Any, media: Sequence[MediumLike], lengths_m: Any,
+                 nodes: int, gpus: int, frontend_gbps_per_node: float,
+                 write_gbytes_per_s_per_node: float, peak_tflops: float,
+                 flops_per_token: float, checkpoint_gb: float,
+                 train_tokens: float | None) -> SupportCore:
+    """Storage, front-end/storage network, control plane and support racks of
+    :func:`support_design` (its arguments but the racks)."""
     g = fac.frontend_port_gbps
     storage = size_storage(fac, nodes, gpus, write_gbytes_per_s_per_node, peak_tflops,
                            flops_per_token, checkpoint_gb, train_tokens)
@@ -118,15 +148,12 @@ def support_design(fac: Any, switch: Any, media: Sequence[MediumLike],
     frontend = design_fabric(FabricSpec(nodes=endpoints, ports_per_node=1,
                                         radix=switch.radix(g), rail_optimized=False))
     fe_media = choose_media(frontend, lengths_m(frontend), media, g)
-    uplinks = fac.management_uplinks_per_switch
     support_racks = math.ceil((frontend.switches_total * switch.rack_units
                                + storage.appliances * fac.storage_appliance_rack_units
                                + control) / RACK_UNITS)
-    mgmt = racks + support_racks
-    aggregation = math.ceil(uplinks * mgmt / fac.management_aggregation_ports)
-    lines = [
-        BomLine(f"{switch.id} front-end/storage switch", "frontend", frontend.switches_total,
-                switch.price_usd, switch.power_w),
+    lines = (
+        BomLine(f"{switch.id} front-end/storage switch", "frontend",
+                frontend.switches_total, switch.price_usd, switch.power_w),
         *(BomLine(f"{m.medium_id} front-end link ({m.link_class}, {m.length_m:g} m)",
                   "frontend", m.links, m.capex_usd / m.links, m.power_w / m.links)
           for m in fe_media),
@@ -134,6 +161,19 @@ def support_design(fac: Any, switch: Any, media: Sequence[MediumLike],
                 storage.appliances, fac.storage_appliance_usd, fac.storage_appliance_w),
         BomLine("control-plane server", "control-plane", control, fac.control_plane_usd,
                 fac.control_plane_w),
+    )
+    return SupportCore(switch, storage, frontend, ports, fe_media, control, support_racks,
+                       lines)
+
+
+def with_management(fac: Any, core: SupportCore, racks: int) -> SupportDesign:
+    """The support design of ``core`` with the management network of ``racks`` compute
+    and back-end network racks and the support racks."""
+    uplinks = fac.management_uplinks_per_switch
+    mgmt = racks + core.support_racks
+    aggregation = math.ceil(uplinks * mgmt / fac.management_aggregation_ports)
+    lines = [
+        *core.lines,
         BomLine("out-of-band management switch (1 per rack)", "management", mgmt,
                 fac.management_switch_usd, fac.management_switch_w),
         BomLine("management aggregation switch", "management", aggregation,
@@ -141,7 +181,8 @@ def support_design(fac: Any, switch: Any, media: Sequence[MediumLike],
         BomLine("management uplink", "management", uplinks * mgmt,
                 fac.management_uplink_usd),
         BomLine("support rack (front-end/storage/control plane)", "rack-support",
-                support_racks, fac.rack_usd),
+                core.support_racks, fac.rack_usd),
     ]
-    return SupportDesign(storage, frontend, ports, fe_media, control, mgmt, aggregation,
-                         support_racks, tuple(line for line in lines if line.quantity > 0))
+    return SupportDesign(core.storage, core.frontend, core.frontend_ports_per_node,
+                         core.frontend_media, core.control_plane_servers, mgmt, aggregation,
+                         core.support_racks, tuple(line for line in lines if line.quantity > 0))

@@ -23,7 +23,15 @@ from typing import Any
 import pandas as pd
 import pyomo.environ as pyo
 
-from models.design.candidates import build_design_data, exact_candidate, refine, with_limits
+from models.design.candidates import (
+    assemble_design_data,
+    build_configs,
+    build_design_data,
+    config_groups,
+    exact_candidate,
+    refine,
+    with_limits,
+)
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.evaluate import Evaluators, default_evaluators
@@ -40,6 +48,7 @@ from solver.deadline import TimeLimitReached
 from solver.design_file import placeable_design
 from solver.diagnose import diagnose, far_beyond_limits, unmet_requirements
 from solver.fabric_inputs import fabric_document
+from solver.forked import forked
 from solver.job_mapping import map_job
 from solver.perf_inputs import DEGREES, perf_document
 from solver.phased import solve_phased
@@ -122,13 +131,22 @@ class MilpStage:
 
 # --- the stages ------------------------------------------------------------------------
 
-def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None = None
-               ) -> tuple[DesignData, list[str]]:
+def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None = None,
+               processes: int = 1) -> tuple[DesignData, list[str]]:
     """Every candidate design, evaluated exactly wherever it could matter (refine), and
     notes on what was skipped. ``shared``: candidates built for the same instance with
-    limits at least as large (sweeps), given the limits of ``inputs``."""
-    full, notes = (build_design_data(inputs, evaluators) if shared is None
-                   else (with_limits(shared, inputs), []))
+    limits at least as large (sweeps), given the limits of ``inputs``. ``processes`` 2:
+    a forked process builds about half of the configurations (config_groups) while this
+    one builds the rest; the same data as one build."""
+    if shared is not None:
+        full, notes = with_limits(shared, inputs), []
+    elif processes > 1 and len(groups := config_groups(inputs, 2)) > 1:
+        with forked(lambda: build_configs(inputs, evaluators, groups[1])) as other:
+            built = build_configs(inputs, evaluators, groups[0])
+            built |= other()
+        full, notes = assemble_design_data(inputs, built)
+    else:
+        full, notes = build_design_data(inputs, evaluators)
     return refine(inputs, evaluators, full), notes
 
 
@@ -227,7 +245,8 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
     try:
         evaluators = evaluators or default_evaluators(inputs)
         stage("candidate generation")
-        full, notes = candidates(inputs, evaluators, candidates_of)
+        full, notes = candidates(inputs, evaluators, candidates_of,
+                                 options.candidate_processes)
         data = prune(full, exact_bound=extra_constraints is None)
         if not data.candidates:
             return _infeasible(inputs, evaluators, options, start, notes)

@@ -17,8 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scipy.stats import poisson
-
 from models.design.candidates import design_space, lengths_m, link_lengths, node_power_w, su_racks
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
@@ -312,8 +310,20 @@ def spares_pool_usd(inputs: Inputs, parts, n: int, fabric,
         else:
             cables = math.ceil(count / m.links_per_module)
             pool.append((cables, per_h, ends_usd / cables))
-    return sum(poisson.ppf(fac.spare_fill_rate, units * per_h * hours) * usd
+    return sum(poisson_quantile(fac.spare_fill_rate, units * per_h * hours) * usd
                for units, per_h, usd in pool if units * per_h > 0)
+
+
+def poisson_quantile(fill: float, mu: float) -> int:
+    """Smallest s with sum_{k<=s} e^-mu mu^k / k! >= fill, summed from k = 0 with each
+    term from lgamma (a route of its own beside models.spares_pool's); past the mean,
+    a sum that no longer grows ends the search."""
+    total, k, log_mu = 0.0, 0, math.log(mu)
+    while True:
+        term = math.exp(k * log_mu - mu - math.lgamma(k + 1))
+        if total + term >= fill or (k > mu and total + term == total):
+            return k
+        total, k = total + term, k + 1
 
 
 def _facility_checks(inputs: Inputs, design: ChosenDesign, parts, equipment_w: float

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import multiprocessing
 import os
 import shutil
 import signal
@@ -32,6 +31,7 @@ import pandas as pd
 from solver.bom_xlsx import write_bom_xlsx
 from solver.errors import InvalidInstance
 from solver.floorplan import floorplan_png
+from solver.forked import forked
 from solver.placement import CableRun, PlacementResult, Rack, cables_table
 from solver.report_html import write_report_html
 
@@ -280,39 +280,16 @@ def beside(write: Callable[[], object]) -> Iterator[None]:
     """Run ``write`` in a forked process while the block runs, so a second core takes it
     (bom.xlsx: 1-2 s of openpyxl beside the floor plan and report.html); at the block's
     end wait for it and raise its error (an OSError as an OSError: an output-location
-    problem). When the block raises, the process is ended first. Without fork (not
-    POSIX) ``write`` runs here, before the block."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        write()
+    problem). When the block raises, the process is ended first (solver.forked)."""
+    with forked(write) as wait:
         yield
-        return
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-
-    def child() -> None:
         try:
-            write()
-            send.send(None)
-        except BaseException as exc:  # reported to the parent, which raises it
-            send.send((isinstance(exc, OSError), f"{type(exc).__name__}: {exc}"))
-
-    process = context.Process(target=child, daemon=True)
-    process.start()
-    send.close()
-    try:
-        yield
-    except BaseException:
-        process.terminate()
-        process.join()
-        raise
-    try:
-        failure = receive.recv()
-    except EOFError:  # ended without a word (killed)
-        failure = (False, f"it ended with code {process.exitcode}")
-    process.join()
-    if failure is not None:
-        os_error, message = failure
-        raise (OSError if os_error else RuntimeError)(f"writing in a second process: {message}")
+            wait()
+        except OSError as exc:
+            raise OSError(f"writing in a second process: {exc}") from exc
+        except Exception as exc:
+            raise RuntimeError(f"writing in a second process: {type(exc).__name__}: "
+                               f"{exc}") from exc
 
 
 def placement_csv(racks: list[Rack]) -> str:

@@ -99,9 +99,13 @@ def facility_options(inst: Instance, gpu) -> tuple[list[tuple[str, str]], list[s
     # cooling the rack power it allows (the space model's racks, block widths and row
     # caps never get worse with more power per rack). Only a level that meets
     # the site availability target can beat another (the MILP's site_availability family
-    # rules out the rest).
+    # rules out the rest), and a level below it is never built at all when one meets it
+    # (the family is a requirement the diagnosis never relaxes, so no design of such a
+    # level can be chosen; when none meets it, every level stays for the diagnosis).
+    allowed = sorted(set(inst.choices.redundancy))
+    meets = [r for r in allowed if fac.site_availability[r] >= target]
     levels = non_dominated(
-        sorted(set(inst.choices.redundancy)),
+        meets or allowed,
         lambda r: (fac.electrical_usd_per_mw[r], fac.electrical_loss_fraction[r] if energy
                    else 0), lambda r: fac.site_availability[r] >= target)
     kept = non_dominated(sorted(cooling), lambda t: (

@@ -158,3 +158,19 @@ def test_candidates_built_in_parts_and_merged_equal_one_build(parts):
     assert merged == whole
     assert list(merged.configs) == list(whole.configs)
     assert [k.key for k in merged.candidates] == [k.key for k in whole.candidates]
+
+
+def test_the_solves_second_process_builds_the_same_candidates_and_notes():
+    """solver.api.candidates with 2 processes (the CLI's solve): a forked process builds
+    one group of configurations; the data after refine and the notes equal one build."""
+    from solver.api import candidates
+
+    doc = read_document(INSTANCES_DIR / "tiny" / "power-bound.toml")
+    doc["choices"] |= {"fabrics": [{"switch": "quantum2-qm9700"}, {"switch": "tomahawk5"},
+                                   {"switch": "spectrum4-sn5600"}],
+                       "rail_optimized": [True, False]}
+    inputs = prepare(instance_from_dict(doc))
+    one = candidates(inputs, default_evaluators(inputs), processes=1)
+    two = candidates(inputs, default_evaluators(inputs), processes=2)
+    assert two == one and len(one[0].configs) > 2
+    assert [k.key for k in two[0].candidates] == [k.key for k in one[0].candidates]

@@ -14,8 +14,10 @@ from brute_force import brute_force, design_data, loosened
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.design import milp
-from models.design.candidates import with_limits
+from models.design import milp, prune
+from models.design.candidates import build_design_data, with_limits
+from models.design.data import DesignData
+from models.design.evaluate import default_evaluators
 from solver import solve
 from solver.backends import SolveOptions
 from solver.backends.highs import solve_milp
@@ -219,22 +221,74 @@ def check_min_goodput() -> None:
     assert free_tokens > tokens * (1 + 1e-6) and free_gpus > gpus
 
 
+def every_level_data(doc: dict, levels: tuple[str, ...]) -> tuple[DesignData, DesignData]:
+    """Design data of ``doc`` as the pipeline builds it (levels below the site availability
+    target pruned, solver.prepare.facility_options), and unpruned: the configurations of
+    every one of ``levels`` on its own, with the same target for the MILP."""
+    inputs = prepare(instance_from_dict(doc))
+    configs = []
+    for level in levels:
+        alone = copy.deepcopy(doc)
+        alone["choices"]["redundancy"] = [level]
+        alone["reliability"]["site_availability_target"] = None
+        configs += prepare(instance_from_dict(alone)).configs
+    unpruned = dataclasses.replace(inputs, configs=tuple(sorted(configs, key=lambda p: p.key)))
+    pruned = build_design_data(inputs, default_evaluators(inputs))[0]
+    return pruned, build_design_data(unpruned, default_evaluators(unpruned))[0]
+
+
 def check_site_availability() -> None:
     """Facility from parts: N (99.671%) is cheaper than N+1 (99.982%) for the same
     cluster; reliability.site_availability_target = 0.9998 makes the MILP build N+1, and
-    without the family it builds N for less."""
+    without the family it builds N for less. The pipeline never builds N under that
+    target (pruned before the candidates): the pruned data gives the same optimum."""
     doc = copy.deepcopy(BASE)
     doc["catalog"]["facility"]["facility_cost_mode"] = "parts"
     doc["reliability"] = {"site_availability_target": 0.9998}
     doc["objective"] = doc["objective"] | {"kind": "min_capex", "required_tokens_per_s": 1e8}
-    data = design_data(instance_from_dict(doc))
-    assert {c.redundancy for c in data.configs.values()} == {"N", "N+1"}  # 2N dominated
-    tokens, capex, _ = milp_optimum(data)
+    pruned, data = every_level_data(doc, ("N", "N+1", "2N"))
+    assert data.min_site_availability == 0.9998
+    assert {c.redundancy for c in data.configs.values()} == {"N", "N+1", "2N"}
+    assert {c.redundancy for c in pruned.configs.values()} == {"N+1"}  # N below, 2N dominated
+    tokens, capex, gpus = milp_optimum(data)
     free_tokens, free_capex, _ = milp_optimum(data, skip="site_availability")
     m = milp.build_model(data)
     solve_milp(m, SolveOptions())
     assert data.configs[milp.chosen_candidate(m).config].redundancy == "N+1"
     assert free_tokens == pytest.approx(tokens) and free_capex < capex * (1 - 1e-6)
+    assert milp_optimum(pruned) == pytest.approx((tokens, capex, gpus), rel=1e-12)
+
+
+@pytest.mark.parametrize("target", [None, 0.99, 0.9998, 0.99993, 0.99999])
+@pytest.mark.parametrize("kind", ["max_effective_throughput", "min_capex", "min_tco"])
+def test_site_availability_pruning_keeps_the_optimum(target, kind) -> None:
+    """Pruning redundancy levels (below the target, or dominated by one that meets it)
+    before building candidates never changes the MILP's optimum: same objective as over
+    every level's candidates under the site_availability family, or infeasible in both
+    (0.99999: no level meets it; every level stays for the diagnosis)."""
+    doc = copy.deepcopy(BASE)
+    doc["catalog"]["facility"]["facility_cost_mode"] = "parts"
+    doc["reliability"] = {"site_availability_target": target}
+    doc["limits"]["it_power_mw"] = 3.0
+    doc["objective"] = doc["objective"] | {"kind": kind}
+    if kind != "max_effective_throughput":
+        doc["objective"]["required_tokens_per_s"] = 1e8
+    pruned, data = every_level_data(doc, ("N", "N+1", "2N"))
+    if target == 0.99999:
+        assert len(pruned.configs) == len(data.configs)
+    else:
+        assert len(pruned.configs) < len(data.configs)
+    if not any(prune.buildable(data, k) for k in data.candidates):
+        assert not any(prune.buildable(pruned, k) for k in pruned.candidates)
+        return
+    assert optimum(pruned) == pytest.approx(optimum(data), rel=1e-9)
+
+
+def optimum(data: DesignData) -> float:
+    """The design MILP's optimal objective on `data`."""
+    m = milp.build_model(data)
+    assert solve_milp(m, SolveOptions(time_limit_s=30)).status == "optimal"
+    return pyo.value(m.objective)
 
 
 FAMILY_TESTS = {

@@ -165,3 +165,24 @@ def test_goodput_is_re_evaluated_on_the_placed_media():
     assert goodput("dac") >= s["throughput"]["goodput"] >= goodput("singlemode")
     assert s["throughput"]["effective_tokens_per_s"] == pytest.approx(
         s["throughput"]["tokens_per_s"] * s["throughput"]["goodput"], rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes", [1, 31, 32, 100, 2_000, 9_999, 40_000])
+@pytest.mark.parametrize("rail", [True, False])
+@pytest.mark.parametrize("pods", [1, 3])
+def test_network_racks_and_power_from_run_length_groups_equal_every_group(nodes, rail, pods):
+    """models.fabric.leaf_group_sizes (run-length coded, the hot path's network racks and
+    power) against every group of models.fabric.leaf_groups, counted one by one."""
+    spec = FabricSpec(nodes=nodes, ports_per_node=8 if rail else 1, radix=64,
+                      rail_optimized=rail, pods=pods, oversubscription=2.0 if pods > 1 else 1.0)
+    fabric = design_fabric(spec)
+    space = space_layout(fabric, GPU, SWITCH, NODE_W, MEDIA, [("b", HALL)])
+    groups = leaf_groups(fabric)
+    per_rack = space.switches_per_rack
+    upper = fabric.switches_per_tier[2:]
+    assert space.network_racks == (sum(-(-g.spines // per_rack) for g in groups)
+                                   + sum(-(-s // per_rack) for s in upper))
+    assert space.network_power_w == (sum(g.spines for g in groups) + sum(upper)) * LEAF_W
+    if fabric.pod_tiers > 1:  # the groups are the fabric's leaves and tier-2 switches
+        assert sum(g.leaves for g in groups) == fabric.switches_per_tier[0]
+        assert sum(g.spines for g in groups) == fabric.switches_per_tier[1]

@@ -11,18 +11,29 @@ import pytest
 from scipy.stats import poisson
 
 from models.reliability.rates import Rate
-from models.spares_pool import poisson_stock, spare_pool_lines
+from models.spares_pool import poisson_cdf, poisson_stock, spare_pool_lines
 from solver import load_instance, solve
-from solver.checker import check_design
+from solver.checker import check_design, poisson_quantile
 
 
 def test_poisson_stock_by_hand_and_against_scipy():
     # mu = 2: P(<=4) = e^-2 (1 + 2 + 2 + 4/3 + 2/3) = 7 e^-2 = 0.947; P(<=5) = 0.983
     assert poisson_stock(2.0, 0.94) == 4 and poisson_stock(2.0, 0.95) == 5
     assert math.exp(-2) * 7 == pytest.approx(0.9473, abs=1e-4)
-    for mu in (0.01, 0.5, 3.7, 40.0, 812.5):
-        for fill in (0.9, 0.99, 0.999):
+    for mu in (1e-9, 0.01, 0.5, 3.7, 40.0, 812.5, 23_456.7, 1.3e6):
+        for fill in (0.5, 0.9, 0.99, 0.999, 0.999999):
             assert poisson_stock(mu, fill) == poisson.ppf(fill, mu)
+            for s in (-1, 0, 1, int(mu), poisson_stock(mu, fill)):
+                # scipy's cdf is 4e-11 off at mu = 1.3e6 (mpmath at 40 digits: this one 2e-17)
+                assert poisson_cdf(s, mu) == pytest.approx(poisson.cdf(s, mu), abs=1e-10)
+
+
+def test_the_checkers_poisson_quantile_against_scipy():
+    """solver.checker.poisson_quantile: a route of its own (terms from lgamma, summed
+    from 0) to the same quantiles."""
+    for mu in (1e-9, 0.01, 0.5, 3.7, 40.0, 812.5, 23_456.7):
+        for fill in (0.5, 0.9, 0.99, 0.999):
+            assert poisson_quantile(fill, mu) == poisson.ppf(fill, mu)
 
 
 def test_pool_lines_by_hand():

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import math
+from collections.abc import Sequence
 
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
 from models.design.evaluate import Evaluators, GoodputEstimate, grid_points
 from models.design.inputs import ConfigParts, Inputs
 from models.design.limits import LIMIT_FIELDS
-from models.design.prune import to_refine
+from models.design.prune import to_refine, within_limits
 from models.fabric import (
     Fabric,
     MediaLine,
@@ -35,7 +37,7 @@ from models.perf.flops import arch_of
 from models.power_cost import BomLine, it_power_w
 from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
 from models.spares_pool import spare_pool_lines
-from models.support import SupportDesign, support_design
+from models.support import SupportDesign, support_core, with_management
 
 
 def link_lengths(lengths, fabric: Fabric,
@@ -125,17 +127,17 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
     """Front-end/storage network, storage, management and control plane of a candidate
     whose compute and back-end network take ``racks`` racks (models.support); None in the
     'per-node' shortcut mode. ``cache``: a dict kept across the candidates of one
-    instance."""
+    instance (of the part that does not depend on the racks)."""
     fac = inputs.facility
     if fac.support_networks != "sized":
         return None
     g = p.gpu
     total = nodes + spares
-    key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total, racks)
+    key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total)
     if cache is not None and key in cache:
-        return cache[key]
+        return with_management(fac, cache[key], racks)
     switch = inputs.switch[fac.frontend_switch]
-    design = support_design(
+    core = support_core(
         fac, switch, media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
         lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
                                     inputs.single_building),
@@ -143,10 +145,10 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
         g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
         g.peak_tflops(inputs.workload.precision),
         arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
-        inputs.workload.train_tokens, racks)
+        inputs.workload.train_tokens)
     if cache is not None:
-        cache[key] = design
-    return design
+        cache[key] = core
+    return with_management(fac, core, racks)
 
 
 def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
@@ -189,37 +191,47 @@ def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
 
 
 def cold_spares(inputs: Inputs, p: ConfigParts, total_nodes: int, switches: int,
-                links: list[MediaLine]) -> list[BomLine]:
+                links: list[MediaLine], cache: dict | None = None) -> list[BomLine]:
     """The cold-spare parts pool (models.spares_pool) from the failure rates of the
-    reliability model (none under reliability_model = 'overhead')."""
+    reliability model (none under reliability_model = 'overhead'). ``cache``: a dict
+    kept across the candidates of one instance."""
     if p.gpu.generation not in inputs.rates:
         return []
+    key = (p.gpu.id, p.nic.id, p.switch.id, total_nodes, switches, tuple(links))
+    if cache is not None and key in cache:
+        return cache[key]
     fac = inputs.facility
-    return spare_pool_lines(
+    lines = spare_pool_lines(
         inputs.rates[p.gpu.generation], p.gpu, p.nic, p.switch, total_nodes, switches,
         [(x, inputs.medium[x.medium_id].fiber_usd_per_link) for x in links],
         fac.spare_lead_time_days, fac.spare_fill_rate)
+    if cache is not None:
+        cache[key] = lines
+    return lines
 
 
 def bom_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, fabric: Fabric,
-              links: list[MediaLine], racks: int, support: SupportDesign | None
-              ) -> list[BomLine]:
+              links: list[MediaLine], racks: int, support: SupportDesign | None,
+              spares_cache: dict | None = None) -> list[BomLine]:
     """The bill of materials of a configuration at one size: base_lines (with ``racks``,
     design_space's, and ``support``, support_of's), every link class's media (``links``,
-    from links_of) and the cold-spare pool."""
+    from links_of) and the cold-spare pool (``spares_cache``: cold_spares's)."""
     lines = base_lines(inputs, p, nodes, spares, fabric.switches_total, racks, support)
     for line in links:
         lines += media_lines(line, inputs.medium[line.medium_id].fiber_usd_per_link)
-    return lines + cold_spares(inputs, p, nodes + spares, fabric.switches_total, links)
+    return lines + cold_spares(inputs, p, nodes + spares, fabric.switches_total, links,
+                               spares_cache)
 
 
-def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
+@functools.lru_cache(maxsize=1 << 14)
+def media_lines(line: MediaLine, fiber_usd_per_link: float) -> tuple[BomLine, ...]:
     """Transceivers and fibre, or cable assemblies, of one link class; the lines sum to
-    the MediaLine's capex and power."""
+    the MediaLine's capex and power. Kept per line: configurations that differ only in
+    recovery or facility build the same links."""
     where = f"({line.link_class}, {line.length_m:g} m)"
     if not line.transceivers:
-        return [BomLine(f"{line.medium_id} cable {where}", "cable", line.cables,
-                        line.capex_usd / line.cables, line.power_w / line.cables)]
+        return (BomLine(f"{line.medium_id} cable {where}", "cable", line.cables,
+                        line.capex_usd / line.cables, line.power_w / line.cables),)
     fibre_usd = line.links * fiber_usd_per_link
     out = [BomLine(f"{line.medium_id} transceiver {where}", "optics", line.transceivers,
                    (line.capex_usd - fibre_usd) / line.transceivers,
@@ -227,7 +239,7 @@ def media_lines(line: MediaLine, fiber_usd_per_link: float) -> list[BomLine]:
     if fibre_usd > 0:
         out.append(BomLine(f"{line.medium_id} fibre {where}", "cable", line.links,
                            fiber_usd_per_link))
-    return out
+    return tuple(out)
 
 
 def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
@@ -248,60 +260,141 @@ def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
     return [tuple(combo) for combo in itertools.product(*per_class)], None
 
 
+@dataclasses.dataclass
+class SharedWork:
+    """What configurations that differ only in recovery mode, redundancy or cooling share
+    while their candidates are built (one build of one instance): fabrics by spec,
+    space layouts (by GPU system, switch, NIC, cooling and fabric spec), throughput by
+    (GPU system, switch, NIC, fabric spec), cold-spare pools, support designs and
+    media lines."""
+
+    fabrics: dict = dataclasses.field(default_factory=dict)
+    spaces: dict = dataclasses.field(default_factory=dict)
+    throughput: dict = dataclasses.field(default_factory=dict)
+    spares: dict = dataclasses.field(default_factory=dict)
+    support: dict = dataclasses.field(default_factory=dict)
+    media: dict = dataclasses.field(default_factory=dict)
+
+    def fabric(self, spec) -> Fabric:
+        """design_fabric(spec), once per spec (its ValueError raised again)."""
+        if spec not in self.fabrics:
+            try:
+                self.fabrics[spec] = design_fabric(spec)
+            except ValueError as exc:
+                self.fabrics[spec] = exc
+        found = self.fabrics[spec]
+        if isinstance(found, ValueError):
+            raise found
+        return found
+
+    def links(self, inputs: Inputs, p: ConfigParts, combo: tuple[MediaAssignment, ...],
+              fabric: Fabric) -> list[MediaLine]:
+        """links_of, once per (media combination, fabric spec, NIC attachment)."""
+        key = (combo, fabric.spec, p.nic_attachment)
+        if key not in self.media:
+            self.media[key] = links_of(inputs, p, combo, fabric)
+        return self.media[key]
+
+    def space(self, inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
+        """design_space, once per (GPU system, switch, NIC, cooling, fabric spec)."""
+        key = (p.gpu.id, p.switch.id, p.nic.id, p.cooling, fabric.spec)
+        if key not in self.spaces:
+            self.spaces[key] = design_space(inputs, p, fabric)
+        return self.spaces[key]
+
+
 def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool = False
                       ) -> tuple[DesignData, list[str]]:
     """Configurations, exactly evaluated candidates and limits; plus notes for the user."""
+    return assemble_design_data(inputs, build_configs(inputs, evaluators, inputs.configs,
+                                                      relax_limits))
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigCandidates:
+    """What one configuration of the choices contributes: a Config per media combination,
+    their candidates, and notes on what was skipped."""
+
+    configs: dict[str, Config]
+    candidates: list[Candidate]
+    notes: list[str]
+
+
+def build_configs(inputs: Inputs, evaluators: Evaluators, parts: Sequence[ConfigParts],
+                  relax_limits: bool = False) -> dict[str, ConfigCandidates]:
+    """The candidates of the configurations ``parts`` (a group of inputs.configs), by key;
+    :func:`assemble_design_data` makes the design data of one or more such groups."""
+    shared = SharedWork()
+    return {p.key: _config_candidates(inputs, evaluators, p, shared, relax_limits)
+            for p in parts}
+
+
+def assemble_design_data(inputs: Inputs, built: dict[str, ConfigCandidates]
+                         ) -> tuple[DesignData, list[str]]:
+    """The design data and notes of the configurations ``built`` (by key, from
+    :func:`build_configs`), in the order of inputs.configs: equal to one build of them."""
     configs: dict[str, Config] = {}
     candidates: list[Candidate] = []
-    support_cache: dict = {}
-    parts_list, notes = inputs.configs, list(inputs.config_notes)
-    for p in parts_list:
-        if not p.rail_optimized and p.gpu.nics_per_node > p.radix // 2:
-            notes.append(f"{p.key}: middle-of-rack needs at most {p.radix // 2} NIC ports per "
-                         f"node ({p.gpu.id} has {p.gpu.nics_per_node}); skipped")
-            continue
-        # Both layouts grow in the rail-optimized scalable unit (k/2 nodes), so they are
-        # compared at equal sizes.
-        su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
-        top = max_nodes(inputs, p, relax_limits)
-        first = su
-        if relax_limits:  # a diagnosis needs at least one size to say what it lacks
-            top = max(top, su)
-            # sizes below limits.min_gpus cannot meet it: a diagnosis starts at the first
-            # that can (else min_gpus = 1e9 walks millions of sizes)
-            first = min(su * max(1, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node
-                                              / su)), su * (top // su))
-        ladders = {None: size_ladder(inputs, evaluators, p, su, top, None, first)}
-        sized, stop = ladders[None]
-        if stop:
-            notes.append(stop)
-        if not sized:
-            notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
-            continue
-        spaces: dict = {}
-        for largest, combos, problem in _combos_by_shape(inputs, p, sized):
-            if problem:
-                notes.append(problem)
-                continue
-            for combo in combos:
-                key = f"{p.key}/" + "+".join(a.medium for a in combo)
-                configs[key] = Config(
-                    key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id,
-                    tiers=p.fabric.tiers, pods=p.fabric.pods or 1,
-                    oversubscription=p.fabric.oversubscription,
-                    rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment,
-                    su_nodes=su, node_power_w=node_power_w(p),
-                    su_racks=su_racks(inputs, p, largest, su),
-                    checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node,
-                    media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings,
-                    redundancy=p.redundancy, cooling=p.cooling)
-                node_kind = combo[0].kind  # hot spares follow the node links' failure rate
-                if node_kind not in ladders:
-                    ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
-                                                     first)
-                candidates += _combo_candidates(inputs, evaluators, p, key, combo, su,
-                                                ladders[node_kind][0], spaces, support_cache)
+    notes = list(inputs.config_notes)
+    for p in inputs.configs:
+        if p.key in built:
+            configs |= built[p.key].configs
+            candidates += built[p.key].candidates
+            notes += built[p.key].notes
     return _design_data(inputs, configs, candidates), notes
+
+
+def _config_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
+                       shared: SharedWork, relax_limits: bool) -> ConfigCandidates:
+    """The media combinations of configuration ``p`` and their candidate sizes."""
+    configs: dict[str, Config] = {}
+    candidates: list[Candidate] = []
+    notes: list[str] = []
+    if not p.rail_optimized and p.gpu.nics_per_node > p.radix // 2:
+        notes.append(f"{p.key}: middle-of-rack needs at most {p.radix // 2} NIC ports per "
+                     f"node ({p.gpu.id} has {p.gpu.nics_per_node}); skipped")
+        return ConfigCandidates(configs, candidates, notes)
+    # Both layouts grow in the rail-optimized scalable unit (k/2 nodes), so they are
+    # compared at equal sizes.
+    su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
+    top = max_nodes(inputs, p, relax_limits)
+    first = su
+    if relax_limits:  # a diagnosis needs at least one size to say what it lacks
+        top = max(top, su)
+        # sizes below limits.min_gpus cannot meet it: a diagnosis starts at the first
+        # that can (else min_gpus = 1e9 walks millions of sizes)
+        first = min(su * max(1, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node
+                                          / su)), su * (top // su))
+    ladders = {None: size_ladder(inputs, evaluators, p, su, top, None, first, shared)}
+    sized, stop = ladders[None]
+    if stop:
+        notes.append(stop)
+    if not sized:
+        notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
+        return ConfigCandidates(configs, candidates, notes)
+    for largest, combos, problem in _combos_by_shape(inputs, p, sized):
+        if problem:
+            notes.append(problem)
+            continue
+        for combo in combos:
+            key = f"{p.key}/" + "+".join(a.medium for a in combo)
+            configs[key] = Config(
+                key=key, gpu=p.gpu.id, switch=p.switch.id, nic=p.nic.id,
+                tiers=p.fabric.tiers, pods=p.fabric.pods or 1,
+                oversubscription=p.fabric.oversubscription,
+                rail_optimized=p.rail_optimized, nic_attachment=p.nic_attachment,
+                su_nodes=su, node_power_w=node_power_w(p),
+                su_racks=su_racks(inputs, p, largest, su),
+                checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node,
+                media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings,
+                redundancy=p.redundancy, cooling=p.cooling)
+            node_kind = combo[0].kind  # hot spares follow the node links' failure rate
+            if node_kind not in ladders:
+                ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
+                                                 first, shared)
+            candidates += _combo_candidates(inputs, evaluators, p, key, combo, su,
+                                            ladders[node_kind][0], shared)
+    return ConfigCandidates(configs, candidates, notes)
 
 
 def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int, Fabric]]
@@ -325,20 +418,17 @@ def _shape(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> tuple[tuple[str, f
 
 def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                       combo: tuple[MediaAssignment, ...], su: int,
-                      ladder: list[tuple[int, int, Fabric]], spaces: dict, support_cache: dict
+                      ladder: list[tuple[int, int, Fabric]], shared: SharedWork
                       ) -> list[Candidate]:
     """The candidates of one media combination: the ladder's sizes of its shape."""
     shape = tuple((a.link_class, a.length_m) for a in combo if a.link_class != "node-leaf")
     sized = [s for s in ladder if _shape(inputs, p, s[2]) == shape]
     if not sized:
         return []
-    links = [links_of(inputs, p, combo, fabric) for _, _, fabric in sized]
+    links = [shared.links(inputs, p, combo, fabric) for _, _, fabric in sized]
     goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
-    for (_, _, fabric) in sized:  # one space per size, shared by the media combos
-        if fabric.spec not in spaces:
-            spaces[fabric.spec] = design_space(inputs, p, fabric)
     return [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
-                       size_links, rel, spaces[fabric.spec], support_cache)
+                       size_links, rel, shared)
             for (nodes, spares, fabric), size_links, rel
             in zip(sized, links, goodputs, strict=True)]
 
@@ -369,16 +459,18 @@ def merge_design_data(inputs: Inputs, parts: list[DesignData]) -> DesignData:
 
 
 def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
-                node_kind: str | None, first: int | None = None
+                node_kind: str | None, first: int | None = None,
+                shared: SharedWork | None = None
                 ) -> tuple[list[tuple[int, int, Fabric]], str | None]:
     """Sizes first (default su), first + su, ... <= top nodes with their hot spares (for
     node links of `node_kind`; None: the layout's usual kind) and exact fabric; and a note
     where the fabric cannot grow further."""
+    shared = shared or SharedWork()
     sized = []
     for nodes in range(first or su, top + 1, su):
         spares = evaluators.spare_nodes(inputs, p, nodes, node_kind)
         try:
-            sized.append((nodes, spares, design_fabric(p.fabric_spec(nodes + spares))))
+            sized.append((nodes, spares, shared.fabric(p.fabric_spec(nodes + spares))))
         except ValueError as exc:
             if not sized:
                 return sized, f"{p.key} cannot reach {nodes:,} nodes: {exc}"
@@ -449,12 +541,17 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
 
 def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                nodes: int, spares: int, fabric: Fabric, su: int, links: list[MediaLine],
-               rel: GoodputEstimate, space: SpaceLayout, support_cache: dict) -> Candidate:
-    """One configuration at one size (``space``: its fabric's, :func:`design_space`)."""
-    support = support_of(inputs, p, nodes, spares, space.racks, support_cache)
-    lines = bom_lines(inputs, p, nodes, spares, fabric, links, space.racks, support)
+               rel: GoodputEstimate, shared: SharedWork) -> Candidate:
+    """One configuration at one size."""
+    space = shared.space(inputs, p, fabric)
+    support = support_of(inputs, p, nodes, spares, space.racks, shared.support)
+    lines = bom_lines(inputs, p, nodes, spares, fabric, links, space.racks, support,
+                      shared.spares)
     gpus = nodes * p.gpu.gpus_per_node
-    perf = evaluators.throughput(inputs, p, fabric, gpus)
+    job = (p.gpu.id, p.switch.id, p.nic.id, fabric.spec, gpus)  # what the job sees
+    if job not in shared.throughput:
+        shared.throughput[job] = evaluators.throughput(inputs, p, fabric, gpus)
+    perf = shared.throughput[job]
     support_w = support.power_w if support else 0.0
     support_racks = support.support_racks if support else 0
     racks = space.racks + support_racks
@@ -484,7 +581,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
 def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData) -> DesignData:
     """Evaluate exactly every candidate whose bounds could change the optimum
     (models.design.prune.to_refine), until none is left."""
-    while targets := to_refine(data):
+    fitting = {k.key for k in data.candidates if within_limits(data, k)}
+    while targets := to_refine(data, fitting):
         exact = {k.key: exact_candidate(inputs, evaluators, data, k) for k in targets}
         data = dataclasses.replace(data, candidates=tuple(
             exact.get(k.key, k) for k in data.candidates))

@@ -178,10 +178,13 @@ def objective_value(data: DesignData, k: Candidate) -> float:
     return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
 
 
-def to_refine(data: DesignData) -> list[Candidate]:
+def to_refine(data: DesignData, fitting: set[str] | None = None) -> list[Candidate]:
     """Candidates not evaluated exactly whose bounds could make them optimal: buildable
-    with their upper bounds, and (upper) objective value >= the best lower value LB."""
-    fit = [k for k in data.candidates if within_limits(data, k)]  # once for both tests
+    with their upper bounds, and (upper) objective value >= the best lower value LB.
+    ``fitting``: the keys of the candidates within_limits, if already known (they do not
+    depend on throughput or goodput)."""
+    fit = [k for k in data.candidates  # once for both tests
+           if (within_limits(data, k) if fitting is None else k.key in fitting)]
     sure = [objective_value(data, k) for k in fit if meets_requirements(data, k)]
     best = max(sure, default=-math.inf)
     out = []

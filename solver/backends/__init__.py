@@ -36,6 +36,10 @@ class SolveOptions:
     """CP-SAT workers (at most 2; they interleave deterministically)."""
     seed: int = 0
     """Random seed of both solvers."""
+    candidate_processes: int = 1
+    """Processes that build the candidate designs (2: a forked second process builds
+    about half, solver.api.candidates; the CLI's solve on a machine of 2 or more cores).
+    The same candidates either way."""
     deadline: Deadline = field(default_factory=Deadline, compare=False)
     """The command's wall-clock budget (solver.deadline); every solver gets at most its
     remaining time. Default: none."""

@@ -150,6 +150,7 @@ def register(app: typer.Typer) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
         deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import solve as solve_instance
+        from solver.forked import usable_cores
         from solver.loading import load_instance
         from solver.outputs import check_out_location, default_out_dir, write_solve_outputs
 
@@ -163,7 +164,7 @@ def register(app: typer.Typer) -> None:
             result = solve_instance(inst, place=not no_place, options=SolveOptions(
                 time_limit, gap, threads, deadline=deadline,
                 placement_time_limit_s=placement_limit(time_limit),
-                placement_gap=placement_gap))
+                placement_gap=placement_gap, candidate_processes=min(2, usable_cores())))
             fail_on_status(result, as_json, time_limit)
             deadline.enter("writing the output files")
             if "periods" in result.summary:  # a phased build-out (solver.phased)

@@ -100,7 +100,9 @@ print(json.dumps({"case": "whole default solve (API), per stage [CPU s, wall s]"
 """The whole default solve with placement, stage by stage: CPU (``process_time``: every
 thread of this process) and wall seconds of each stage, wrapped where the pipeline calls
 it; bom.xlsx is written in a second process (solver.outputs.beside), its CPU is the
-children's. CPU is the figure to compare on a loaded machine."""
+children's. CPU is the figure to compare on a loaded machine. The candidates are built
+in this process alone (the API's default); the CLI below builds half of them in a second
+process (SolveOptions.candidate_processes = 2)."""
 
 CLI = "from solver.cli import main; main()"
 """`clusterplan solve --out DIR` (the whole command, target < 10 s wall on 2 cores)."""

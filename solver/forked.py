@@ -1,0 +1,72 @@
+"""Work in a forked process on the second core while this process goes on (the default
+solve: half of the candidate designs, and bom.xlsx beside the other outputs)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def forked(work: Callable[[], T]) -> Iterator[Callable[[], T]]:
+    """Start ``work()`` in a forked process; the block gets the call that waits for its
+    result (pickled back through a pipe) and raises what ``work`` raised (the same
+    exception when it pickles, else a RuntimeError naming it). Leaving the block ends a
+    process still running (the block raised, or never waited). Without fork (not POSIX)
+    ``work`` runs when waited for."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        yield work
+        return
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            result = (True, work())
+        except BaseException as exc:  # reported to the parent, which raises it
+            result = (False, exc)
+        try:
+            send.send(result)
+        except Exception as exc:  # the result or the exception does not pickle
+            send.send((False, RuntimeError(f"{type(result[1]).__name__}: {result[1]} "
+                                           f"({exc})")))
+
+    process = context.Process(target=child, daemon=True)
+    process.start()
+    send.close()
+
+    def wait() -> T:
+        collecting = gc.isenabled()
+        gc.disable()  # unpickling many objects would run full collections: 5x slower
+        try:
+            ok, value = receive.recv()
+        except EOFError:  # ended without a word (killed)
+            process.join()
+            raise RuntimeError(f"a second process ended with code {process.exitcode}") from None
+        finally:
+            if collecting:
+                gc.enable()
+        if not ok:
+            raise value
+        return value
+
+    try:
+        yield wait
+    finally:
+        if process.is_alive():
+            process.terminate()
+        process.join()
+        receive.close()
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
