@@ -260,7 +260,7 @@ def _parts_checks(inputs: Inputs, design: ChosenDesign, parts, fabric, media_usd
 
 def cold_spares_usd(inputs: Inputs, parts, n: int, fabric, media) -> float:
     """The cold-spare pool re-derived: for each part class, the stock covering the
-    failures of one lead time with the fill probability (scipy's Poisson quantile), at
+    failures of one lead time with the fill probability (poisson_quantile), at
     the part's price; ``media``: the medium of each link class (design stage)."""
     assigned = {a.link_class: a.medium for a in media}
     return spares_pool_usd(inputs, parts, n, fabric, [
