@@ -82,14 +82,18 @@ def switches_per_rack(switch: Any, switch_w: float, rack_kw: float) -> int:
 
 def block_size(fabric: Fabric) -> tuple[int, int]:
     """(nodes, leaves) of one block: the whole fabric for a single switch; ``k/2`` nodes and
-    one leaf per rail rail-optimized; ``⌊(k/2)/ports⌋`` nodes and one leaf middle-of-rack."""
+    one leaf per rail rail-optimized; ``⌊(k/2)/ports⌋`` nodes and one leaf middle-of-rack.
+    A pod of ``⌈nodes/pods⌉`` nodes smaller than that is one block of its own nodes (with
+    all its leaves): its racks and power are those of the nodes it has, not of a full
+    scalable unit."""
     spec = fabric.spec
     half = spec.radix // 2
     if fabric.tiers == 1:
         return spec.nodes, 1
+    pod = -(-spec.nodes // fabric.pods)
     if spec.rail_optimized:
-        return half, spec.ports_per_node
-    return half // spec.ports_per_node, 1
+        return min(half, pod), spec.ports_per_node
+    return min(half // spec.ports_per_node, pod), 1
 
 
 def split_by_weight(total: int, weights: list[int]) -> list[int]:

@@ -145,16 +145,27 @@ def _max_gpus(c: Checked) -> list[Check]:
 
 
 def _building_power(c: Checked) -> list[Check]:
-    """Each building's load: its scalable units and its share of the network power."""
+    """Each building's load: its scalable units (with one pod per building, the nodes of
+    its pod) and its share of the network power."""
     f_ns = c.inputs.facility.non_server_it_fraction
     su_w = c.design.config.su_nodes * node_power_w(c.parts)
+    pods = _pod_nodes(c.design) if c.design.config.pods_in_buildings else None
     checks = []
-    for b in c.inputs.site.buildings:
-        load = (1 + f_ns) * (c.design.su_per_building[b.name] * su_w
-                             + c.design.network_w_per_building[b.name])
+    for i, b in enumerate(c.inputs.site.buildings):
+        servers = (pods[i] * node_power_w(c.parts) if pods is not None
+                   else c.design.su_per_building[b.name] * su_w)
+        load = (1 + f_ns) * (servers + c.design.network_w_per_building[b.name])
         checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
                           f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
     return checks
+
+
+def _pod_nodes(design: ChosenDesign) -> list[int]:
+    """Nodes of each building's pod, re-derived here: pods of ``s = ⌈n/P⌉`` nodes filled in
+    order, pod i holding ``min(s, n - i s)`` of the ``n`` nodes and spares."""
+    n = design.candidate.nodes + design.candidate.spare_nodes
+    size = -(-n // design.config.pods)
+    return [max(0, min(size, n - i * size)) for i in range(design.config.pods)]
 
 
 def _space(c: Checked) -> list[Check]:
@@ -385,6 +396,9 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
     buildings' limits are checked by _building_power and _space)."""
     cand = design.candidate
     su_total = math.ceil((cand.nodes + cand.spare_nodes) / design.config.su_nodes)
+    if design.config.pods_in_buildings:  # each pod's units, in its own building
+        su_total = design.config.pods * math.ceil(max(_pod_nodes(design))
+                                                  / design.config.su_nodes)
     checks = [Check("scalable_units_placed", sum(design.su_per_building.values()) == su_total,
                     sum(design.su_per_building.values()), su_total)]
     server_w = (cand.nodes + cand.spare_nodes) * node_power_w(parts)

@@ -116,21 +116,23 @@ def link_length_m(inst: Instance, link_class: str, rail_optimized: bool,
 
 
 def fits_buildings(inst: Instance, su_count: int, su_w: float, su_racks: int,
-                   network_w: float, network_racks: int, most_per_building: int | None = None
+                   network_w: float, network_racks: int, pod_w: list[float] | None = None
                    ) -> bool:
-    """Some whole-SU split over the buildings (at most ``most_per_building`` SUs in each:
-    one pod per building) leaves room for the network equipment."""
+    """Some whole-SU split over the buildings leaves room for the network equipment. One
+    pod per building (``pod_w``: the server power of each building's pod): the split is
+    ``su_count / pods`` units in each building, drawing its pod's server power."""
     f = 1 + inst.catalog.facility.non_server_it_fraction
     blds = inst.site.buildings
     for split in itertools.product(range(su_count + 1), repeat=len(blds)):
-        if sum(split) != su_count or (most_per_building is not None
-                                      and max(split) > most_per_building):
+        if sum(split) != su_count or (pod_w is not None
+                                      and max(split) > su_count // len(blds)):
             continue
-        power_ok = all(f * u * su_w <= b.it_power_mw * 1e6 * (1 + TOL)
-                       for u, b in zip(split, blds, strict=True))
+        server_w = pod_w or [u * su_w for u in split]
+        power_ok = all(f * w <= b.it_power_mw * 1e6 * (1 + TOL)
+                       for w, b in zip(server_w, blds, strict=True))
         racks_ok = all(b.max_racks is None or u * su_racks <= b.max_racks
                        for u, b in zip(split, blds, strict=True))
-        left_w = sum(b.it_power_mw * 1e6 / f - u * su_w for u, b in zip(split, blds, strict=True))
+        left_w = sum(b.it_power_mw * 1e6 / f - w for w, b in zip(server_w, blds, strict=True))
         left_racks = (math.inf if any(b.max_racks is None for b in blds) else
                       sum(b.max_racks - u * su_racks for u, b in zip(split, blds, strict=True)))
         if power_ok and racks_ok and left_w >= network_w * (1 - TOL) \
@@ -210,7 +212,12 @@ def evaluate(inst: Instance, config, cand) -> Design:
     # the pod's switches above its leaves, every block full and every switch at the
     # conservative power placement counts, within the building's and its halls' power
     per_pod = space.block_count // fabric.pods if config.pods_in_buildings else None
-    pod_units = math.ceil(math.ceil(total / fabric.pods) / su) if per_pod else None
+    pod_server_w = None  # each pod's server power: the nodes it holds, spares included
+    su_count = math.ceil(total / su)
+    if per_pod:
+        size = math.ceil(total / fabric.pods)
+        pod_server_w = [max(0, min(size, total - i * size)) * node_w for i in range(fabric.pods)]
+        su_count = fabric.pods * math.ceil(size / su)
     pod_w = (per_pod or 0) * space.block_power_w + sum(
         fabric.switches_per_tier[1:fabric.pod_tiers]) // fabric.pods * space.leaf_power_w
     hall_w = {b.name: 0.0 for b in inst.site.buildings}
@@ -219,8 +226,8 @@ def evaluate(inst: Instance, config, cand) -> Design:
     pods_fit = per_pod is None or (
         per_pod <= min(room) and all(pod_w <= min(b.it_power_mw * 1e6, hall_w[b.name])
                                      * (1 + TOL) for b in inst.site.buildings))
-    if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
-                          network_racks, pod_units) \
+    if not fits_buildings(inst, su_count, su * node_w, su_racks, network_w,
+                          network_racks, pod_server_w) \
             or space.block_count > sum(room) or not pods_fit:
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,

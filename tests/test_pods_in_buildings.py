@@ -255,3 +255,41 @@ def test_a_pod_too_big_for_its_building_is_diagnosed():
     assert s["status"] == "infeasible"
     assert sum("cannot feed one pod" in m and "short by 0.04 MW" in m
                for m in s["diagnosis"]) == 2
+
+
+def small_pods(building_mw: float) -> dict:
+    """The tiny instance, rail-optimized on Quantum-2 (a scalable unit of 32 nodes and 8
+    rail leaves), one pod per building at 4:1 on two buildings of ``building_mw``."""
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"]["it_power_mw"] = 2 * building_mw
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": building_mw},
+                              {"name": "b", "it_power_mw": building_mw}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
+    return d
+
+
+def test_a_pod_smaller_than_a_scalable_unit_is_built_when_it_fits():
+    """Two buildings of 0.25 MW. By hand: a scalable unit of 32 nodes draws 32 x 10,400 W
+    = 332.8 kW, 356.1 kW with the 7% non-server share, more than a building, so counted in
+    whole units no pod fits (this was infeasible). The smallest design, 32 nodes, is two
+    pods of 16: 16 x 10.4 kW = 166.4 kW of servers in each building, one block of 16 nodes
+    and its 8 leaves; building a also takes the network's 37.2 kW (switches, media,
+    storage): 1.07 x (166.4 + 37.2) = 217.8 kW <= 250 kW. The next size (64 nodes, pods of
+    32) needs 356.1 kW a building. Placed, each building holds its pod's 16 nodes."""
+    inputs = instance_from_dict(small_pods(0.25))
+    result = solve(inputs, place=False)
+    assert result.status == "optimal" and result.summary["verified"] is True
+    design = result.design
+    assert (design.candidate.nodes + design.candidate.spare_nodes, design.config.pods) == (32, 2)
+    assert design.blocks_per_building == {"a": 1, "b": 1}
+    assert design.candidate.extra["block_power_w"] < 32 * 10_400  # a block of 16 nodes
+    for b in ("a", "b"):
+        load = 1.07 * (16 * 10_400 + design.network_w_per_building[b])
+        assert load <= 250e3
+    placed = solve(inputs, place=True)
+    assert placed.summary["placement"]["verified"] is True
+    nodes = Counter()
+    for r in placed.placement.racks:
+        nodes[r.position.building] += r.nodes
+    assert nodes == {"a": 16, "b": 16}

@@ -471,7 +471,8 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
         exact=perf.exact and rel.exact,
-        extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
+        extra={"su_count": su_count(nodes + spares, su, fabric.pods, p.pods_in_buildings),
+               "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
@@ -479,6 +480,15 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                **({"support": support.summary()} if support else {})},
         facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
     )
+
+
+def su_count(nodes: int, su: int, pods: int, pods_in_buildings: bool) -> int:
+    """Scalable units of ``nodes`` nodes (spares included): ``⌈n/su⌉``; with one pod per
+    building each pod's ``⌈⌈n/P⌉/su⌉`` (a pod's units stand in its building, a pod smaller
+    than one unit, or a partial last unit, takes a unit of its own)."""
+    if pods_in_buildings:
+        return pods * math.ceil(math.ceil(nodes / pods) / su)
+    return math.ceil(nodes / su)
 
 
 def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData) -> DesignData:

@@ -106,6 +106,14 @@ class Candidate:
         pod = math.ceil((self.nodes + self.spare_nodes) / self.extra["pods"])
         return math.ceil(pod / su_nodes)
 
+    def pod_nodes(self) -> tuple[int, ...]:
+        """Nodes (spares included) of each pod: each is built for ``s = ⌈(nodes +
+        spares)/pods⌉`` and they fill in order, pod ``i`` holding ``min(s, n − i·s)``
+        (models.fabric.pod_nodes)."""
+        n, pods = self.nodes + self.spare_nodes, self.extra["pods"]
+        size = math.ceil(n / pods)
+        return tuple(max(0, min(size, n - i * size)) for i in range(pods))
+
     @cached_property  # summed once: pruning reads it for every candidate, often
     def equipment_capex_usd(self) -> float:
         return sum(line.cost_usd for line in self.lines)

@@ -153,10 +153,21 @@ def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     foreach c: sum_b su_in[b,c] = SU count of c's chosen size
     sum_b net_mw[b] = switch + media power of the design
-    foreach b: (1+f_ns) (sum_c SU_power_c su_in[b,c] + net_mw[b]) <= P_b   [MW]
-    A full SU of nodes with their NICs is counted (a partial last SU is over-counted).
+    foreach b: (1+f_ns) (sum_c node_MW_{b,c} + net_mw[b]) <= P_b   [MW]
+    node_MW_{b,c} = SU_power_c su_in[b,c]: a full SU of nodes with their NICs is counted (a
+    partial last SU is over-counted); with one pod per building it is the nodes pod i
+    holds in building i, a ladder quantity n_i node_W (a pod smaller than one SU, or not a
+    whole number of them, counts the nodes it has).
     """
     f_ns = data.non_server_it_fraction
+    position = {b: i for i, b in enumerate(m.BUILDINGS)}
+
+    def node_mw(b: str, c: str) -> pyo.Expression:
+        cfg = data.configs[c]
+        if cfg.pods_in_buildings:  # pod i stands in building i (add_pods_in_buildings)
+            return ladder_sum(m, lambda k: k.pod_nodes()[position[b]] * cfg.node_power_w
+                              / 1e6, [c])
+        return cfg.su_nodes * cfg.node_power_w / 1e6 * m.su_in[b, c]
 
     @m.Constraint(m.CONFIGS, doc="every scalable unit placed in a building")
     def su_placed(m, c):
@@ -170,8 +181,7 @@ def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     @m.Constraint(m.BUILDINGS, doc="building IT power [MW]")
     def building_power(m, b):
-        su_mw = pyo.quicksum(data.configs[c].su_nodes * data.configs[c].node_power_w / 1e6
-                             * m.su_in[b, c] for c in m.CONFIGS)
+        su_mw = pyo.quicksum(node_mw(b, c) for c in m.CONFIGS)
         return (1 + f_ns) * (su_mw + m.net_mw[b]) <= caps[b] + slack(b)
 
 
@@ -260,9 +270,20 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     sum_b net_rack_mw[b] = network-rack power of the design
     foreach b: sum_c block_MW_c blocks_in[b,c] + net_rack_mw[b] <= min(P_b, halls_b)  [MW]
-    (net_rack_mw is continuous: placement keeps a group's spines in one hall)."""
-    block_mw = {c: next(k.extra["block_power_w"] for k in m.ladders[c]) / 1e6
+    (net_rack_mw is continuous: placement keeps a group's spines in one hall). With one pod
+    per building, building i holds pod i's B/P blocks at the candidate's block power (a
+    ladder quantity: a pod smaller than one SU is one block of its own nodes)."""
+    # a block is a scalable unit, or a whole pod smaller than one (models.space.block_size):
+    # its power is constant along a ladder but for such pods; the largest bounds them
+    block_mw = {c: max(k.extra["block_power_w"] for k in m.ladders[c]) / 1e6
                 for c in m.CONFIGS}
+
+    def blocks_mw(b: str, c: str) -> pyo.Expression:
+        if data.configs[c].pods_in_buildings:  # B/P blocks of the ladder's own size
+            return ladder_sum(m, lambda k: k.extra["blocks"] // k.extra["pods"]
+                              * k.extra["block_power_w"] / 1e6, [c])
+        return block_mw[c] * m.blocks_in[b, c]
+
     caps = {b.name: b.block_power_cap_w / 1e6 for b in data.buildings}
     slack = _slack(m, "block_power", index=m.BUILDINGS, scale=max(caps.values()))
     m.net_rack_mw = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals)
@@ -272,7 +293,7 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     @m.Constraint(m.BUILDINGS, doc="placement racks within building power [MW]")
     def block_power(m, b):
-        return pyo.quicksum(block_mw[c] * m.blocks_in[b, c] for c in m.CONFIGS
+        return pyo.quicksum(blocks_mw(b, c) for c in m.CONFIGS
                             ) + m.net_rack_mw[b] <= caps[b] + slack(b)
 
 
