@@ -200,7 +200,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"| GPU system | {d['gpu']} x {d['gpus']:,} GPUs ({d['nodes']:,} nodes + "
         f"{d['spare_nodes']:,} spares) |",
         f"| Fabric | {d['switch']} ({d['nic']}), {d['tiers']} tiers, {d['pods']} pod(s)"
-        f"{' (one per building)' if d.get('pods_in_buildings') else ''}, "
+        f"{' (one per building)' if d.get('pods_in_buildings') else ''}"
+        f"{', meshed' if d.get('pod_join') == 'mesh' else ''}, "
         f"{d['oversubscription']:g}:1 between pods, "
         f"{'rail-optimized' if d['rail_optimized'] else 'middle-of-rack'}, "
         f"{d['nic_attachment']}-port NIC cages |",

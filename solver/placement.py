@@ -64,7 +64,7 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          cand.extra.get("reliability", {}).get("recovery", "storage"),
                          c.pods_in_buildings,
                          tuple((m["link_class"], m["medium"]) for m in design.media()),
-                         c.cooling)
+                         c.cooling, c.pod_join)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
                                 for t, c in zip(targets, per, strict=True) if c]
         first_block += nblocks
     lower = [r for g in sorted(spine_racks) for r in spine_racks[g]]
-    for t in range(2, inp.fabric.tiers):
+    for t in range(2, inp.fabric.tiers - inp.fabric.mesh):
         lc = inp.fabric.link_classes[t]
         role = lc.name.split("-")[1]
         upper: list[Rack] = []
@@ -171,7 +171,28 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
         else:
             bundles += _spread(lc, lower, upper, lc.links)
         lower = upper
+    if inp.fabric.mesh:
+        bundles += _mesh(inp.fabric.link_classes[-1], lower, inp.fabric.pods)
     return Layout(racks, bundles, blocks_info)
+
+
+def _mesh(lc: LinkClass, tops: list[Rack], pods: int) -> list[Bundle]:
+    """The mesh joining pods aligned with buildings: every pair of pods (buildings) gets
+    ``links / (P(P−1)/2)`` links between their pod-top racks, each pod's share in
+    proportion to its racks' switches (models.fabric: the same uplinks from each pod top
+    to each peer pod)."""
+    by_building: dict[str, list[Rack]] = defaultdict(list)
+    for r in tops:
+        by_building[r.position.building].append(r)
+    buildings = sorted(by_building)
+    if len(buildings) != pods:
+        raise Unplaceable(f"a mesh of {pods} pods found pod tops in {len(buildings)} buildings")
+    per_pair = lc.links // (pods * (pods - 1) // 2)
+    out = []
+    for i, a in enumerate(buildings):
+        for b in buildings[i + 1:]:
+            out += _spread(lc, by_building[a], by_building[b], per_pair)
+    return out
 
 
 def _spread(lc: LinkClass, lower: list[Rack], upper: list[Rack], links: int) -> list[Bundle]:

@@ -129,6 +129,29 @@ def _pods_in_buildings(inputs: Inputs, result, pos: dict) -> list[str]:
             crossing[run.link_class] += run.count
     out += [f"{lc}: {n} links cross buildings; only {top} links may join the pods"
             for lc, n in sorted(crossing.items())]
+    if fabric.mesh:
+        out += _mesh(result, pos, names, fabric.link_classes[-1])
+    return out
+
+
+def _mesh(result, pos: dict, names: list[str], top) -> list[str]:
+    """A mesh joining the pods: every link joins switch racks of two different buildings,
+    and each pair of buildings has the same share, ``links / (P(P−1)/2)``."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    out = []
+    switches = {r.id: r.switches for r in result.racks}
+    for run in result.runs:
+        if run.link_class != top.name:
+            continue
+        a, b = pos[run.a][0].building, pos[run.b][0].building
+        if a == b or not (switches[run.a] and switches[run.b]):
+            out.append(f"{top.name} {run.a}->{run.b}: a mesh link must join the pod-top "
+                       f"switches of two buildings")
+        pairs[tuple(sorted((a, b)))] += run.count
+    want = top.links * 2 // (len(names) * (len(names) - 1))
+    out += [f"{top.name}: {pairs[a, b]} links between {a} and {b}, the mesh gives each pair "
+            f"of pods {want}" for i, a in enumerate(sorted(names))
+            for b in sorted(names)[i + 1:] if pairs[a, b] != want]
     return out
 
 

@@ -65,6 +65,8 @@ def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
     if fabric.pods_per == "building":
         pods = f"-per-building-x{fabric.oversubscription:g}"
+        if fabric.pod_join == "mesh":
+            pods += "-mesh"
     layout = "rail" if rail else "mor"
     built = "" if facility[1] == SHORTCUT else f"/{facility[0]}-{facility[1]}"
     return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"

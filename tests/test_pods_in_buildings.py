@@ -293,3 +293,145 @@ def test_a_pod_smaller_than_a_scalable_unit_is_built_when_it_fits():
     for r in placed.placement.racks:
         nodes[r.position.building] += r.nodes
     assert nodes == {"a": 16, "b": 16}
+
+
+@pytest.mark.parametrize(("ratio", "uplinks"), [(1.0, 32), (2.0, 16), (4.0, 8)])
+def test_a_mesh_joins_pods_without_an_extra_tier(ratio, uplinks):
+    """The 64 nodes of the first test in two pods, joined by a mesh of their 8 pod tops a
+    pod (d = 32 downlinks each) instead of super switches. By hand: each pod top sends
+    u = 32/R uplinks straight to its peer in the other pod (P - 1 = 1 peer), so a pod has
+    8·u = 256/R = its 256 endpoints / R links leaving it, and each link joins both pods:
+    the mesh has 8·u = 512/(2R) links, half the super tier's 512/R, and no super switch.
+    The mesh counts as a top tier of 0 switches."""
+    mesh = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, tiers=2, pods=2,
+                                    oversubscription=ratio, pod_join="mesh"))
+    assert mesh.mesh and mesh.switches_per_tier == (16, 16, 0)
+    assert mesh.links_per_tier == (512, 512, 8 * uplinks)
+    assert mesh.links_per_tier[-1] == 256 / ratio == 512 / (2 * ratio)
+    assert mesh.max_ports_used_per_tier[1] == 32 + uplinks
+    assert [c.name for c in mesh.link_classes] == ["node-leaf", "leaf-spine", "spine-spine"]
+    tree = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, tiers=2, pods=2,
+                                    oversubscription=ratio))
+    assert tree.links_per_tier[-1] == 2 * mesh.links_per_tier[-1]
+    assert tree.switches_per_tier[:2] == mesh.switches_per_tier[:2]
+
+
+def test_a_mesh_of_three_pods_sends_the_same_links_to_each_peer():
+    """The default campus's 3 building pods of 768 Tomahawk 5 nodes at 7:1. By hand: a pod
+    has 96 rail leaves of 64 uplinks = 6,144 leaf links on 64 pod tops of d = 96, and
+    u >= 96/7 = 13.7 rounded up to a multiple of P - 1 = 2: u = 14 (96 + 14 <= 128 ports),
+    7 links to each of the two peers. A pod has 64·14 = 896 >= 6,144/7 = 877.7 uplinks;
+    the mesh has 3·896/2 = 1,344 links, 448 between each pair of buildings; the super
+    tier would have 2,688 links and 22 super switches."""
+    mesh = design_fabric(FabricSpec(nodes=3 * 768, ports_per_node=8, radix=128, tiers=2,
+                                    pods=3, oversubscription=7.0, pod_join="mesh"))
+    assert mesh.switches_per_tier == (288, 192, 0)
+    assert mesh.links_per_tier == (18_432, 18_432, 1_344)
+    assert mesh.max_ports_used_per_tier[1] == 96 + 14
+    tree = design_fabric(FabricSpec(nodes=3 * 768, ports_per_node=8, radix=128, tiers=2,
+                                    pods=3, oversubscription=7.0))
+    assert (tree.switches_per_tier[-1], tree.links_per_tier[-1]) == (22, 2_688)
+
+
+def test_the_performance_model_sees_a_meshs_oversubscription():
+    """Through super switches the traffic between pods meets R; through a mesh of 2 or 3
+    pods also R (the pods' ring uses every peer bundle), of P > 3 pods R·(P-1)/2 (the ring
+    uses 2 of a pod's P-1 peer bundles)."""
+    from models.design.evaluate import pod_oversubscription
+
+    def ratio(pods, join):
+        return pod_oversubscription(design_fabric(FabricSpec(
+            nodes=64 * pods, ports_per_node=8, radix=64, tiers=2, pods=pods,
+            oversubscription=4.0, pod_join=join)))
+    assert [ratio(p, "super") for p in (2, 3, 5)] == [4.0, 4.0, 4.0]
+    assert [ratio(p, "mesh") for p in (2, 3, 5)] == [4.0, 4.0, 8.0]
+
+
+def meshed_campus() -> dict:
+    d = tiny_campus(245e6, fr4_usd=3000.0)
+    d["choices"]["fabrics"] = [
+        {"switch": "quantum2-qm9700", "tiers": 2, "pods_per": "building",
+         "oversubscription": 7.0},
+        {"switch": "quantum2-qm9700", "tiers": 2, "pods_per": "building",
+         "oversubscription": 7.0, "pod_join": "mesh"}]
+    return d
+
+
+def test_the_milp_chooses_the_mesh_when_it_costs_less_for_the_same_throughput():
+    """3,584 GPUs on the two 3 MW buildings, pods at 7:1 joined by super switches or by a
+    mesh. Two pods see the same oversubscription either way, so the throughput is equal;
+    the mesh saves the 8 super switches ($36,000 each) and half the 512 campus links
+    (256 fewer FR4 links: 512 modules at $3,000 and 256 fibres at $300), $2.06M less
+    equipment before the facility, so the MILP (cheapest design at the best throughput)
+    takes it. Placed: the placed switches and links per tier are the designed ones, and
+    the 256 mesh links all join the two buildings."""
+    inputs = instance_from_dict(meshed_campus())
+    result = solve(inputs, place=True)
+    s = result.summary
+    assert s["status"] == "optimal" and s["verified"] is True
+    assert s["placement"]["verified"] is True
+    assert (s["design"]["pod_join"], s["design"]["gpus"]) == ("mesh", 3584)
+    assert s["design"]["switches_per_tier"] == [112, 64, 0]
+    assert s["design"]["links_per_tier"] == [3584, 3584, 256]
+    tree = next(r for r in s["runner_ups"] if r["pods"] == 2 and r["gpus"] == 3584)
+    assert tree["effective_tokens_per_s"] == pytest.approx(
+        s["throughput"]["effective_tokens_per_s"])
+    assert tree["capex_usd"] > s["cost"]["capex_usd"]
+    placement = result.placement
+    check_pods_placed(result.inputs, placement, [112, 64, 0], [3584, 3584, 256])
+    where = {r.id: r.position.building for r in placement.racks}
+    mesh = [run for run in placement.runs if run.link_class == "spine-spine"]
+    assert sum(run.count for run in mesh) == 256
+    assert all(where[run.a] != where[run.b] for run in mesh)
+
+
+def test_a_mesh_of_building_pods_places_on_the_default_campus():
+    """Tomahawk 5, the 3 building pods of 768 nodes at 7:1 joined by a mesh: the placed
+    fabric is the designed one (no super switch), and each pair of buildings has 448 of
+    the 1,344 mesh links."""
+    inputs = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
+    parts = resolve_fabric_parts(inputs, "h100-sxm", "tomahawk5")
+    nodes = 3 * 768
+    designed = design_fabric(FabricSpec(nodes=nodes, ports_per_node=8, radix=parts.radix,
+                                        tiers=2, pods=3, oversubscription=7.0,
+                                        pod_join="mesh"))
+    design = DesignToPlace("h100-sxm", "tomahawk5", nodes, designed.tiers, 3, 7.0, True,
+                           "single", switches_per_tier=designed.switches_per_tier,
+                           links_per_tier=designed.links_per_tier, pods_in_buildings=True,
+                           pod_join="mesh")
+    result = place(inputs, design, SolveOptions(placement_time_limit_s=10))
+    check_pods_placed(inputs, result, designed.switches_per_tier, designed.links_per_tier)
+    where = {r.id: r.position.building for r in result.racks}
+    pairs = Counter()
+    for run in result.runs:
+        if run.link_class == "spine-spine":
+            pairs[tuple(sorted((where[run.a], where[run.b])))] += run.count
+    assert sorted(pairs.values()) == [448, 448, 448] and len(pairs) == 3
+
+
+def test_the_checker_fails_a_mesh_wired_inside_one_building():
+    import dataclasses
+
+    from solver.placement_check import check_placement
+
+    inputs = instance_from_dict(meshed_campus())
+    result = solve(inputs, place=True)
+    placement = result.placement
+    where = {r.id: r.position.building for r in placement.racks}
+    run = next(r for r in placement.runs if r.link_class == "spine-spine")
+    peer = next(r.id for r in placement.racks
+                if r.role == "spine" and where[r.id] == where[run.a] and r.id != run.a)
+    moved = dataclasses.replace(placement, runs=tuple(
+        dataclasses.replace(r, b=peer) if r is run else r for r in placement.runs))
+    problems = check_placement(result.inputs, moved)
+    assert any("mesh link must join" in p for p in problems)
+    assert any("the mesh gives each pair of pods 256" in p for p in problems)
+
+
+def test_a_mesh_without_building_pods_is_refused_naming_the_field():
+    from solver.errors import InvalidInstance
+
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700", "pods": 2, "pod_join": "mesh"}]
+    with pytest.raises(InvalidInstance, match=r"choices\.fabrics\.0: .*pods_per = 'building'"):
+        instance_from_dict(d)

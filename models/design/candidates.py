@@ -294,7 +294,8 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                     su_racks=su_racks(inputs, p, largest, su),
                     checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node,
                     media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings,
-                    redundancy=p.redundancy, cooling=p.cooling)
+                    redundancy=p.redundancy, cooling=p.cooling,
+                    pod_join=p.fabric_spec(1).pod_join)
                 node_kind = combo[0].kind  # hot spares follow the node links' failure rate
                 if node_kind not in ladders:
                     ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,

@@ -58,6 +58,8 @@ class Config:
     """One pod per building (site order), each placed whole in its building."""
     redundancy: str = "per-mw"
     cooling: str = "per-mw"
+    pod_join: str = "super"
+    """How the pods are joined: 'super' switches or a 'mesh' of the pod tops."""
 
 
 @dataclass(frozen=True)

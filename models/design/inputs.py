@@ -54,7 +54,8 @@ class ConfigParts:
         return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
                           tiers=self.fabric.tiers, pods=self.fabric.pods or 1,
                           oversubscription=self.fabric.oversubscription,
-                          rail_optimized=self.rail_optimized)
+                          rail_optimized=self.rail_optimized,
+                          pod_join=getattr(self.fabric, "pod_join", "super"))
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ class DesignToPlace:
     cooling: str = "per-mw"
     """The facility's cooling technology: the halls it is placed in are
     ``Inputs.halls_for(cooling)`` (the design stage's rack power density)."""
+    pod_join: str = "super"
+    """How the pods are joined (models.fabric.FabricSpec.pod_join): 'super' or 'mesh'."""
 
 
 @dataclass
@@ -102,7 +104,7 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                       tiers=design.tiers and pod_tiers(design.tiers, design.pods),
                       pods=design.pods,
                       oversubscription=design.oversubscription,
-                      rail_optimized=design.rail_optimized)
+                      rail_optimized=design.rail_optimized, pod_join=design.pod_join)
     fabric = design_fabric(spec)
     media = media_for(inputs.medium.values(), parts.gbps, parts.switch.family)
     space = space_layout(fabric, parts.gpu, parts.switch, node_power_w(parts), media,
@@ -193,7 +195,9 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
                                           strict=True))
     upper = []
     pods = inp.fabric.pods
-    for t in range(2, inp.fabric.tiers):
+    # a mesh joining the pods has no switches to place: its links join the pod tops of two
+    # buildings at campus reach wherever they stand (solver.placement wires it)
+    for t in range(2, inp.fabric.tiers - inp.fabric.mesh):
         lc = inp.fabric.link_classes[t]
         inner = bool(pod_building) and t < inp.fabric.pod_tiers
         cost = tuple(tuple(

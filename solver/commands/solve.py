@@ -35,7 +35,8 @@ def render(result) -> None:
     head.add_row("GPU system", f"{d['gpu']}: {d['gpus']:,} GPUs in {d['nodes']:,} nodes "
                                f"+ {d['spare_nodes']:,} spare nodes")
     head.add_row("Fabric", f"{d['switch']} + {d['nic']}: {d['tiers']} tiers, {d['pods']} pod(s)"
-                           f"{' (one per building)' if d.get('pods_in_buildings') else ''}, "
+                           f"{' (one per building)' if d.get('pods_in_buildings') else ''}"
+                           f"{', meshed' if d.get('pod_join') == 'mesh' else ''}, "
                            f"{d['oversubscription']:g}:1 between pods, "
                            f"{'rail-optimized' if d['rail_optimized'] else 'middle-of-rack'}, "
                            f"{d['nic_attachment']}-port cages")

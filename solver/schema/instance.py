@@ -95,12 +95,19 @@ class FabricChoice(StrictModel):
     pods_per: Literal["building"] | None = None
     """'building': one pod per building of the site (``pods`` = the buildings), each pod
     placed whole in its building, so only the links joining the pods cross buildings."""
+    pod_join: Literal["super", "mesh"] = "super"
+    """How the pods are joined: 'super', a tier of super switches; 'mesh', an oversubscribed
+    top tier without an extra tier: each pod-top switch's uplinks go straight to its peers
+    in the other pods (needs pods_per = 'building')."""
 
     @model_validator(mode="after")
     def _pods_or_pods_per(self) -> FabricChoice:
         if self.pods_per is not None and self.pods is not None:
             raise ValueError("set pods or pods_per, not both (pods_per = 'building' makes "
                              "one pod per building)")
+        if self.pod_join == "mesh" and self.pods_per != "building":
+            raise ValueError("pod_join = 'mesh' joins pods aligned with buildings: set "
+                             "pods_per = 'building'")
         return self
 
 
