@@ -294,14 +294,16 @@ class SpaceLayout:
                   else sum(g.spines for g in leaf_groups(self.fabric)))
         return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
+    def block_slots_by_hall(self) -> tuple[int, ...]:
+        """Blocks each hall can take (site order): its block slots and ``⌊hall kW / block
+        kW⌋``."""
+        return tuple(min(h.block_slots, math.floor(h.hall.hall_cap_kw * 1e3 / h.shape.power_w))
+                     if h.shape is not None else h.block_slots for h in self.halls)
+
     def block_slots_by_building(self) -> dict[str, int]:
-        """Blocks each building's halls can take: per hall its block slots and
-        ``⌊hall kW / block kW⌋``."""
+        """Blocks each building's halls can take (:meth:`block_slots_by_hall`)."""
         out: dict[str, int] = {}
-        for h in self.halls:
-            room = h.block_slots
-            if h.shape is not None:
-                room = min(room, math.floor(h.hall.hall_cap_kw * 1e3 / h.shape.power_w))
+        for h, room in zip(self.halls, self.block_slots_by_hall(), strict=True):
             out[h.building] = out.get(h.building, 0) + room
         return out
 

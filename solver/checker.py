@@ -149,10 +149,12 @@ def _building_power(c: Checked) -> list[Check]:
     its pod) and its share of the network power."""
     f_ns = c.inputs.facility.non_server_it_fraction
     su_w = c.design.config.su_nodes * node_power_w(c.parts)
-    pods = _pod_nodes(c.design) if c.design.config.pods_in_buildings else None
+    aligned = c.design.config.pods_in_buildings
+    nodes = _pod_nodes(c.design) if aligned else None
+    mine = _building_pods(c.inputs, c.design) if aligned else None
     checks = []
-    for i, b in enumerate(c.inputs.site.buildings):
-        servers = (pods[i] * node_power_w(c.parts) if pods is not None
+    for b in c.inputs.site.buildings:
+        servers = (sum(nodes[i] for i in mine[b.name]) * node_power_w(c.parts) if aligned
                    else c.design.su_per_building[b.name] * su_w)
         load = (1 + f_ns) * (servers + c.design.network_w_per_building[b.name])
         checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
@@ -166,6 +168,17 @@ def _pod_nodes(design: ChosenDesign) -> list[int]:
     n = design.candidate.nodes + design.candidate.spare_nodes
     size = -(-n // design.config.pods)
     return [max(0, min(size, n - i * size)) for i in range(design.config.pods)]
+
+
+def _building_pods(inputs: Inputs, design: ChosenDesign) -> dict[str, list[int]]:
+    """The pods each building holds: pod i in building i, or with one pod per hall the
+    pods of its halls (halls in site order)."""
+    if not design.config.pods_in_halls:
+        return {b.name: [i] for i, b in enumerate(inputs.site.buildings)}
+    out: dict[str, list[int]] = {b.name: [] for b in inputs.site.buildings}
+    for i, (building, _hall) in enumerate(inputs.halls):
+        out[building].append(i)
+    return out
 
 
 def _space(c: Checked) -> list[Check]:
@@ -420,10 +433,19 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
                        f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
                        f"{slots.get(b, 0)} block slots")
                    for b, n in sorted(blocks.items())]
-        if design.config.pods_in_buildings:  # building i holds pod i's blocks, no more
+        if design.config.pods_in_buildings:  # building i holds its pods' blocks, no more
             per_pod = space.block_count // fabric.pods
-            checks += [Check(f"pod_blocks[{b.name}]", blocks.get(b.name, 0) == per_pod,
-                             blocks.get(b.name, 0), per_pod) for b in inputs.site.buildings]
+            mine = _building_pods(inputs, design)
+            checks += [Check(f"pod_blocks[{b.name}]",
+                             blocks.get(b.name, 0) == per_pod * len(mine[b.name]),
+                             blocks.get(b.name, 0), per_pod * len(mine[b.name]))
+                       for b in inputs.site.buildings]
+            if design.config.pods_in_halls:  # and hall i's slots take pod i's blocks
+                checks += [_le(f"pod_hall_slots[{b}/{h.name}]", per_pod, room,
+                               f"hall {b}/{h.name}: a pod's {per_pod} blocks, its rows "
+                               f"offer {room} block slots")
+                           for (b, h), room in zip(inputs.halls, space.block_slots_by_hall(),
+                                                   strict=True)]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))

@@ -64,7 +64,7 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          cand.extra.get("reliability", {}).get("recovery", "storage"),
                          c.pods_in_buildings,
                          tuple((m["link_class"], m["medium"]) for m in design.media()),
-                         c.cooling, c.pod_join)
+                         c.cooling, c.pod_join, c.pods_in_halls)
 
 
 @dataclass(frozen=True)
@@ -163,30 +163,37 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
         for h in range(len(halls)):
             upper += _switch_racks(inp, role, f"h{h}", sol.upper[t - 2][h], net_free[h], racks)
         inner = inp.problem.upper[t - 2].building_switches
-        if inner:  # a tier inside pods aligned with buildings: wired pod by pod
+        if inner:  # a tier inside pods aligned with buildings or halls: pod by pod
             pod_links = lc.links // inp.fabric.pods
             for b, _ in inner:
-                bundles += _spread(lc, [r for r in lower if r.position.building == b],
-                                   [u for u in upper if u.position.building == b], pod_links)
+                bundles += _spread(lc, [r for r in lower if _site(inp, r) == b],
+                                   [u for u in upper if _site(inp, u) == b], pod_links)
         else:
             bundles += _spread(lc, lower, upper, lc.links)
         lower = upper
     if inp.fabric.mesh:
-        bundles += _mesh(inp.fabric.link_classes[-1], lower, inp.fabric.pods)
+        bundles += _mesh(inp, inp.fabric.link_classes[-1], lower)
     return Layout(racks, bundles, blocks_info)
 
 
-def _mesh(lc: LinkClass, tops: list[Rack], pods: int) -> list[Bundle]:
-    """The mesh joining pods aligned with buildings: every pair of pods (buildings) gets
+def _site(inp: PlacementInputs, rack: Rack) -> str:
+    """The pod site of a rack: its building, or with one pod per hall its hall's key."""
+    p = rack.position
+    return f"{p.building}/{p.hall}" if inp.design.pods_in_halls else p.building
+
+
+def _mesh(inp: PlacementInputs, lc: LinkClass, tops: list[Rack]) -> list[Bundle]:
+    """The mesh joining pods aligned with buildings (or halls): every pair of pods gets
     ``links / (P(P−1)/2)`` links between their pod-top racks, each pod's share in
     proportion to its racks' switches (models.fabric: the same uplinks from each pod top
     to each peer pod)."""
+    pods = inp.fabric.pods
     by_building: dict[str, list[Rack]] = defaultdict(list)
     for r in tops:
-        by_building[r.position.building].append(r)
+        by_building[_site(inp, r)].append(r)
     buildings = sorted(by_building)
     if len(buildings) != pods:
-        raise Unplaceable(f"a mesh of {pods} pods found pod tops in {len(buildings)} buildings")
+        raise Unplaceable(f"a mesh of {pods} pods found pod tops in {len(buildings)} sites")
     per_pair = lc.links // (pods * (pods - 1) // 2)
     out = []
     for i, a in enumerate(buildings):

@@ -435,3 +435,84 @@ def test_a_mesh_without_building_pods_is_refused_naming_the_field():
     d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700", "pods": 2, "pod_join": "mesh"}]
     with pytest.raises(InvalidInstance, match=r"choices\.fabrics\.0: .*pods_per = 'building'"):
         instance_from_dict(d)
+
+
+# --- pods per hall ------------------------------------------------------------------------
+
+def hall_campus(join: str = "super", pods_per: str = "hall") -> dict:
+    """The tiny instance on one 5 MW building of two 2 MW halls (h1: 4 rows, h2: 3 rows of
+    24 positions), one pod per hall at 4:1 on Quantum-2, rail-optimized."""
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"]["it_power_mw"] = 5.0
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 5.0, "halls": [
+        {"name": "h1", "rows": 4, "positions_per_row": 24, "rack_power_kw": 40.0,
+         "power_kw": 2000.0, "origin_m": [0.0, 0.0]},
+        {"name": "h2", "rows": 3, "positions_per_row": 24, "rack_power_kw": 40.0,
+         "power_kw": 2000.0, "origin_m": [0.0, 30.0]}]}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": pods_per, "oversubscription": 4.0,
+         "pod_join": join}]})
+    return d
+
+
+@pytest.mark.parametrize(("join", "switches", "top_links"),
+                         [("super", [64, 64, 8], 512), ("mesh", [64, 64, 0], 256)])
+def test_hall_pods_are_placed_pod_by_hall(join, switches, top_links):
+    """By hand: a hall takes min(block slots, ⌊1,869 kW / 346.5 kW⌋) blocks of 32 nodes:
+    h1 5, h2 4 (3 rows, the middle one for network racks, 2 blocks a row), so each pod
+    has at most 4 blocks: 2 pods of 128 nodes = 2,048 GPUs (the next size, 288 nodes,
+    needs 5 blocks a pod). A pod: 32 rail leaves of 32 uplinks = 1,024 leaf links on 32
+    pod tops (d = 32); at 4:1 u = 8: the pods' 2 x 32 x 8 = 512 uplinks go to 8 super
+    switches, or, meshed, are 256 links between the two pod tops' halls. Placed: each
+    hall holds its pod's 128 nodes, the fabric is the designed one, and only the class
+    joining the pods crosses halls."""
+    result = solve(instance_from_dict(hall_campus(join)), place=True)
+    s = result.summary
+    assert s["status"] == "optimal" and s["verified"] is True
+    assert s["placement"]["verified"] is True
+    d = s["design"]
+    assert (d["gpus"], d["pods"], d["pods_in_halls"], d["pod_join"]) == (2048, 2, True, join)
+    assert d["switches_per_tier"] == switches
+    assert d["links_per_tier"] == [2048, 2048, top_links]
+    placement = result.placement
+    fabric = placement.inputs.fabric
+    assert list(fabric.switches_per_tier) == switches
+    assert list(fabric.links_per_tier) == [2048, 2048, top_links]
+    hall = {r.id: r.position.hall for r in placement.racks}
+    nodes = Counter()
+    for r in placement.racks:
+        nodes[r.position.hall] += r.nodes
+    assert nodes == {"h1": 128, "h2": 128}
+    crossing = {run.link_class for run in placement.runs if hall[run.a] != hall[run.b]}
+    assert crossing <= {fabric.link_classes[-1].name}
+
+
+def test_checker_fails_pods_placed_across_halls():
+    """A hall-pod fabric placed freely and then checked as aligned with halls: the
+    placement checker re-derives each hall's pod."""
+    import dataclasses
+
+    from solver.placement_check import check_placement
+
+    result = solve(instance_from_dict(hall_campus()), place=True)
+    inputs, placement = result.inputs, result.placement
+    free = dataclasses.replace(placement.inputs.design, pods_in_buildings=False,
+                               pods_in_halls=False)
+    loose = place(inputs, free, SolveOptions(placement_time_limit_s=5))
+    assert loose.summary["verified"] is True
+    hall = {r.id: r.position.hall for r in loose.racks}
+    if all(hall[r.a] == hall[r.b] for r in loose.runs if r.link_class == "leaf-spine"):
+        pytest.skip("the free placement happens to keep every pod in one hall")
+    moved = dataclasses.replace(loose, inputs=dataclasses.replace(
+        loose.inputs, design=placement.inputs.design))
+    problems = check_placement(inputs, moved)
+    assert any("cross halls" in p or "its pod has" in p for p in problems)
+
+
+def test_pods_per_hall_on_one_hall_is_skipped_with_a_note():
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700"},
+                               {"switch": "quantum2-qm9700", "pods_per": "hall"}]
+    inputs = prepare(instance_from_dict(d))
+    assert not any(p.pods_in_halls for p in inputs.configs)
+    assert any("two or more halls" in n for n in inputs.config_notes)

@@ -295,7 +295,7 @@ def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool
                     checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node,
                     media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings,
                     redundancy=p.redundancy, cooling=p.cooling,
-                    pod_join=p.fabric_spec(1).pod_join)
+                    pod_join=p.fabric_spec(1).pod_join, pods_in_halls=p.pods_in_halls)
                 node_kind = combo[0].kind  # hot spares follow the node links' failure rate
                 if node_kind not in ladders:
                     ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
@@ -476,6 +476,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
+               "hall_block_slots": space.block_slots_by_hall(),
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
                "network_rack_power_w": space.network_power_w,
                **({"support": support.summary()} if support else {})},
@@ -538,7 +539,9 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
         configs=configs,
         candidates=tuple(sorted(candidates, key=lambda c: (c.config, c.nodes))),
         buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks,
-                                     rack_power.get(b.name, 0.0))
+                                     rack_power.get(b.name, 0.0),
+                                     tuple(h.hall_cap_kw * 1e3 for name, h in inputs.halls
+                                           if name == b.name))
                         for b in inputs.site.buildings),
         it_power_cap_w=inputs.limits.it_power_mw * 1e6,
         budget_usd=inputs.limits.budget_usd,

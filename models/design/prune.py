@@ -144,25 +144,34 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
 
 def pods_fit(data: DesignData, k: Candidate, blocks_by_power: dict, power: bool,
              space: bool) -> bool:
-    """One pod per building (models.design.milp.add_pods_in_buildings, add_building_power,
-    add_pod_power): building i takes pod i whole: its ``B_k/P`` blocks within its slots
-    and power, the pod's placement power within the building's and its halls' power, its
-    ``n_i`` nodes within the building's power, ``(1+f) n_i node_W <= P_i``, and its
-    ``⌈⌈n/P⌉/su⌉`` units' racks within the building's ``max_racks``. With the totals of
-    :func:`fits_buildings` this is exact: the network power and racks may take any
-    building's leftover."""
+    """Pods aligned with the site (models.design.milp.add_pods_in_buildings,
+    add_building_power, add_pod_power, add_pod_hall_slots): pod i stands whole in its site
+    (building i, or hall i with one pod per hall): its ``B_k/P`` blocks within the site's
+    slots and the pod's placement power within the site's power; each building b takes
+    its ``p_b`` pods: their blocks within its slots and power, their ``n_i`` nodes within
+    its power, ``(1+f) Σ n_i node_W <= P_b``, and their ``p_b ⌈⌈n/P⌉/su⌉`` units' racks
+    within its ``max_racks``. With the totals of :func:`fits_buildings` this is exact: the
+    network power and racks may take any building's leftover."""
     cfg, pods = data.configs[k.config], k.extra["pods"]
     blocks = k.extra["blocks"] // pods
     racks = k.pod_units(cfg.su_nodes) * cfg.su_racks
     f = 1 + data.non_server_it_fraction
-    for b, nodes in zip(data.buildings, k.pod_nodes(), strict=True):
-        slots = k.extra["block_slots"].get(b.name, 0) if space else blocks
-        if blocks > min(slots, blocks_by_power[b.name]):
+    nodes = k.pod_nodes()
+    sites = data.pod_sites(cfg)
+    for i, site in enumerate(sites):
+        if cfg.pods_in_halls and space and blocks > k.extra["hall_block_slots"][i]:
             return False
-        if power and not (within(k.extra["pod_power_w"], b.block_power_cap_w)
-                          and within(f * nodes * cfg.node_power_w, b.it_power_w)):
+        if power and not within(k.extra["pod_power_w"], site.rack_power_w):
             return False
-        if space and b.max_racks is not None and racks > b.max_racks:
+    for b in data.buildings:
+        mine = [i for i, site in enumerate(sites) if site.building == b.name]
+        slots = k.extra["block_slots"].get(b.name, 0) if space else blocks * len(mine)
+        if blocks * len(mine) > min(slots, blocks_by_power[b.name]):
+            return False
+        if power and not within(f * sum(nodes[i] for i in mine) * cfg.node_power_w,
+                                b.it_power_w):
+            return False
+        if space and b.max_racks is not None and racks * len(mine) > b.max_racks:
             return False
     return True
 

@@ -69,6 +69,9 @@ class DesignToPlace:
     ``Inputs.halls_for(cooling)`` (the design stage's rack power density)."""
     pod_join: str = "super"
     """How the pods are joined (models.fabric.FabricSpec.pod_join): 'super' or 'mesh'."""
+    pods_in_halls: bool = False
+    """One pod per hall (site order; with ``pods_in_buildings``): each pod whole in its
+    hall."""
 
 
 @dataclass
@@ -117,9 +120,11 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                           node_power_w(parts), space.leaf_power_w,
                           inputs.site.cable_lengths.between_buildings_m,
                           media_pricing(inputs, design, parts))
-    if design.pods_in_buildings and design.pods != len(inputs.site.buildings):
-        raise Unplaceable(f"pods aligned with buildings: {design.pods} pods on a site of "
-                          f"{len(inputs.site.buildings)} buildings")
+    sites = len(halls) if design.pods_in_halls else len(inputs.site.buildings)
+    if design.pods_in_buildings and design.pods != sites:
+        kind = "halls" if design.pods_in_halls else "buildings"
+        raise Unplaceable(f"pods aligned with {kind}: {design.pods} pods on a site of "
+                          f"{sites} {kind}")
     precheck(out)
     out.problem = zone_problem(out)
     return out
@@ -202,7 +207,7 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
         inner = bool(pod_building) and t < inp.fabric.pod_tiers
         cost = tuple(tuple(
             0 if not (a.network_positions and b.network_positions)
-            or (inner and a.building != b.building)
+            or (inner and pod_site(inp, a) != pod_site(inp, b))
             else (pods if inner else 1) * _cost(
                 inp, max_length(list(a.network_positions), list(b.network_positions),
                                 routing(a, inputs)), lc.name, lc.tier, a.key)
@@ -217,11 +222,20 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
 
 
 def pod_buildings(inp: PlacementInputs) -> tuple[str, ...]:
-    """The building of each pod when the design aligns pods with buildings (site order),
-    else ()."""
+    """The site of each pod when the design aligns pods with the site (site order): its
+    building's name, or with one pod per hall its hall's key (``building/hall``); else
+    ()."""
     if not inp.design.pods_in_buildings:
         return ()
+    if inp.design.pods_in_halls:
+        return tuple(h.key for h in inp.halls)
     return tuple(b.name for b in inp.inputs.site.buildings)
+
+
+def pod_site(inp: PlacementInputs, hall: HallGeo) -> str:
+    """The pod site a hall belongs to: the hall itself with one pod per hall, else its
+    building."""
+    return hall.key if inp.design.pods_in_halls else hall.building
 
 
 def _cost(inp: PlacementInputs, length: float, link_class: str, tier: int, where: str) -> int:

@@ -61,7 +61,7 @@ DESIGN = obj({
                         "links": INT})),
     "scalable_units_per_building": {"type": "object", "additionalProperties": INT},
     "job_mapping": nullable(JOB_MAPPING), "pods_in_buildings": BOOL,
-    "pod_join": {"enum": ["super", "mesh"]},
+    "pod_join": {"enum": ["super", "mesh"]}, "pods_in_halls": BOOL,
     "checkpoint_storage_gbytes_per_s_per_node": NUM,
     "facility": nullable(obj({
         "redundancy": STR, "cooling": STR, "pue": NUM, "site_availability": nullable(NUM),
