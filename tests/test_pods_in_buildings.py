@@ -516,3 +516,24 @@ def test_pods_per_hall_on_one_hall_is_skipped_with_a_note():
     inputs = prepare(instance_from_dict(d))
     assert not any(p.pods_in_halls for p in inputs.configs)
     assert any("two or more halls" in n for n in inputs.config_notes)
+
+
+@pytest.mark.parametrize("join", ["super", "mesh"])
+def test_a_design_json_of_hall_pods_re_derives_its_pods_and_join(join):
+    """design.json carries pods_in_halls and pod_join; placing from it re-derives the same
+    design placement gets inside solve; a file that drops pods_in_halls names no
+    configuration of the instance and is refused."""
+    import json
+
+    from solver.design_file import placeable_design
+    from solver.errors import InvalidInstance
+    from solver.placement import design_to_place
+    from solver.schema.design_file import DesignFile
+
+    result = solve(instance_from_dict(hall_campus(join)), place=False)
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert placeable_design(result.inputs, DesignFile.model_validate(doc)) == design_to_place(
+        result.design, result.inputs)
+    doc["design"]["pods_in_halls"] = False
+    with pytest.raises(InvalidInstance, match="no configuration"):
+        placeable_design(result.inputs, DesignFile.model_validate(doc))
