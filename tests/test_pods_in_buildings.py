@@ -232,13 +232,15 @@ def test_pods_and_pods_per_together_are_refused_naming_the_field():
         instance_from_dict(d)
 
 
-def test_pods_per_building_on_one_building_is_skipped_with_a_note():
+@pytest.mark.parametrize("per", ["building", "hall"])
+def test_pods_per_site_of_one_is_skipped_with_a_note(per):
+    """The tiny instance has one building of one hall: no pods per building or hall."""
     d = copy.deepcopy(read_document(TINY))
     d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700"},
-                               {"switch": "quantum2-qm9700", "pods_per": "building"}]
+                               {"switch": "quantum2-qm9700", "pods_per": per}]
     inputs = prepare(instance_from_dict(d))
     assert not any(p.pods_in_buildings for p in inputs.configs)
-    assert any("two or more buildings" in n for n in inputs.config_notes)
+    assert any(f"two or more {per}s" in n for n in inputs.config_notes)
 
 
 def test_a_pod_too_big_for_its_building_is_diagnosed():
@@ -507,15 +509,6 @@ def test_checker_fails_pods_placed_across_halls():
         loose.inputs, design=placement.inputs.design))
     problems = check_placement(inputs, moved)
     assert any("cross halls" in p or "its pod has" in p for p in problems)
-
-
-def test_pods_per_hall_on_one_hall_is_skipped_with_a_note():
-    d = copy.deepcopy(read_document(TINY))
-    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700"},
-                               {"switch": "quantum2-qm9700", "pods_per": "hall"}]
-    inputs = prepare(instance_from_dict(d))
-    assert not any(p.pods_in_halls for p in inputs.configs)
-    assert any("two or more halls" in n for n in inputs.config_notes)
 
 
 @pytest.mark.parametrize("join", ["super", "mesh"])
