@@ -500,6 +500,9 @@ class FabricDocument(Document):
     capex_breakdown_usd: SplitFigures
     power_breakdown_w: SplitFigures
     frontend: Frontend
+    pod_join: str = "super"
+    """How the pods are joined: 'super' switches or a 'mesh' of the pod tops (a top tier of
+    0 switches)."""
 
 
 # --- perf ---------------------------------------------------------------------------------

@@ -541,3 +541,20 @@ def test_a_hall_too_small_for_its_pod_is_diagnosed():
     assert s["status"] == "infeasible"
     assert any(m.startswith("hall 2 of the site") and "short by 1 block slots" in m
                for m in s["diagnosis"])
+
+
+def test_the_fabric_command_builds_a_mesh(cli):
+    """`clusterplan fabric --pod-join mesh`: the hand counts of the 3-pod mesh above (3 x
+    768 Tomahawk 5 nodes at 7:1: no super switch, 1,344 links at campus reach); a bad
+    value is refused naming the option (exit 3)."""
+    import json
+
+    args = ["fabric", "--gpus", "18432", "--gpu", "h100-sxm", "--switch", "tomahawk5",
+            "--pods", "3", "--tiers", "2", "--oversubscription", "7"]
+    doc = json.loads(cli(*args, "--pod-join", "mesh", "--json").stdout)
+    assert doc["pod_join"] == "mesh"
+    assert doc["switches_per_tier"] == [288, 192, 0]
+    assert doc["links_per_tier"] == [18_432, 18_432, 1_344]
+    assert doc["link_classes"][-1]["name"] == "spine-spine"
+    bad = cli(*args, "--pod-join", "ring")
+    assert bad.exit_code == 3 and "--pod-join" in bad.output

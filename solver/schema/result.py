@@ -136,6 +136,7 @@ FABRIC = obj({
     "gpus": INT, "gpu": STR, "switch": STR, "nic": STR, "gbps": INT, "nodes": INT,
     "ports_per_node": INT, "rail_optimized": BOOL, "endpoints": INT, "radix": INT,
     "tiers": INT, "pod_tiers": INT, "max_endpoints": INT, "pods": INT,
+    "pod_join": {"enum": ["super", "mesh"]},
     "oversubscription": NUM, "switches_per_tier": array(INT), "switches_total": INT,
     "links_per_tier": array(INT),
     "link_classes": array(obj({"name": STR, "links": INT, "length_m": NUM, "medium": STR,
