@@ -100,7 +100,7 @@ def pod_oversubscription(fabric: Fabric) -> float:
     data-parallel ring (the traffic mapped across them) sends each way to one neighbour
     pod, so uses 2 of the ``P−1`` peer bundles a pod's uplinks are split into (all of them
     for 2 or 3 pods). 1 without pods."""
-    if fabric.pods == 1:
+    if fabric.spec.pods == 1:
         return 1.0
     ratio = fabric.spec.oversubscription
     return ratio * max(1.0, (fabric.pods - 1) / 2) if fabric.mesh else ratio
