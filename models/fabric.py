@@ -29,6 +29,15 @@ Construction (bottom-up, exact for partial builds):
   super switches as in the top tier. Pod-top and super sizes are chosen together to use
   the fewest switches; a larger ``R`` only enlarges the feasible set, so it never adds
   switches.
+* **Pods joined by a mesh** (``pod_join = "mesh"``: an oversubscribed top tier without an
+  extra tier): no super switches; the same pod-top position across the pods forms a full
+  mesh, each pod-top switch sending ``u/(P−1)`` links straight to its peer in each other
+  pod, so ``u ≥ ⌈d/R⌉`` is rounded up to a multiple of ``P−1`` (``d + u ≤ k``). A pod still
+  has ``E_pod/R`` links leaving it, but each joins two pods: the mesh has
+  ``P·(pod-top uplinks)/2 = E/(2R)`` links (the super tier: ``E/R``, and its switches).
+  It is counted as a switch tier of 0 switches whose links are the mesh (class
+  ``<top>-<top>``, e.g. ``spine-spine`` for pods of 2 tiers), so every per-tier count
+  keeps its shape; a packet crosses no tier above the pod tops.
 
 Units: counts are whole switches / links; lengths in metres, money in USD, power in W.
 Every function is pure and fast (no I/O); it is called for thousands of candidate sizes.
@@ -68,6 +77,9 @@ class FabricSpec:
     oversubscription: float = 1.0
     """Down:up ratio of the pods' uplinks (1 = non-blocking)."""
     rail_optimized: bool = True
+    pod_join: str = "super"
+    """How pods are joined: 'super' (a tier of super switches) or 'mesh' (the pod tops'
+    uplinks straight to their peers in the other pods, no extra switches)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,11 @@ class Fabric:
     @property
     def switches_total(self) -> int:
         return sum(self.switches_per_tier)
+
+    @property
+    def mesh(self) -> bool:
+        """The pods are joined by a mesh of their top switches (a top tier of 0 switches)."""
+        return self.pods > 1 and self.spec.pod_join == "mesh"
 
 
 def max_endpoints(radix: int, tiers: int) -> int:
@@ -320,6 +337,8 @@ def _check_spec(spec: FabricSpec) -> None:
         problems.append(f"tiers must be 1..{MAX_TIERS - (spec.pods > 1)} (got {spec.tiers})")
     if spec.pods < 1:
         problems.append(f"pods must be >= 1 (got {spec.pods})")
+    if spec.pod_join not in ("super", "mesh"):
+        problems.append(f"pod_join must be 'super' or 'mesh' (got {spec.pod_join!r})")
     if not spec.oversubscription >= 1 or math.isinf(spec.oversubscription):
         problems.append(f"oversubscription must be a finite number >= 1 "
                         f"(got {spec.oversubscription})")
@@ -409,6 +428,9 @@ def _design_pods(spec: FabricSpec) -> Fabric:
         raise ValueError("pods need at least 2 tiers each (leaf and pod top)")
     if spec.pods > spec.radix:
         raise ValueError(f"{spec.pods} pods exceed the {spec.radix} ports of a super switch")
+    if spec.pod_join == "mesh" and spec.pods > spec.radix // 2:
+        raise ValueError(f"a mesh of {spec.pods} pods needs {spec.pods - 1} uplinks on each "
+                         f"pod top, more than half its {spec.radix} ports")
     if spec.tiers is not None:
         tiers = spec.tiers
         result = _pod_structure(leaves, tiers, half, spec)
@@ -437,14 +459,17 @@ def _pod_structure(leaves: int, tiers: int, half: int, spec: FabricSpec
     """Whole-cluster per-tier counts for pods of ``tiers`` tiers, or None if a pod does
     not fit. Also returns the endpoints one pod of this shape can hold."""
     pods, radix, ratio = spec.pods, spec.radix, spec.oversubscription
-    # Pod-top planes hold at most m_max sub-groups: m + ceil(m/R) <= k with S = h.
-    m_max = max(m for m in range(1, radix + 1) if m + math.ceil(m / ratio - 1e-9) <= radix)
+    mesh = spec.pod_join == "mesh"
+    # Pod-top planes hold at most m_max sub-groups: m + u(m) <= k with S = h.
+    m_max = max((m for m in range(1, radix + 1)
+                 if m + _pod_top_uplinks(m, ratio, pods, mesh) <= radix), default=0)
     if leaves > m_max * half ** (tiers - 2):
         return None
     level, switches, down, up, most = _lower_tiers(leaves, tiers, half)
     tops = top_up = supers = top_most = super_most = 0
     for planes, m in _plane_classes(level.full, level.full_size, level.last_size):
-        best = _pod_top_and_super(planes, m, half, radix, pods, ratio)
+        best = (_pod_top_mesh(planes, m, half, radix, pods, ratio) if mesh
+                else _pod_top_and_super(planes, m, half, radix, pods, ratio))
         if best is None:
             return None
         n, u, s, tm, sm = best
@@ -453,17 +478,44 @@ def _pod_structure(leaves: int, tiers: int, half: int, spec: FabricSpec
     pod_down = sum(p * m * half for p, m in
                    _plane_classes(level.full, level.full_size, level.last_size))
     switches = [pods * x for x in switches] + [pods * tops, supers]
-    down = [pods * x for x in down] + [pods * pod_down, pods * top_up]
+    # the mesh's links each join two pod tops; the super tier's arrive from one
+    top_links = pods * top_up // 2 if mesh else pods * top_up
+    down = [pods * x for x in down] + [pods * pod_down, top_links]
     up = [pods * x for x in up] + [pods * top_up, 0]
     most += [top_most, super_most]
     return switches, down, up, most, m_max * half ** (tiers - 1)
 
 
+def _pod_top_uplinks(d: int, ratio: float, pods: int, mesh: bool) -> int:
+    """Uplinks of a pod-top switch with ``d`` downlinks: ``⌈d/R⌉``, in a mesh rounded up to
+    a multiple of ``P−1`` (the same links to each peer pod)."""
+    u = max(1, math.ceil(d / ratio - 1e-9))
+    return -(-u // (pods - 1)) * (pods - 1) if mesh else u
+
+
+@lru_cache(maxsize=65536)
+def _pod_top_mesh(planes: int, m: int, half: int, radix: int, pods: int,
+                  ratio: float) -> tuple[int, int, int, int, int] | None:
+    """Pod-top switches per pod for one plane class when the pods are joined by a mesh:
+    each plane has ``S | h`` pod tops with ``d = m·h/S`` downlinks and
+    :func:`_pod_top_uplinks` uplinks, ``d + u ≤ k``; the fewest pod tops. Returns (pod tops
+    per pod, uplinks per pod, 0 super switches, pod-top most ports, 0), or None if
+    impossible."""
+    for s in _divisors(half):
+        d = m * half // s
+        u = _pod_top_uplinks(d, ratio, pods, mesh=True)
+        if d + u <= radix:
+            return planes * s, planes * s * u, 0, d + u, 0
+    return None
+
+
 def _assemble(spec: FabricSpec, endpoints: int, capacity: int, pods: int, pod_tiers: int,
               switches: list[int], links: list[int], up: list[int],
               most: list[int]) -> Fabric:
-    classes = tuple(LinkClass(f"{TIER_NAMES[t]}-{TIER_NAMES[t + 1]}", t + 1, links[t])
-                    for t in range(len(switches)))
+    names = [f"{TIER_NAMES[t]}-{TIER_NAMES[t + 1]}" for t in range(len(switches))]
+    if pods > 1 and spec.pod_join == "mesh":  # pod top to pod top
+        names[-1] = f"{TIER_NAMES[pod_tiers]}-{TIER_NAMES[pod_tiers]}"
+    classes = tuple(LinkClass(name, t + 1, links[t]) for t, name in enumerate(names))
     return Fabric(spec=spec, endpoints=endpoints, radix=spec.radix, tiers=len(switches),
                   max_endpoints=capacity, pods=pods, pod_tiers=pod_tiers,
                   switches_per_tier=tuple(switches), links_per_tier=tuple(links),

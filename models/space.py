@@ -83,14 +83,18 @@ def switches_per_rack(switch: Any, switch_w: float, rack_kw: float) -> int:
 
 def block_size(fabric: Fabric) -> tuple[int, int]:
     """(nodes, leaves) of one block: the whole fabric for a single switch; ``k/2`` nodes and
-    one leaf per rail rail-optimized; ``⌊(k/2)/ports⌋`` nodes and one leaf middle-of-rack."""
+    one leaf per rail rail-optimized; ``⌊(k/2)/ports⌋`` nodes and one leaf middle-of-rack.
+    A pod of ``⌈nodes/pods⌉`` nodes smaller than that is one block of its own nodes (with
+    all its leaves): its racks and power are those of the nodes it has, not of a full
+    scalable unit."""
     spec = fabric.spec
     half = spec.radix // 2
     if fabric.tiers == 1:
         return spec.nodes, 1
+    pod = -(-spec.nodes // fabric.pods)
     if spec.rail_optimized:
-        return half, spec.ports_per_node
-    return half // spec.ports_per_node, 1
+        return min(half, pod), spec.ports_per_node
+    return min(half // spec.ports_per_node, pod), 1
 
 
 def split_by_weight(total: int, weights: list[int]) -> list[int]:
@@ -290,14 +294,16 @@ class SpaceLayout:
         spines = self.fabric.pods * sum(s * n for _, s, n in leaf_group_sizes(self.fabric))
         return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
+    def block_slots_by_hall(self) -> tuple[int, ...]:
+        """Blocks each hall can take (site order): its block slots and ``⌊hall kW / block
+        kW⌋``."""
+        return tuple(min(h.block_slots, math.floor(h.hall.hall_cap_kw * 1e3 / h.shape.power_w))
+                     if h.shape is not None else h.block_slots for h in self.halls)
+
     def block_slots_by_building(self) -> dict[str, int]:
-        """Blocks each building's halls can take: per hall its block slots and
-        ``⌊hall kW / block kW⌋``."""
+        """Blocks each building's halls can take (:meth:`block_slots_by_hall`)."""
         out: dict[str, int] = {}
-        for h in self.halls:
-            room = h.block_slots
-            if h.shape is not None:
-                room = min(room, math.floor(h.hall.hall_cap_kw * 1e3 / h.shape.power_w))
+        for h, room in zip(self.halls, self.block_slots_by_hall(), strict=True):
             out[h.building] = out.get(h.building, 0) + room
         return out
 

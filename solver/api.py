@@ -296,12 +296,15 @@ def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = N
 
 def fabric(gpus: int, gpu: str, switch: str, *, tiers: int | None = None,
            oversubscription: float = 1.0, pods: int = 1, rail_optimized: bool = True,
-           twin_port: bool = False, instance: str | Path | None = None) -> FabricDocument:
+           twin_port: bool = False, instance: str | Path | None = None,
+           pod_join: str = "super") -> FabricDocument:
     """Exact fat tree for ``gpus`` GPUs of ``gpu`` on ``switch`` (the back-end NIC by
     solver.fabric_inputs.backend_nic) with the cheapest medium per link class, capex and power;
-    ``instance``: take its catalog overrides and cable lengths."""
+    ``instance``: take its catalog overrides and cable lengths; ``pod_join``: pods joined by
+    'super' switches or a 'mesh' of their top switches."""
     return fabric_document(gpus, gpu, switch, tiers, oversubscription, pods, rail_optimized,
-                           twin_port, Path(instance) if instance is not None else None)
+                           twin_port, Path(instance) if instance is not None else None,
+                           pod_join)
 
 
 def perf(workload: str, gpu: str, gpus: int, *, degrees: dict[str, int | None] | None = None,

@@ -143,16 +143,40 @@ def _max_gpus(c: Checked) -> list[Check]:
 
 
 def _building_power(c: Checked) -> list[Check]:
-    """Each building's load: its scalable units and its share of the network power."""
+    """Each building's load: its scalable units (with one pod per building, the nodes of
+    its pod) and its share of the network power."""
     f_ns = c.inputs.facility.non_server_it_fraction
     su_w = c.design.config.su_nodes * node_power_w(c.parts)
+    aligned = c.design.config.pods_in_buildings
+    nodes = _pod_nodes(c.design) if aligned else None
+    mine = _building_pods(c.inputs, c.design) if aligned else None
     checks = []
     for b in c.inputs.site.buildings:
-        load = (1 + f_ns) * (c.design.su_per_building[b.name] * su_w
-                             + c.design.network_w_per_building[b.name])
+        servers = (sum(nodes[i] for i in mine[b.name]) * node_power_w(c.parts) if aligned
+                   else c.design.su_per_building[b.name] * su_w)
+        load = (1 + f_ns) * (servers + c.design.network_w_per_building[b.name])
         checks.append(_le(f"building_power[{b.name}]", load / 1e6, b.it_power_mw,
                           f"building {b.name}: {load / 1e6:.3f} MW > {b.it_power_mw:g} MW"))
     return checks
+
+
+def _pod_nodes(design: ChosenDesign) -> list[int]:
+    """Nodes of each building's pod, re-derived here: pods of ``s = ⌈n/P⌉`` nodes filled in
+    order, pod i holding ``min(s, n - i s)`` of the ``n`` nodes and spares."""
+    n = design.candidate.nodes + design.candidate.spare_nodes
+    size = -(-n // design.config.pods)
+    return [max(0, min(size, n - i * size)) for i in range(design.config.pods)]
+
+
+def _building_pods(inputs: Inputs, design: ChosenDesign) -> dict[str, list[int]]:
+    """The pods each building holds: pod i in building i, or with one pod per hall the
+    pods of its halls (halls in site order)."""
+    if not design.config.pods_in_halls:
+        return {b.name: [i] for i, b in enumerate(inputs.site.buildings)}
+    out: dict[str, list[int]] = {b.name: [] for b in inputs.site.buildings}
+    for i, (building, _hall) in enumerate(inputs.halls):
+        out[building].append(i)
+    return out
 
 
 def _space(c: Checked) -> list[Check]:
@@ -428,6 +452,9 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
     buildings' limits are checked by _building_power and _space)."""
     cand = design.candidate
     su_total = math.ceil((cand.nodes + cand.spare_nodes) / design.config.su_nodes)
+    if design.config.pods_in_buildings:  # each pod's units, in its own building
+        su_total = design.config.pods * math.ceil(max(_pod_nodes(design))
+                                                  / design.config.su_nodes)
     checks = [Check("scalable_units_placed", sum(design.su_per_building.values()) == su_total,
                     sum(design.su_per_building.values()), su_total)]
     server_w = (cand.nodes + cand.spare_nodes) * node_power_w(parts)
@@ -449,10 +476,19 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
                        f"building {b}: {n} scalable-unit blocks, its halls' rows offer "
                        f"{slots.get(b, 0)} block slots")
                    for b, n in sorted(blocks.items())]
-        if design.config.pods_in_buildings:  # building i holds pod i's blocks, no more
+        if design.config.pods_in_buildings:  # building i holds its pods' blocks, no more
             per_pod = space.block_count // fabric.pods
-            checks += [Check(f"pod_blocks[{b.name}]", blocks.get(b.name, 0) == per_pod,
-                             blocks.get(b.name, 0), per_pod) for b in inputs.site.buildings]
+            mine = _building_pods(inputs, design)
+            checks += [Check(f"pod_blocks[{b.name}]",
+                             blocks.get(b.name, 0) == per_pod * len(mine[b.name]),
+                             blocks.get(b.name, 0), per_pod * len(mine[b.name]))
+                       for b in inputs.site.buildings]
+            if design.config.pods_in_halls:  # and hall i's slots take pod i's blocks
+                checks += [_le(f"pod_hall_slots[{b}/{h.name}]", per_pod, room,
+                               f"hall {b}/{h.name}: a pod's {per_pod} blocks, its rows "
+                               f"offer {room} block slots")
+                           for (b, h), room in zip(inputs.halls, space.block_slots_by_hall(),
+                                                   strict=True)]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),
         sum(design.network_racks_per_building.values()), network_racks))

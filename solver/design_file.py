@@ -99,7 +99,8 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
                          cost_usd_per_hour(pc.tco_usd, pc.years),
                          tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
                          parts.recovery, parts.pods_in_buildings,
-                         tuple((m.link_class, m.medium) for m in media), parts.cooling)
+                         tuple((m.link_class, m.medium) for m in media), parts.cooling,
+                         d.pod_join, d.pods_in_halls)
 
 
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
@@ -107,7 +108,8 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
     wanted = {"gpu": d.gpu, "switch": d.switch, "nic": d.nic, "pods": d.pods,
               "oversubscription": d.oversubscription, "rail_optimized": d.rail_optimized,
               "nic_attachment": d.nic_attachment, "recovery": d.recovery,
-              "pods_in_buildings": d.pods_in_buildings}
+              "pods_in_buildings": d.pods_in_buildings, "pod_join": d.pod_join,
+              "pods_in_halls": d.pods_in_halls}
     if d.facility is not None:
         wanted |= {"redundancy": d.facility.redundancy, "cooling": d.facility.cooling}
     if d.checkpoint_storage_gbytes_per_s_per_node is not None:
@@ -117,6 +119,7 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
                 "pods": p.fabric.pods or 1, "oversubscription": p.fabric.oversubscription,
                 "rail_optimized": p.rail_optimized, "nic_attachment": p.nic_attachment,
                 "recovery": p.recovery, "pods_in_buildings": p.pods_in_buildings,
+                "pod_join": p.fabric_spec(1).pod_join, "pods_in_halls": p.pods_in_halls,
                 "redundancy": p.redundancy, "cooling": p.cooling,
                 "checkpoint": p.checkpoint_gbytes_per_s_per_node}
         if {k: have[k] for k in wanted} == wanted:

@@ -153,4 +153,9 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
                      f"{ceil_to(pyo.value(m.slack_pod_power[b.name, c]), 2):.2f} MW"
                      for bb, c in m.POD_POWER
                      if bb == b.name and pyo.value(m.slack_pod_power[bb, c]) > 1e-6]
+    if hasattr(m, "slack_pod_hall_slots"):  # one pod per hall
+        msgs += [f"hall {i + 1} of the site: its rows have too few positions for one pod "
+                 f"of {need} ({c}, one pod per hall); short by "
+                 f"{math.ceil(pyo.value(m.slack_pod_hall_slots[i, c]) - 1e-6)} block slots"
+                 for i, c in m.POD_HALLS if pyo.value(m.slack_pod_hall_slots[i, c]) > 1e-6]
     return msgs or [f"the limits cannot be met together with {need}"]

@@ -131,7 +131,8 @@ def fabric_report(gpus: int, fabric: Fabric, parts: FabricParts, media: tuple[Me
         capex_breakdown_usd=capex, power_breakdown_w=power,
         frontend=Frontend(FRONTEND_SWITCH, FRONTEND_GBPS, frontend.spec.ports_per_node,
                           frontend.tiers, frontend.switches_total,
-                          tuple(frontend.switches_per_tier), sum(frontend.links_per_tier)))
+                          tuple(frontend.switches_per_tier), sum(frontend.links_per_tier)),
+        pod_join="mesh" if fabric.mesh else "super")
 
 
 def design_with_media(parts: FabricParts, spec: FabricSpec, lengths: CableLengths,
@@ -147,7 +148,7 @@ def design_with_media(parts: FabricParts, spec: FabricSpec, lengths: CableLength
 
 def fabric_document(gpus: int, gpu: str, switch: str, tiers: int | None, oversubscription: float,
           pods: int, rail_optimized: bool, twin_port: bool,
-          instance: Path | None) -> FabricDocument:
+          instance: Path | None, pod_join: str = "super") -> FabricDocument:
     """The fabric document; bad options raise InvalidInstance naming the option."""
     from solver.loading import load_catalog, load_instance
 
@@ -160,6 +161,8 @@ def fabric_document(gpus: int, gpu: str, switch: str, tiers: int | None, oversub
         problems.append(f"--oversubscription: must be 1..64 (got {oversubscription})")
     if pods < 1:
         problems.append(f"--pods: must be >= 1 (got {pods})")
+    if pod_join not in ("super", "mesh"):
+        problems.append(f"--pod-join: must be super or mesh (got {pod_join!r})")
     if problems:
         raise InvalidInstance(problems, "fabric")
     if instance is not None:
@@ -172,11 +175,12 @@ def fabric_document(gpus: int, gpu: str, switch: str, tiers: int | None, oversub
     nodes = math.ceil(gpus / parts.gpu.gpus_per_node)
     spec = FabricSpec(nodes=nodes, ports_per_node=parts.gpu.nics_per_node, radix=parts.radix,
                       tiers=tiers, pods=pods, oversubscription=oversubscription,
-                      rail_optimized=rail_optimized)
+                      rail_optimized=rail_optimized, pod_join=pod_join)
     try:
         fabric, media = design_with_media(parts, spec, lengths, catalog, twin_port,
                                           single_building)
     except ValueError as exc:
-        raise InvalidInstance([f"--tiers/--pods/--oversubscription: {exc}"], "fabric") from None
+        raise InvalidInstance([f"--tiers/--pods/--oversubscription/--pod-join: {exc}"],
+                              "fabric") from None
     return fabric_report(gpus, fabric, parts, media,
                          frontend_network(nodes, parts.gpu, catalog))

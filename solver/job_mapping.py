@@ -4,7 +4,8 @@ Hierarchy of the design, smallest first: the NVLink domain; the leaf group (GPUs
 traffic turns at one leaf tier: a rail group of k/2 nodes when rail-optimized, the
 nodes of one leaf in middle-of-rack); the pod (when pods are joined by an
 oversubscribed top tier); the cluster. Crossing weights: NVLink -> NIC 1, leaf ->
-spine 2, pod uplink 2 + 2 x oversubscription. Volumes are the performance model's
+spine 2, pod uplink 2 + 2 x the oversubscription the traffic meets
+(models.design.evaluate.pod_oversubscription). Volumes are the performance model's
 bytes per GPU per step of each dimension, weighed by how much of each is exposed (not
 overlapped with compute) in its step-time breakdown (models.perf.mapping.exposed_volumes).
 models.perf.mapping.map_groups then places the groups so the least exposed traffic
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from models.design.evaluate import pod_oversubscription
 from models.fabric import Fabric
 from models.perf.mapping import Level, exposed_volumes, map_groups
 from solver.backends.cpsat import mapping_solver
@@ -32,7 +34,7 @@ def hierarchy(gpu, fabric: Fabric) -> list[Level]:
         pod_groups = math.ceil(fabric.spec.nodes / fabric.spec.pods) // group_nodes
         if pod_groups > 1:
             levels.append(Level("pod", pod_groups * group_nodes * gpn,
-                                2 + round(2 * fabric.spec.oversubscription)))
+                                2 + round(2 * pod_oversubscription(fabric))))
     levels.append(Level("cluster", None, 0))
     return levels
 

@@ -200,7 +200,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"| GPU system | {d['gpu']} x {d['gpus']:,} GPUs ({d['nodes']:,} nodes + "
         f"{d['spare_nodes']:,} spares) |",
         f"| Fabric | {d['switch']} ({d['nic']}), {d['tiers']} tiers, {d['pods']} pod(s)"
-        f"{' (one per building)' if d.get('pods_in_buildings') else ''}, "
+        f"{pods_text(d)}, "
         f"{d['oversubscription']:g}:1 between pods, "
         f"{'rail-optimized' if d['rail_optimized'] else 'middle-of-rack'}, "
         f"{d['nic_attachment']}-port NIC cages |",
@@ -247,6 +247,15 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                   f"{est['throughput']['effective_tokens_per_s']:,.0f} tokens/s"]
         lines += _media_table("Media (design-stage estimate)", est.get("media", []))
     return "\n".join(lines) + "\n"
+
+
+def pods_text(design: dict[str, Any]) -> str:
+    """How a design's pods sit on the site and are joined, for the summaries: e.g.
+    " (one per building, meshed)"."""
+    if not design.get("pods_in_buildings"):
+        return ""
+    per = "hall" if design.get("pods_in_halls") else "building"
+    return f" (one per {per}{', meshed' if design.get('pod_join') == 'mesh' else ''})"
 
 
 def _media_table(title: str, media: list[dict[str, Any]]) -> list[str]:

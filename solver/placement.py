@@ -62,7 +62,7 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          cand.extra.get("reliability", {}).get("recovery", "storage"),
                          c.pods_in_buildings,
                          tuple((m["link_class"], m["medium"]) for m in design.media()),
-                         c.cooling)
+                         c.cooling, c.pod_join, c.pods_in_halls)
 
 
 @dataclass(frozen=True)
@@ -154,22 +154,50 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
                                 for t, c in zip(targets, per, strict=True) if c]
         first_block += nblocks
     lower = [r for g in sorted(spine_racks) for r in spine_racks[g]]
-    for t in range(2, inp.fabric.tiers):
+    for t in range(2, inp.fabric.tiers - inp.fabric.mesh):
         lc = inp.fabric.link_classes[t]
         role = lc.name.split("-")[1]
         upper: list[Rack] = []
         for h in range(len(halls)):
             upper += _switch_racks(inp, role, f"h{h}", sol.upper[t - 2][h], net_free[h], racks)
         inner = inp.problem.upper[t - 2].building_switches
-        if inner:  # a tier inside pods aligned with buildings: wired pod by pod
+        if inner:  # a tier inside pods aligned with buildings or halls: pod by pod
             pod_links = lc.links // inp.fabric.pods
             for b, _ in inner:
-                bundles += _spread(lc, [r for r in lower if r.position.building == b],
-                                   [u for u in upper if u.position.building == b], pod_links)
+                bundles += _spread(lc, [r for r in lower if _site(inp, r) == b],
+                                   [u for u in upper if _site(inp, u) == b], pod_links)
         else:
             bundles += _spread(lc, lower, upper, lc.links)
         lower = upper
+    if inp.fabric.mesh:
+        bundles += _mesh(inp, inp.fabric.link_classes[-1], lower)
     return Layout(racks, bundles, blocks_info)
+
+
+def _site(inp: PlacementInputs, rack: Rack) -> str:
+    """The pod site of a rack: its building, or with one pod per hall its hall's key."""
+    p = rack.position
+    return f"{p.building}/{p.hall}" if inp.design.pods_in_halls else p.building
+
+
+def _mesh(inp: PlacementInputs, lc: LinkClass, tops: list[Rack]) -> list[Bundle]:
+    """The mesh joining pods aligned with buildings (or halls): every pair of pods gets
+    ``links / (P(P−1)/2)`` links between their pod-top racks, each pod's share in
+    proportion to its racks' switches (models.fabric: the same uplinks from each pod top
+    to each peer pod)."""
+    pods = inp.fabric.pods
+    by_building: dict[str, list[Rack]] = defaultdict(list)
+    for r in tops:
+        by_building[_site(inp, r)].append(r)
+    buildings = sorted(by_building)
+    if len(buildings) != pods:
+        raise Unplaceable(f"a mesh of {pods} pods found pod tops in {len(buildings)} sites")
+    per_pair = lc.links // (pods * (pods - 1) // 2)
+    out = []
+    for i, a in enumerate(buildings):
+        for b in buildings[i + 1:]:
+            out += _spread(lc, by_building[a], by_building[b], per_pair)
+    return out
 
 
 def _spread(lc: LinkClass, lower: list[Rack], upper: list[Rack], links: int) -> list[Bundle]:

@@ -109,26 +109,57 @@ def check_placement(inputs: Inputs, result) -> list[str]:
 
 
 def _pods_in_buildings(inputs: Inputs, result, pos: dict) -> list[str]:
-    """Pods aligned with buildings: building ``i`` (site order) holds pod ``i``'s nodes,
-    ``⌈n/P⌉`` each and the rest in the last pod, and only the top link class (the one
-    joining the pods) crosses buildings."""
+    """Pods aligned with buildings (or halls): building ``i`` (hall ``i`` with one pod per
+    hall, site order) holds pod ``i``'s nodes, ``⌈n/P⌉`` each and the rest in the last
+    pod, and only the top link class (the one joining the pods) crosses sites."""
     fabric = result.inputs.fabric
-    names = [b.name for b in inputs.site.buildings]
+    in_halls = result.inputs.design.pods_in_halls
+
+    def site(p) -> str:
+        return f"{p.building}/{p.hall}" if in_halls else p.building
+
+    names = ([f"{b}/{h.name}" for b, h in inputs.halls_for(result.inputs.design.cooling)]
+             if in_halls else [b.name for b in inputs.site.buildings])
     pods, total = len(names), result.inputs.design.nodes
     size = -(-total // pods)
     want = {b: max(0, min(size, total - i * size)) for i, b in enumerate(names)}
     have: Counter[str] = Counter()
     for r in result.racks:
-        have[r.position.building] += r.nodes
+        have[site(r.position)] += r.nodes
     out = [f"{b}: {have[b]} nodes placed, its pod has {want[b]}" for b in names
            if have[b] != want[b]]
     top = fabric.link_classes[-1].name
     crossing: Counter[str] = Counter()
     for run in result.runs:
-        if run.link_class != top and pos[run.a][0].building != pos[run.b][0].building:
+        if run.link_class != top and site(pos[run.a][0]) != site(pos[run.b][0]):
             crossing[run.link_class] += run.count
-    out += [f"{lc}: {n} links cross buildings; only {top} links may join the pods"
+    kind = "halls" if in_halls else "buildings"
+    out += [f"{lc}: {n} links cross {kind}; only {top} links may join the pods"
             for lc, n in sorted(crossing.items())]
+    if fabric.mesh:
+        out += _mesh(result, {rid: site(p) for rid, (p, _) in pos.items()}, names,
+                     fabric.link_classes[-1])
+    return out
+
+
+def _mesh(result, site: dict[str, str], names: list[str], top) -> list[str]:
+    """A mesh joining the pods: every link joins switch racks of two different pod sites,
+    and each pair of sites has the same share, ``links / (P(P−1)/2)``."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    out = []
+    switches = {r.id: r.switches for r in result.racks}
+    for run in result.runs:
+        if run.link_class != top.name:
+            continue
+        a, b = site[run.a], site[run.b]
+        if a == b or not (switches[run.a] and switches[run.b]):
+            out.append(f"{top.name} {run.a}->{run.b}: a mesh link must join the pod-top "
+                       f"switches of two pods")
+        pairs[tuple(sorted((a, b)))] += run.count
+    want = top.links * 2 // (len(names) * (len(names) - 1))
+    out += [f"{top.name}: {pairs[a, b]} links between {a} and {b}, the mesh gives each pair "
+            f"of pods {want}" for i, a in enumerate(sorted(names))
+            for b in sorted(names)[i + 1:] if pairs[a, b] != want]
     return out
 
 

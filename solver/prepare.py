@@ -63,8 +63,10 @@ def config_key(gpu: str, fabric: FabricChoice, rail: bool, attachment: str,
                facility: tuple[str, str] = (SHORTCUT, SHORTCUT)) -> str:
     tiers = f"t{fabric.tiers}" if fabric.tiers else "tmin"
     pods = f"-p{fabric.pods}x{fabric.oversubscription:g}" if fabric.pods else ""
-    if fabric.pods_per == "building":
-        pods = f"-per-building-x{fabric.oversubscription:g}"
+    if fabric.pods_per is not None:
+        pods = f"-per-{fabric.pods_per}-x{fabric.oversubscription:g}"
+        if fabric.pod_join == "mesh":
+            pods += "-mesh"
     layout = "rail" if rail else "mor"
     built = "" if facility[1] == SHORTCUT else f"/{facility[0]}-{facility[1]}"
     return (f"{gpu}/{fabric.switch}-{tiers}{pods}/{layout}/{attachment}/"
@@ -128,6 +130,7 @@ def non_dominated(options: list[str], counts, may_beat=lambda _o: True) -> list[
 def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
     """All allowed configurations, sorted by key, and notes on combinations skipped."""
     cat, parts, skipped = inst.catalog, [], []
+    halls = site_halls(inst)
     blast = inst.reliability.max_blast_radius_gpus
     for gpu_id in sorted(set(inst.choices.gpus)):
         gpu = cat.gpu[gpu_id]
@@ -138,10 +141,10 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
         facilities, notes = facility_options(inst, gpu)
         skipped += notes
         for choice in inst.choices.fabrics:
-            fabric = pods_per_building(choice, len(inst.site.buildings))
+            fabric = pods_per_building(choice, len(inst.site.buildings), len(halls))
             if fabric is None:
-                skipped.append(f"{gpu_id} with {choice.switch}: pods per building need a site "
-                               f"of two or more buildings")
+                skipped.append(f"{gpu_id} with {choice.switch}: pods per {choice.pods_per} "
+                               f"need a site of two or more {choice.pods_per}s")
                 continue
             switch = cat.switch[fabric.switch]
             nic = backend_nic(cat, gpu, switch)
@@ -165,14 +168,17 @@ def enumerate_configs(inst: Instance) -> tuple[list[ConfigParts], list[str]]:
     return sorted(parts, key=lambda p: p.key), skipped
 
 
-def pods_per_building(fabric: FabricChoice, buildings: int) -> FabricChoice | None:
+def pods_per_building(fabric: FabricChoice, buildings: int, halls: int = 1
+                      ) -> FabricChoice | None:
     """The fabric choice with its pods resolved: ``pods_per = 'building'`` gives one pod per
-    building (None on a single-building site, where it is the campus fabric)."""
-    if fabric.pods_per != "building":
+    building, ``'hall'`` one per hall (None on a site of one, where it is the campus
+    fabric)."""
+    if fabric.pods_per is None:
         return fabric
-    if buildings < 2:
+    pods = buildings if fabric.pods_per == "building" else halls
+    if pods < 2:
         return None
-    return fabric.model_copy(update={"pods": buildings})
+    return fabric.model_copy(update={"pods": pods})
 
 
 def site_halls(inst: Instance) -> tuple[tuple[str, Hall], ...]:

@@ -124,6 +124,12 @@ class DesignSection(Document):
     spares_pool: SparesPool
     pods_in_buildings: bool = False
     """One pod per building (site order), each placed whole in its building."""
+    pods_in_halls: bool = False
+    """One pod per hall (site order; pods_in_buildings too), each placed whole in its
+    hall."""
+    pod_join: str = "super"
+    """How the pods are joined: 'super' switches, or a 'mesh' of the pod tops (no extra
+    tier: its tier in switches_per_tier has 0 switches)."""
 
 
 @dataclass(frozen=True)
@@ -494,6 +500,9 @@ class FabricDocument(Document):
     capex_breakdown_usd: SplitFigures
     power_breakdown_w: SplitFigures
     frontend: Frontend
+    pod_join: str = "super"
+    """How the pods are joined: 'super' switches or a 'mesh' of the pod tops (a top tier of
+    0 switches)."""
 
 
 # --- perf ---------------------------------------------------------------------------------

@@ -116,21 +116,23 @@ def link_length_m(inst: Instance, link_class: str, rail_optimized: bool,
 
 
 def fits_buildings(inst: Instance, su_count: int, su_w: float, su_racks: int,
-                   network_w: float, network_racks: int, most_per_building: int | None = None
-                   ) -> bool:
-    """Some whole-SU split over the buildings (at most ``most_per_building`` SUs in each:
-    one pod per building) leaves room for the network equipment."""
+                   network_w: float, network_racks: int,
+                   pods: list[tuple[int, float]] | None = None) -> bool:
+    """Some whole-SU split over the buildings leaves room for the network equipment. Pods
+    aligned with the site (``pods``: the units and server power of each building's pods):
+    that split alone, each building drawing its pods' server power."""
     f = 1 + inst.catalog.facility.non_server_it_fraction
     blds = inst.site.buildings
     for split in itertools.product(range(su_count + 1), repeat=len(blds)):
-        if sum(split) != su_count or (most_per_building is not None
-                                      and max(split) > most_per_building):
+        if sum(split) != su_count or (pods is not None
+                                      and list(split) != [u for u, _ in pods]):
             continue
-        power_ok = all(f * u * su_w <= b.it_power_mw * 1e6 * (1 + TOL)
-                       for u, b in zip(split, blds, strict=True))
+        server_w = [w for _, w in pods] if pods else [u * su_w for u in split]
+        power_ok = all(f * w <= b.it_power_mw * 1e6 * (1 + TOL)
+                       for w, b in zip(server_w, blds, strict=True))
         racks_ok = all(b.max_racks is None or u * su_racks <= b.max_racks
                        for u, b in zip(split, blds, strict=True))
-        left_w = sum(b.it_power_mw * 1e6 / f - u * su_w for u, b in zip(split, blds, strict=True))
+        left_w = sum(b.it_power_mw * 1e6 / f - w for w, b in zip(server_w, blds, strict=True))
         left_racks = (math.inf if any(b.max_racks is None for b in blds) else
                       sum(b.max_racks - u * su_racks for u, b in zip(split, blds, strict=True)))
         if power_ok and racks_ok and left_w >= network_w * (1 - TOL) \
@@ -150,7 +152,7 @@ def evaluate(inst: Instance, config, cand) -> Design:
     radix = switch.radix_by_gbps[nic.port_gbps]
     fabric = design_fabric(FabricSpec(total, gpu.nics_per_node, radix, config.tiers,
                                       config.pods, config.oversubscription,
-                                      config.rail_optimized))
+                                      config.rail_optimized, config.pod_join))
     switches = fabric.switches_total
     node_w = gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w \
         + gpu.nics_per_node * nic.power_w
@@ -206,21 +208,39 @@ def evaluate(inst: Instance, config, cand) -> Design:
     room = [min(space.block_slots_by_building().get(b.name, 0),
                 math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
             for b in inst.site.buildings]
-    # one pod per building: pod i's blocks (block_count / pods) all in building i, with
-    # the pod's switches above its leaves, every block full and every switch at the
-    # conservative power placement counts, within the building's and its halls' power
-    per_pod = space.block_count // fabric.pods if config.pods_in_buildings else None
-    pod_units = math.ceil(math.ceil(total / fabric.pods) / su) if per_pod else None
-    pod_w = (per_pod or 0) * space.block_power_w + sum(
-        fabric.switches_per_tier[1:fabric.pod_tiers]) // fabric.pods * space.leaf_power_w
+    # pods aligned with the site: pod i (its block_count / pods blocks, its nodes, the
+    # switches above its leaves, every block full and every switch at the conservative
+    # power placement counts) in building i, or in hall i with one pod per hall; a
+    # building's pods within its slots and power, each pod within its site's power (and a
+    # hall's pod within the hall's slots)
+    halls = site_halls(inst)
     hall_w = {b.name: 0.0 for b in inst.site.buildings}
-    for b, h in site_halls(inst):
+    for b, h in halls:
         hall_w[b] += h.hall_cap_kw * 1e3
-    pods_fit = per_pod is None or (
-        per_pod <= min(room) and all(pod_w <= min(b.it_power_mw * 1e6, hall_w[b.name])
-                                     * (1 + TOL) for b in inst.site.buildings))
-    if not fits_buildings(inst, math.ceil(total / su), su * node_w, su_racks, network_w,
-                          network_racks, pod_units) \
+    su_count, pods, pods_fit = math.ceil(total / su), None, True
+    if config.pods_in_buildings:
+        per_pod = space.block_count // fabric.pods
+        size = math.ceil(total / fabric.pods)
+        units = math.ceil(size / su)
+        su_count = fabric.pods * units
+        if config.pods_in_halls:
+            sites = [(b, h.hall_cap_kw * 1e3, slots) for (b, h), slots
+                     in zip(halls, space.block_slots_by_hall(), strict=True)]
+        else:
+            sites = [(b.name, min(b.it_power_mw * 1e6, hall_w[b.name]), per_pod)
+                     for b in inst.site.buildings]
+        pod_w = per_pod * space.block_power_w + sum(
+            fabric.switches_per_tier[1:fabric.pod_tiers]) // fabric.pods * space.leaf_power_w
+        pods_fit = all(pod_w <= cap * (1 + TOL) and per_pod <= slots
+                       for _, cap, slots in sites)
+        pods = []
+        for bi, b in enumerate(inst.site.buildings):
+            mine = [i for i, (where, _, _) in enumerate(sites) if where == b.name]
+            pods_fit &= per_pod * len(mine) <= room[bi]
+            pods.append((units * len(mine), sum(max(0, min(size, total - i * size))
+                                                for i in mine) * node_w))
+    if not fits_buildings(inst, su_count, su * node_w, su_racks, network_w,
+                          network_racks, pods) \
             or space.block_count > sum(room) or not pods_fit:
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,

@@ -32,6 +32,8 @@ ALL_CHOICES = {"fabrics": [{"switch": "quantum2-qm9700"}, {"switch": "tomahawk5"
 
 ALIGNED = {"fabrics": [{"switch": "quantum2-qm9700", "pods_per": "building",
                         "oversubscription": 4.0}], "rail_optimized": [True]}
+IN_HALLS = {"fabrics": [{"switch": "quantum2-qm9700", "pods_per": "hall",
+                         "oversubscription": 4.0}], "rail_optimized": [True]}
 
 
 def variant(limits=None, objective=None, buildings=None, choices=None, reliability=None,
@@ -99,6 +101,16 @@ CASES = {
     "pod_power": (dict(limits={"it_power_mw": 5.0}, choices=ALIGNED,
                        buildings=[{"name": "a", "it_power_mw": 3.0},
                                   {"name": "b", "it_power_mw": 1.5}]), "buildings"),
+    # one pod per hall: hall h2 (3 rows x 24, the middle one for network racks: 4 block
+    # slots) caps both pods at 4 blocks of 32 nodes, while building a's slots (h1 has 8
+    # more) and the halls' power (1.87 MW for h2's pod: 5 blocks of 346.5 kW fit) would
+    # take 5 a pod
+    "pod_hall_slots": (dict(limits={"it_power_mw": 5.0}, choices=IN_HALLS, buildings=[
+        {"name": "a", "it_power_mw": 5.0, "halls": [
+            {"name": "h1", "rows": 7, "positions_per_row": 24, "rack_power_kw": 40.0,
+             "power_kw": 3000.0, "origin_m": [0.0, 0.0]},
+            {"name": "h2", "rows": 3, "positions_per_row": 24, "rack_power_kw": 40.0,
+             "power_kw": 2000.0, "origin_m": [0.0, 40.0]}]}]), "buildings"),
     "min_capex": (dict(limits={"it_power_mw": 5.0}, choices=ALL_CHOICES,
                        objective={"kind": "min_capex", "required_tokens_per_s": 1.2e9}),
                   "required_throughput"),
@@ -306,6 +318,8 @@ FAMILY_TESTS = {
     "pods_in_buildings": functools.partial(check_limit_family, "pods_in_buildings",
                                            "pods_in_buildings"),
     "pod_power": functools.partial(check_limit_family, "pod_power", "pod_power"),
+    "pod_hall_slots": functools.partial(check_limit_family, "pod_hall_slots",
+                                        "pod_hall_slots"),
     "required_throughput": functools.partial(check_limit_family, "required_throughput",
                                              "min_capex"),
 }
@@ -335,7 +349,7 @@ def test_one_design_builds_one_configuration_in_ladder_order():
 
 def test_elastic_mode_relaxes_only_resource_families():
     assert milp.RELAXABLE == {"it_power", "building_power", "space", "block_slots",
-                              "block_power", "pod_power", "budget"}
+                              "block_power", "pod_hall_slots", "pod_power", "budget"}
     inst, _, _ = case("it_power")
     data = design_data(inst)
     m = milp.build_model(data, elastic=True)

@@ -195,16 +195,7 @@ def test_a_solve_stopped_by_the_wall_clock_is_labelled_not_reproducible(monkeypa
 
 # --- one period = today's answer -------------------------------------------------------
 
-PHASED_WITHOUT_PLACEMENT_POWER = pytest.mark.xfail(strict=True, reason=(
-    "known gap (issue 12 leftover 1): the single-period MILP counts placement's power "
-    "(models.space: network racks at the conservative switch power, the halls' power) "
-    "and answers 768 GPUs; the phased MILP (models/phased) has no block families yet "
-    "and keeps 1,024, which placement cannot power"))
-
-
-@pytest.mark.parametrize("name", ["budget-bound", "power-bound",
-                                  pytest.param("two-buildings",
-                                               marks=PHASED_WITHOUT_PLACEMENT_POWER)])
+@pytest.mark.parametrize("name", ["budget-bound", "power-bound", "two-buildings"])
 def test_one_period_equals_single_period_optimum(name):
     doc = read_instance_document(INSTANCES_DIR / "tiny" / f"{name}.toml")
     single = solve(instance_from_dict(copy.deepcopy(doc)), place=False).summary

@@ -232,13 +232,15 @@ def test_pods_and_pods_per_together_are_refused_naming_the_field():
         instance_from_dict(d)
 
 
-def test_pods_per_building_on_one_building_is_skipped_with_a_note():
+@pytest.mark.parametrize("per", ["building", "hall"])
+def test_pods_per_site_of_one_is_skipped_with_a_note(per):
+    """The tiny instance has one building of one hall: no pods per building or hall."""
     d = copy.deepcopy(read_document(TINY))
     d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700"},
-                               {"switch": "quantum2-qm9700", "pods_per": "building"}]
+                               {"switch": "quantum2-qm9700", "pods_per": per}]
     inputs = prepare(instance_from_dict(d))
     assert not any(p.pods_in_buildings for p in inputs.configs)
-    assert any("two or more buildings" in n for n in inputs.config_notes)
+    assert any(f"two or more {per}s" in n for n in inputs.config_notes)
 
 
 def test_a_pod_too_big_for_its_building_is_diagnosed():
@@ -255,3 +257,304 @@ def test_a_pod_too_big_for_its_building_is_diagnosed():
     assert s["status"] == "infeasible"
     assert sum("cannot feed one pod" in m and "short by 0.04 MW" in m
                for m in s["diagnosis"]) == 2
+
+
+def small_pods(building_mw: float) -> dict:
+    """The tiny instance, rail-optimized on Quantum-2 (a scalable unit of 32 nodes and 8
+    rail leaves), one pod per building at 4:1 on two buildings of ``building_mw``."""
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"]["it_power_mw"] = 2 * building_mw
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": building_mw},
+                              {"name": "b", "it_power_mw": building_mw}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
+    return d
+
+
+def test_a_pod_smaller_than_a_scalable_unit_is_built_when_it_fits():
+    """Two buildings of 0.25 MW. By hand: a scalable unit of 32 nodes draws 32 x 10,400 W
+    = 332.8 kW, 356.1 kW with the 7% non-server share, more than a building, so counted in
+    whole units no pod fits (this was infeasible). The smallest design, 32 nodes, is two
+    pods of 16: 16 x 10.4 kW = 166.4 kW of servers in each building, one block of 16 nodes
+    and its 8 leaves; building a also takes the network's 37.2 kW (switches, media,
+    storage): 1.07 x (166.4 + 37.2) = 217.8 kW <= 250 kW. The next size (64 nodes, pods of
+    32) needs 356.1 kW a building. Placed, each building holds its pod's 16 nodes."""
+    inputs = instance_from_dict(small_pods(0.25))
+    result = solve(inputs, place=False)
+    assert result.status == "optimal" and result.summary["verified"] is True
+    design = result.design
+    assert (design.candidate.nodes + design.candidate.spare_nodes, design.config.pods) == (32, 2)
+    assert design.blocks_per_building == {"a": 1, "b": 1}
+    assert design.candidate.extra["block_power_w"] < 32 * 10_400  # a block of 16 nodes
+    for b in ("a", "b"):
+        load = 1.07 * (16 * 10_400 + design.network_w_per_building[b])
+        assert load <= 250e3
+    placed = solve(inputs, place=True)
+    assert placed.summary["placement"]["verified"] is True
+    nodes = Counter()
+    for r in placed.placement.racks:
+        nodes[r.position.building] += r.nodes
+    assert nodes == {"a": 16, "b": 16}
+
+
+@pytest.mark.parametrize(("ratio", "uplinks"), [(1.0, 32), (2.0, 16), (4.0, 8)])
+def test_a_mesh_joins_pods_without_an_extra_tier(ratio, uplinks):
+    """The 64 nodes of the first test in two pods, joined by a mesh of their 8 pod tops a
+    pod (d = 32 downlinks each) instead of super switches. By hand: each pod top sends
+    u = 32/R uplinks straight to its peer in the other pod (P - 1 = 1 peer), so a pod has
+    8·u = 256/R = its 256 endpoints / R links leaving it, and each link joins both pods:
+    the mesh has 8·u = 512/(2R) links, half the super tier's 512/R, and no super switch.
+    The mesh counts as a top tier of 0 switches."""
+    mesh = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, tiers=2, pods=2,
+                                    oversubscription=ratio, pod_join="mesh"))
+    assert mesh.mesh and mesh.switches_per_tier == (16, 16, 0)
+    assert mesh.links_per_tier == (512, 512, 8 * uplinks)
+    assert mesh.links_per_tier[-1] == 256 / ratio == 512 / (2 * ratio)
+    assert mesh.max_ports_used_per_tier[1] == 32 + uplinks
+    assert [c.name for c in mesh.link_classes] == ["node-leaf", "leaf-spine", "spine-spine"]
+    tree = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, tiers=2, pods=2,
+                                    oversubscription=ratio))
+    assert tree.links_per_tier[-1] == 2 * mesh.links_per_tier[-1]
+    assert tree.switches_per_tier[:2] == mesh.switches_per_tier[:2]
+
+
+def test_a_mesh_of_three_pods_sends_the_same_links_to_each_peer():
+    """The default campus's 3 building pods of 768 Tomahawk 5 nodes at 7:1. By hand: a pod
+    has 96 rail leaves of 64 uplinks = 6,144 leaf links on 64 pod tops of d = 96, and
+    u >= 96/7 = 13.7 rounded up to a multiple of P - 1 = 2: u = 14 (96 + 14 <= 128 ports),
+    7 links to each of the two peers. A pod has 64·14 = 896 >= 6,144/7 = 877.7 uplinks;
+    the mesh has 3·896/2 = 1,344 links, 448 between each pair of buildings; the super
+    tier would have 2,688 links and 22 super switches."""
+    mesh = design_fabric(FabricSpec(nodes=3 * 768, ports_per_node=8, radix=128, tiers=2,
+                                    pods=3, oversubscription=7.0, pod_join="mesh"))
+    assert mesh.switches_per_tier == (288, 192, 0)
+    assert mesh.links_per_tier == (18_432, 18_432, 1_344)
+    assert mesh.max_ports_used_per_tier[1] == 96 + 14
+    tree = design_fabric(FabricSpec(nodes=3 * 768, ports_per_node=8, radix=128, tiers=2,
+                                    pods=3, oversubscription=7.0))
+    assert (tree.switches_per_tier[-1], tree.links_per_tier[-1]) == (22, 2_688)
+
+
+def test_the_performance_model_sees_a_meshs_oversubscription():
+    """Through super switches the traffic between pods meets R; through a mesh of 2 or 3
+    pods also R (the pods' ring uses every peer bundle), of P > 3 pods R·(P-1)/2 (the ring
+    uses 2 of a pod's P-1 peer bundles)."""
+    from models.design.evaluate import pod_oversubscription
+
+    def ratio(pods, join):
+        return pod_oversubscription(design_fabric(FabricSpec(
+            nodes=64 * pods, ports_per_node=8, radix=64, tiers=2, pods=pods,
+            oversubscription=4.0, pod_join=join)))
+    assert [ratio(p, "super") for p in (2, 3, 5)] == [4.0, 4.0, 4.0]
+    assert [ratio(p, "mesh") for p in (2, 3, 5)] == [4.0, 4.0, 8.0]
+
+
+def meshed_campus() -> dict:
+    d = tiny_campus(245e6, fr4_usd=3000.0)
+    d["choices"]["fabrics"] = [
+        {"switch": "quantum2-qm9700", "tiers": 2, "pods_per": "building",
+         "oversubscription": 7.0},
+        {"switch": "quantum2-qm9700", "tiers": 2, "pods_per": "building",
+         "oversubscription": 7.0, "pod_join": "mesh"}]
+    return d
+
+
+def test_the_milp_chooses_the_mesh_when_it_costs_less_for_the_same_throughput():
+    """3,584 GPUs on the two 3 MW buildings, pods at 7:1 joined by super switches or by a
+    mesh. Two pods see the same oversubscription either way, so the throughput is equal;
+    the mesh saves the 8 super switches ($36,000 each) and half the 512 campus links
+    (256 fewer FR4 links: 512 modules at $3,000 and 256 fibres at $300), $2.06M less
+    equipment before the facility, so the MILP (cheapest design at the best throughput)
+    takes it. Placed: the placed switches and links per tier are the designed ones, and
+    the 256 mesh links all join the two buildings."""
+    inputs = instance_from_dict(meshed_campus())
+    result = solve(inputs, place=True)
+    s = result.summary
+    assert s["status"] == "optimal" and s["verified"] is True
+    assert s["placement"]["verified"] is True
+    assert (s["design"]["pod_join"], s["design"]["gpus"]) == ("mesh", 3584)
+    assert s["design"]["switches_per_tier"] == [112, 64, 0]
+    assert s["design"]["links_per_tier"] == [3584, 3584, 256]
+    tree = next(r for r in s["runner_ups"] if r["pods"] == 2 and r["gpus"] == 3584)
+    assert tree["effective_tokens_per_s"] == pytest.approx(
+        s["throughput"]["effective_tokens_per_s"])
+    assert tree["capex_usd"] > s["cost"]["capex_usd"]
+    placement = result.placement
+    check_pods_placed(result.inputs, placement, [112, 64, 0], [3584, 3584, 256])
+    where = {r.id: r.position.building for r in placement.racks}
+    mesh = [run for run in placement.runs if run.link_class == "spine-spine"]
+    assert sum(run.count for run in mesh) == 256
+    assert all(where[run.a] != where[run.b] for run in mesh)
+
+
+def test_a_mesh_of_building_pods_places_on_the_default_campus():
+    """Tomahawk 5, the 3 building pods of 768 nodes at 7:1 joined by a mesh: the placed
+    fabric is the designed one (no super switch), and each pair of buildings has 448 of
+    the 1,344 mesh links."""
+    inputs = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
+    parts = resolve_fabric_parts(inputs, "h100-sxm", "tomahawk5")
+    nodes = 3 * 768
+    designed = design_fabric(FabricSpec(nodes=nodes, ports_per_node=8, radix=parts.radix,
+                                        tiers=2, pods=3, oversubscription=7.0,
+                                        pod_join="mesh"))
+    design = DesignToPlace("h100-sxm", "tomahawk5", nodes, designed.tiers, 3, 7.0, True,
+                           "single", switches_per_tier=designed.switches_per_tier,
+                           links_per_tier=designed.links_per_tier, pods_in_buildings=True,
+                           pod_join="mesh")
+    result = place(inputs, design, SolveOptions(placement_time_limit_s=10))
+    check_pods_placed(inputs, result, designed.switches_per_tier, designed.links_per_tier)
+    where = {r.id: r.position.building for r in result.racks}
+    pairs = Counter()
+    for run in result.runs:
+        if run.link_class == "spine-spine":
+            pairs[tuple(sorted((where[run.a], where[run.b])))] += run.count
+    assert sorted(pairs.values()) == [448, 448, 448] and len(pairs) == 3
+
+
+def test_the_checker_fails_a_mesh_wired_inside_one_building():
+    import dataclasses
+
+    from solver.placement_check import check_placement
+
+    inputs = instance_from_dict(meshed_campus())
+    result = solve(inputs, place=True)
+    placement = result.placement
+    where = {r.id: r.position.building for r in placement.racks}
+    run = next(r for r in placement.runs if r.link_class == "spine-spine")
+    peer = next(r.id for r in placement.racks
+                if r.role == "spine" and where[r.id] == where[run.a] and r.id != run.a)
+    moved = dataclasses.replace(placement, runs=tuple(
+        dataclasses.replace(r, b=peer) if r is run else r for r in placement.runs))
+    problems = check_placement(result.inputs, moved)
+    assert any("mesh link must join" in p for p in problems)
+    assert any("the mesh gives each pair of pods 256" in p for p in problems)
+
+
+def test_a_mesh_without_building_pods_is_refused_naming_the_field():
+    from solver.errors import InvalidInstance
+
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"]["fabrics"] = [{"switch": "quantum2-qm9700", "pods": 2, "pod_join": "mesh"}]
+    with pytest.raises(InvalidInstance, match=r"choices\.fabrics\.0: .*pods_per = 'building'"):
+        instance_from_dict(d)
+
+
+# --- pods per hall ------------------------------------------------------------------------
+
+def hall_campus(join: str = "super", pods_per: str = "hall") -> dict:
+    """The tiny instance on one 5 MW building of two 2 MW halls (h1: 4 rows, h2: 3 rows of
+    24 positions), one pod per hall at 4:1 on Quantum-2, rail-optimized."""
+    d = copy.deepcopy(read_document(TINY))
+    d["limits"]["it_power_mw"] = 5.0
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 5.0, "halls": [
+        {"name": "h1", "rows": 4, "positions_per_row": 24, "rack_power_kw": 40.0,
+         "power_kw": 2000.0, "origin_m": [0.0, 0.0]},
+        {"name": "h2", "rows": 3, "positions_per_row": 24, "rack_power_kw": 40.0,
+         "power_kw": 2000.0, "origin_m": [0.0, 30.0]}]}]
+    d["choices"].update({"rail_optimized": [True], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods_per": pods_per, "oversubscription": 4.0,
+         "pod_join": join}]})
+    return d
+
+
+@pytest.mark.parametrize(("join", "switches", "top_links"),
+                         [("super", [64, 64, 8], 512), ("mesh", [64, 64, 0], 256)])
+def test_hall_pods_are_placed_pod_by_hall(join, switches, top_links):
+    """By hand: a hall takes min(block slots, ⌊1,869 kW / 346.5 kW⌋) blocks of 32 nodes:
+    h1 5, h2 4 (3 rows, the middle one for network racks, 2 blocks a row), so each pod
+    has at most 4 blocks: 2 pods of 128 nodes = 2,048 GPUs (the next size, 288 nodes,
+    needs 5 blocks a pod). A pod: 32 rail leaves of 32 uplinks = 1,024 leaf links on 32
+    pod tops (d = 32); at 4:1 u = 8: the pods' 2 x 32 x 8 = 512 uplinks go to 8 super
+    switches, or, meshed, are 256 links between the two pod tops' halls. Placed: each
+    hall holds its pod's 128 nodes, the fabric is the designed one, and only the class
+    joining the pods crosses halls."""
+    result = solve(instance_from_dict(hall_campus(join)), place=True)
+    s = result.summary
+    assert s["status"] == "optimal" and s["verified"] is True
+    assert s["placement"]["verified"] is True
+    d = s["design"]
+    assert (d["gpus"], d["pods"], d["pods_in_halls"], d["pod_join"]) == (2048, 2, True, join)
+    assert d["switches_per_tier"] == switches
+    assert d["links_per_tier"] == [2048, 2048, top_links]
+    placement = result.placement
+    fabric = placement.inputs.fabric
+    assert list(fabric.switches_per_tier) == switches
+    assert list(fabric.links_per_tier) == [2048, 2048, top_links]
+    hall = {r.id: r.position.hall for r in placement.racks}
+    nodes = Counter()
+    for r in placement.racks:
+        nodes[r.position.hall] += r.nodes
+    assert nodes == {"h1": 128, "h2": 128}
+    crossing = {run.link_class for run in placement.runs if hall[run.a] != hall[run.b]}
+    assert crossing <= {fabric.link_classes[-1].name}
+
+
+def test_checker_fails_pods_placed_across_halls():
+    """A hall-pod fabric placed freely and then checked as aligned with halls: the
+    placement checker re-derives each hall's pod."""
+    import dataclasses
+
+    from solver.placement_check import check_placement
+
+    result = solve(instance_from_dict(hall_campus()), place=True)
+    inputs, placement = result.inputs, result.placement
+    free = dataclasses.replace(placement.inputs.design, pods_in_buildings=False,
+                               pods_in_halls=False)
+    loose = place(inputs, free, SolveOptions(placement_time_limit_s=5))
+    assert loose.summary["verified"] is True
+    hall = {r.id: r.position.hall for r in loose.racks}
+    if all(hall[r.a] == hall[r.b] for r in loose.runs if r.link_class == "leaf-spine"):
+        pytest.skip("the free placement happens to keep every pod in one hall")
+    moved = dataclasses.replace(loose, inputs=dataclasses.replace(
+        loose.inputs, design=placement.inputs.design))
+    problems = check_placement(inputs, moved)
+    assert any("cross halls" in p or "its pod has" in p for p in problems)
+
+
+@pytest.mark.parametrize("join", ["super", "mesh"])
+def test_a_design_json_of_hall_pods_re_derives_its_pods_and_join(join):
+    """design.json carries pods_in_halls and pod_join; placing from it re-derives the same
+    design placement gets inside solve; a file that drops pods_in_halls names no
+    configuration of the instance and is refused."""
+    import json
+
+    from solver.design_file import placeable_design
+    from solver.errors import InvalidInstance
+    from solver.placement import design_to_place
+    from solver.schema.design_file import DesignFile
+
+    result = solve(instance_from_dict(hall_campus(join)), place=False)
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert placeable_design(result.inputs, DesignFile.model_validate(doc)) == design_to_place(
+        result.design, result.inputs)
+    doc["design"]["pods_in_halls"] = False
+    with pytest.raises(InvalidInstance, match="no configuration"):
+        placeable_design(result.inputs, DesignFile.model_validate(doc))
+
+
+def test_a_hall_too_small_for_its_pod_is_diagnosed():
+    """At least 2,304 GPUs = 288 nodes = two pods of 5 blocks; hall h2 (the site's hall 2)
+    has 4 block slots: short by 1 (and the building by 1 of its 9)."""
+    d = hall_campus()
+    d["limits"]["min_gpus"] = 2304
+    s = solve(instance_from_dict(d), place=False).summary
+    assert s["status"] == "infeasible"
+    assert any(m.startswith("hall 2 of the site") and "short by 1 block slots" in m
+               for m in s["diagnosis"])
+
+
+def test_the_fabric_command_builds_a_mesh(cli):
+    """`clusterplan fabric --pod-join mesh`: the hand counts of the 3-pod mesh above (3 x
+    768 Tomahawk 5 nodes at 7:1: no super switch, 1,344 links at campus reach); a bad
+    value is refused naming the option (exit 3)."""
+    import json
+
+    args = ["fabric", "--gpus", "18432", "--gpu", "h100-sxm", "--switch", "tomahawk5",
+            "--pods", "3", "--tiers", "2", "--oversubscription", "7"]
+    doc = json.loads(cli(*args, "--pod-join", "mesh", "--json").stdout)
+    assert doc["pod_join"] == "mesh"
+    assert doc["switches_per_tier"] == [288, 192, 0]
+    assert doc["links_per_tier"] == [18_432, 18_432, 1_344]
+    assert doc["link_classes"][-1]["name"] == "spine-spine"
+    bad = cli(*args, "--pod-join", "ring")
+    assert bad.exit_code == 3 and "--pod-join" in bad.output

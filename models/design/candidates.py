@@ -387,7 +387,8 @@ def _config_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
                 su_racks=su_racks(inputs, p, largest, su),
                 checkpoint_gbytes_per_s_per_node=p.checkpoint_gbytes_per_s_per_node,
                 media=combo, recovery=p.recovery, pods_in_buildings=p.pods_in_buildings,
-                redundancy=p.redundancy, cooling=p.cooling)
+                redundancy=p.redundancy, cooling=p.cooling,
+                pod_join=p.fabric_spec(1).pod_join, pods_in_halls=p.pods_in_halls)
             node_kind = combo[0].kind  # hot spares follow the node links' failure rate
             if node_kind not in ladders:
                 ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
@@ -568,14 +569,25 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         tokens_per_s=perf.tokens_per_s, goodput=rel.goodput, mfu=perf.mfu,
         tokens_per_s_upper=perf.upper,
         exact=perf.exact and rel.exact,
-        extra={"su_count": math.ceil((nodes + spares) / su), "perf": perf.details,
+        extra={"su_count": su_count(nodes + spares, su, fabric.pods, p.pods_in_buildings),
+               "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
                "block_slots": space.block_slots_by_building(),
+               "hall_block_slots": space.block_slots_by_hall(),
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
                "network_rack_power_w": space.network_power_w,
                **({"support": support.summary()} if support else {})},
         facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
     )
+
+
+def su_count(nodes: int, su: int, pods: int, pods_in_buildings: bool) -> int:
+    """Scalable units of ``nodes`` nodes (spares included): ``⌈n/su⌉``; with one pod per
+    building each pod's ``⌈⌈n/P⌉/su⌉`` (a pod's units stand in its building, a pod smaller
+    than one unit, or a partial last unit, takes a unit of its own)."""
+    if pods_in_buildings:
+        return pods * math.ceil(math.ceil(nodes / pods) / su)
+    return math.ceil(nodes / su)
 
 
 def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData) -> DesignData:
@@ -625,7 +637,9 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
         configs=configs,
         candidates=tuple(sorted(candidates, key=lambda c: (c.config, c.nodes))),
         buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks,
-                                     rack_power.get(b.name, 0.0))
+                                     rack_power.get(b.name, 0.0),
+                                     tuple(h.hall_cap_kw * 1e3 for name, h in inputs.halls
+                                           if name == b.name))
                         for b in inputs.site.buildings),
         it_power_cap_w=inputs.limits.it_power_mw * 1e6,
         budget_usd=inputs.limits.budget_usd,

@@ -58,6 +58,11 @@ class Config:
     """One pod per building (site order), each placed whole in its building."""
     redundancy: str = "per-mw"
     cooling: str = "per-mw"
+    pod_join: str = "super"
+    """How the pods are joined: 'super' switches or a 'mesh' of the pod tops."""
+    pods_in_halls: bool = False
+    """One pod per hall (site order; ``pods_in_buildings`` too: a building holds the pods
+    of its halls)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,14 @@ class Candidate:
         pod = math.ceil((self.nodes + self.spare_nodes) / self.extra["pods"])
         return math.ceil(pod / su_nodes)
 
+    def pod_nodes(self) -> tuple[int, ...]:
+        """Nodes (spares included) of each pod: each is built for ``s = ⌈(nodes +
+        spares)/pods⌉`` and they fill in order, pod ``i`` holding ``min(s, n − i·s)``
+        (models.fabric.pod_nodes)."""
+        n, pods = self.nodes + self.spare_nodes, self.extra["pods"]
+        size = math.ceil(n / pods)
+        return tuple(max(0, min(size, n - i * size)) for i in range(pods))
+
     @cached_property  # summed once: pruning reads it for every candidate, often
     def equipment_capex_usd(self) -> float:
         return sum(line.cost_usd for line in self.lines)
@@ -131,6 +144,8 @@ class BuildingData:
     rack_power_w: float = math.inf
     """What its racks may draw, as placement counts them: its halls' power
     (models.space.rack_power_by_building) [W]."""
+    hall_power_w: tuple[float, ...] = ()
+    """What the racks of each of its halls may draw (site order) [W]."""
 
     @property
     def block_power_cap_w(self) -> float:
@@ -166,3 +181,27 @@ class DesignData:
     tco_rates: Any = None
     """Cost of capital, lives, support, software and staff rates (models.tco); None: the
     full TCO is not known (then no $/million-tokens objective)."""
+
+    def pod_sites(self, cfg: Config) -> tuple[PodSite, ...]:
+        """Where each pod of an aligned configuration stands (site order): pod ``i`` in
+        building ``i``, or with one pod per hall in hall ``i`` (its building's ``j``-th)."""
+        if cfg.pods_in_halls:
+            return tuple(PodSite(b.name, j, cap) for b in self.buildings
+                         for j, cap in enumerate(b.hall_power_w))
+        return tuple(PodSite(b.name, None, b.block_power_cap_w) for b in self.buildings)
+
+    def pods_of(self, cfg: Config, building: str) -> list[int]:
+        """The pods of an aligned configuration that stand in ``building``."""
+        return [i for i, s in enumerate(self.pod_sites(cfg)) if s.building == building]
+
+
+@dataclass(frozen=True)
+class PodSite:
+    """Where one pod of a configuration aligned with the site stands."""
+
+    building: str
+    hall: int | None
+    """Index of its hall among its building's halls; None: the whole building."""
+    rack_power_w: float
+    """What its racks may draw: its hall's power, or its building's
+    ``block_power_cap_w`` [W]."""

@@ -94,6 +94,18 @@ def fraction_spares(inputs: Inputs, parts, nodes: int, node_kind: str | None = N
 
 # --- the performance model -------------------------------------------------------------
 
+def pod_oversubscription(fabric: Fabric) -> float:
+    """The oversubscription the job's traffic between pods meets: ``R`` through super
+    switches; through a mesh of the pod tops ``R·max(1, (P−1)/2)``, since the pods'
+    data-parallel ring (the traffic mapped across them) sends each way to one neighbour
+    pod, so uses 2 of the ``P−1`` peer bundles a pod's uplinks are split into (all of them
+    for 2 or 3 pods). 1 without pods."""
+    if fabric.spec.pods == 1:
+        return 1.0
+    ratio = fabric.spec.oversubscription
+    return ratio * max(1.0, (fabric.pods - 1) / 2) if fabric.mesh else ratio
+
+
 def network_spec(parts, fabric: Fabric, gpus: int) -> NetworkSpec:
     """The scale-out network as the job sees it: NIC bandwidth per GPU, SHARP, pods, and
     the GPUs whose traffic meets in one leaf: a rail group (radix/2 nodes) when
@@ -106,7 +118,7 @@ def network_spec(parts, fabric: Fabric, gpus: int) -> NetworkSpec:
         gbps_per_gpu=parts.nic.port_gbps * g.nics_per_node / g.gpus_per_node,
         in_network_reduction=parts.switch.in_network_reduction,
         pod_gpus=math.ceil(gpus / pods) if pods > 1 else None,
-        oversubscription=fabric.spec.oversubscription if pods > 1 else 1.0,
+        oversubscription=pod_oversubscription(fabric),
         rail_optimized=parts.rail_optimized, leaf_gpus=leaf_nodes * g.gpus_per_node)
 
 

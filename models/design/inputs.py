@@ -47,14 +47,21 @@ class ConfigParts:
 
     @property
     def pods_in_buildings(self) -> bool:
-        """One pod per building of the site (the fabric choice's ``pods_per``)."""
-        return getattr(self.fabric, "pods_per", None) == "building"
+        """Each pod whole in one building: one pod per building or per hall of the site
+        (the fabric choice's ``pods_per``)."""
+        return getattr(self.fabric, "pods_per", None) is not None
+
+    @property
+    def pods_in_halls(self) -> bool:
+        """One pod per hall of the site (site order), each whole in its hall."""
+        return getattr(self.fabric, "pods_per", None) == "hall"
 
     def fabric_spec(self, nodes: int) -> FabricSpec:
         return FabricSpec(nodes=nodes, ports_per_node=self.gpu.nics_per_node, radix=self.radix,
                           tiers=self.fabric.tiers, pods=self.fabric.pods or 1,
                           oversubscription=self.fabric.oversubscription,
-                          rail_optimized=self.rail_optimized)
+                          rail_optimized=self.rail_optimized,
+                          pod_join=getattr(self.fabric, "pod_join", "super"))
 
 
 @dataclass(frozen=True)

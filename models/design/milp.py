@@ -153,10 +153,21 @@ def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     foreach c: sum_b su_in[b,c] = SU count of c's chosen size
     sum_b net_mw[b] = switch + media power of the design
-    foreach b: (1+f_ns) (sum_c SU_power_c su_in[b,c] + net_mw[b]) <= P_b   [MW]
-    A full SU of nodes with their NICs is counted (a partial last SU is over-counted).
+    foreach b: (1+f_ns) (sum_c node_MW_{b,c} + net_mw[b]) <= P_b   [MW]
+    node_MW_{b,c} = SU_power_c su_in[b,c]: a full SU of nodes with their NICs is counted (a
+    partial last SU is over-counted); with pods aligned with the site it is the nodes of
+    the pods standing in b (DesignData.pods_of), a ladder quantity sum_i n_i node_W (a pod
+    smaller than one SU, or not a whole number of them, counts the nodes it has).
     """
     f_ns = data.non_server_it_fraction
+
+    def node_mw(b: str, c: str) -> pyo.Expression:
+        cfg = data.configs[c]
+        if cfg.pods_in_buildings:  # its pods stand in their sites (add_pods_in_buildings)
+            pods = data.pods_of(cfg, b)
+            return ladder_sum(m, lambda k: sum(k.pod_nodes()[i] for i in pods)
+                              * cfg.node_power_w / 1e6, [c])
+        return cfg.su_nodes * cfg.node_power_w / 1e6 * m.su_in[b, c]
 
     @m.Constraint(m.CONFIGS, doc="every scalable unit placed in a building")
     def su_placed(m, c):
@@ -170,8 +181,7 @@ def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     @m.Constraint(m.BUILDINGS, doc="building IT power [MW]")
     def building_power(m, b):
-        su_mw = pyo.quicksum(data.configs[c].su_nodes * data.configs[c].node_power_w / 1e6
-                             * m.su_in[b, c] for c in m.CONFIGS)
+        su_mw = pyo.quicksum(node_mw(b, c) for c in m.CONFIGS)
         return (1 + f_ns) * (su_mw + m.net_mw[b]) <= caps[b] + slack(b)
 
 
@@ -211,13 +221,34 @@ def add_block_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
             m, lambda k: k.extra["block_slots"].get(b, 0), [c]) + slack((b, c))
 
 
+def add_pod_hall_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """One pod per hall: pod i's blocks fit hall i's block slots (both ladder quantities of
+    the chosen candidate):  foreach such c, i: B/P - slots_i <= 0."""
+    in_halls = [(i, c) for c in m.CONFIGS if data.configs[c].pods_in_halls
+                for i in range(len(data.pod_sites(data.configs[c])))]
+    if not in_halls:
+        return
+    m.POD_HALLS = pyo.Set(initialize=in_halls, dimen=2, ordered=True)
+    slack = _slack(m, "pod_hall_slots", index=m.POD_HALLS,
+                   scale=max(max(k.extra["hall_block_slots"]) for k in data.candidates
+                             if data.configs[k.config].pods_in_halls))
+
+    @m.Constraint(m.POD_HALLS, doc="a pod's blocks within its hall's slots")
+    def pod_hall_slots(m, i, c):
+        def over(k: Candidate) -> int:
+            return k.extra["blocks"] // k.extra["pods"] - k.extra["hall_block_slots"][i]
+        if all(over(k) <= 0 for k in m.ladders[c]):
+            return pyo.Constraint.Skip  # every size fits
+        return ladder_sum(m, over, [c]) <= slack((i, c))
+
+
 
 def add_pods_in_buildings(m: pyo.ConcreteModel, data: DesignData) -> None:
     """A configuration with one pod per building places pod ``i``'s blocks in building
-    ``i`` (site order), and no more scalable units there than the pod's ``n_pod =
-    ⌈(nodes + spares)/pods⌉`` nodes fill:
-    foreach such c, b_i: blocks_in[b_i,c] = blocks of c / pods;
-    su_in[b_i,c] <= ⌈n_pod / su_nodes⌉."""
+    ``i`` (site order; one pod per hall: the pods of its halls, p_b of them), and no more
+    scalable units there than the pods' ``n_pod = ⌈(nodes + spares)/pods⌉`` nodes fill:
+    foreach such c, b: blocks_in[b,c] = p_b blocks of c / pods;
+    su_in[b,c] <= p_b ⌈n_pod / su_nodes⌉."""
     aligned = [c for c in m.CONFIGS if data.configs[c].pods_in_buildings]
     if not aligned:
         return
@@ -226,23 +257,27 @@ def add_pods_in_buildings(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     @m.Constraint(m.POD_BUILDINGS, doc="a pod's blocks in its building")
     def pod_blocks(m, b, c):
+        pods = len(data.pods_of(data.configs[c], b))
         return m.blocks_in[b, c] == ladder_sum(
-            m, lambda k: k.extra["blocks"] // k.extra["pods"], [c])
+            m, lambda k: pods * (k.extra["blocks"] // k.extra["pods"]), [c])
 
     @m.Constraint(m.POD_BUILDINGS, doc="a pod's scalable units in its building")
     def pod_units(m, b, c):
-        su = data.configs[c].su_nodes
-        return m.su_in[b, c] <= ladder_sum(m, lambda k: k.pod_units(su), [c])
+        su, pods = data.configs[c].su_nodes, len(data.pods_of(data.configs[c], b))
+        return m.su_in[b, c] <= ladder_sum(m, lambda k: pods * k.pod_units(su), [c])
 
 
 def add_pod_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     """A pod aligned with a building stands there with its inner switches, as placement
     powers them (models.space.SpaceLayout.pod_power_w), within the building's power and
-    its halls' power:  foreach such c, b: pod_MW_c <= min(P_b, Σ hall MW of b)   [MW]."""
+    its halls' power (one pod per hall: within its hall's power):
+    foreach such c, b: pod_MW_c <= min over b's pods of their site's MW   [MW]."""
     aligned = [c for c in m.CONFIGS if data.configs[c].pods_in_buildings]
     if not aligned:
         return
-    caps = {(b.name, c): b.block_power_cap_w / 1e6 for b in data.buildings for c in aligned}
+    caps = {(b.name, c): min((s.rack_power_w for s in data.pod_sites(data.configs[c])
+                              if s.building == b.name), default=b.block_power_cap_w) / 1e6
+            for b in data.buildings for c in aligned}
     m.POD_POWER = pyo.Set(initialize=sorted(caps), dimen=2, ordered=True)
     slack = _slack(m, "pod_power", index=m.POD_POWER, scale=max(max(caps.values()), 1e-6))
 
@@ -260,9 +295,21 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     sum_b net_rack_mw[b] = network-rack power of the design
     foreach b: sum_c block_MW_c blocks_in[b,c] + net_rack_mw[b] <= min(P_b, halls_b)  [MW]
-    (net_rack_mw is continuous: placement keeps a group's spines in one hall)."""
-    block_mw = {c: next(k.extra["block_power_w"] for k in m.ladders[c]) / 1e6
+    (net_rack_mw is continuous: placement keeps a group's spines in one hall). With one pod
+    per building, building i holds pod i's B/P blocks at the candidate's block power (a
+    ladder quantity: a pod smaller than one SU is one block of its own nodes)."""
+    # a block is a scalable unit, or a whole pod smaller than one (models.space.block_size):
+    # its power is constant along a ladder but for such pods; the largest bounds them
+    block_mw = {c: max(k.extra["block_power_w"] for k in m.ladders[c]) / 1e6
                 for c in m.CONFIGS}
+
+    def blocks_mw(b: str, c: str) -> pyo.Expression:
+        if data.configs[c].pods_in_buildings:  # p_b B/P blocks of the ladder's own size
+            pods = len(data.pods_of(data.configs[c], b))
+            return ladder_sum(m, lambda k: pods * (k.extra["blocks"] // k.extra["pods"])
+                              * k.extra["block_power_w"] / 1e6, [c])
+        return block_mw[c] * m.blocks_in[b, c]
+
     caps = {b.name: b.block_power_cap_w / 1e6 for b in data.buildings}
     slack = _slack(m, "block_power", index=m.BUILDINGS, scale=max(caps.values()))
     m.net_rack_mw = pyo.Var(m.BUILDINGS, domain=pyo.NonNegativeReals)
@@ -272,7 +319,7 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     @m.Constraint(m.BUILDINGS, doc="placement racks within building power [MW]")
     def block_power(m, b):
-        return pyo.quicksum(block_mw[c] * m.blocks_in[b, c] for c in m.CONFIGS
+        return pyo.quicksum(blocks_mw(b, c) for c in m.CONFIGS
                             ) + m.net_rack_mw[b] <= caps[b] + slack(b)
 
 
@@ -317,6 +364,7 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("building_power", add_building_power, True),
     ("space", add_space, True),
     ("block_slots", add_block_slots, True),
+    ("pod_hall_slots", add_pod_hall_slots, True),
     ("block_power", add_block_power, True),
     ("pods_in_buildings", add_pods_in_buildings, False),
     ("pod_power", add_pod_power, True),

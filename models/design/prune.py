@@ -9,7 +9,8 @@ candidate k can be built is decided by closed forms:
                  (1+f) (U_k u_P + N_k) <= sum_b P_b;   U_k u_R + NR_k <= sum_b R_b
                  B_k <= sum_b min(S_{k,b}, floor(P_b / u_B))   (placement blocks of
                  u_B watts in the halls' block slots and the buildings' power)
-                 pods in buildings: every building b takes one pod (:func:`pods_fit`)
+                 pods in buildings: building i takes pod i (:func:`pods_fit`), its nodes
+                 counted as they are (a pod smaller than one unit is not a whole unit)
 with U_k scalable units of u_P watts and u_R racks, N_k / NR_k the network power and
 racks, which the MILP may split across buildings continuously. The building conditions
 are exact: the leftover of every building sums to the same total whatever the integer
@@ -118,7 +119,10 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
         by_space = (math.floor(b.max_racks / cfg.su_racks)
                     if space and b.max_racks is not None else by_power)
         per_building.append(min(by_power, by_space))
-    power_ok = not power or f * (k.su_count * su_w + k.network_power_w) <= sum(
+    # one pod per building counts the nodes each pod has (milp.add_building_power)
+    server_w = ((k.nodes + k.spare_nodes) * cfg.node_power_w if cfg.pods_in_buildings
+                else k.su_count * su_w)
+    power_ok = not power or f * (server_w + k.network_power_w) <= sum(
         b.it_power_w for b in data.buildings) * (1 + REL_TIE)
     racks = [b.max_racks for b in data.buildings]
     space_ok = (not space or None in racks
@@ -129,31 +133,47 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
                 if power else k.extra["blocks"] for b in data.buildings}
     slots_ok = k.extra["blocks"] <= sum(
         min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
-    pods_ok = (not cfg.pods_in_buildings
-               or pods_fit(data, k, per_building, by_power, power, space))
     racks_powered = not power or k.extra["blocks"] * bw + k.extra["network_rack_power_w"] <= sum(
         b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
-    return (k.su_count <= sum(per_building) and power_ok and space_ok and slots_ok
-            and racks_powered and pods_ok)
+    if cfg.pods_in_buildings:
+        units_ok = pods_fit(data, k, by_power, power, space)
+    else:
+        units_ok = k.su_count <= sum(per_building)
+    return units_ok and power_ok and space_ok and slots_ok and racks_powered
 
 
-def pods_fit(data: DesignData, k: Candidate, units: list[int], blocks_by_power: dict,
-             power: bool, space: bool) -> bool:
-    """One pod per building (models.design.milp.add_pods_in_buildings, add_pod_power):
-    every building takes a whole pod, its ``B_k/P`` blocks within its slots and power and
-    the pod's placement power within the building's and its halls' power; the units split
-    with at most a pod's ``⌈⌈n/P⌉/su⌉`` and the building's ``units`` in each building:
-    ``U_k <= Σ_b min(⌈⌈n/P⌉/su⌉, units_b)``."""
+def pods_fit(data: DesignData, k: Candidate, blocks_by_power: dict, power: bool,
+             space: bool) -> bool:
+    """Pods aligned with the site (models.design.milp.add_pods_in_buildings,
+    add_building_power, add_pod_power, add_pod_hall_slots): pod i stands whole in its site
+    (building i, or hall i with one pod per hall): its ``B_k/P`` blocks within the site's
+    slots and the pod's placement power within the site's power; each building b takes
+    its ``p_b`` pods: their blocks within its slots and power, their ``n_i`` nodes within
+    its power, ``(1+f) Σ n_i node_W <= P_b``, and their ``p_b ⌈⌈n/P⌉/su⌉`` units' racks
+    within its ``max_racks``. With the totals of :func:`fits_buildings` this is exact: the
+    network power and racks may take any building's leftover."""
     cfg, pods = data.configs[k.config], k.extra["pods"]
     blocks = k.extra["blocks"] // pods
-    su = k.pod_units(cfg.su_nodes)
-    for b in data.buildings:
-        slots = k.extra["block_slots"].get(b.name, 0) if space else blocks
-        room = b.block_power_cap_w
-        if (blocks > min(slots, blocks_by_power[b.name])
-                or (power and not within(k.extra["pod_power_w"], room))):
+    racks = k.pod_units(cfg.su_nodes) * cfg.su_racks
+    f = 1 + data.non_server_it_fraction
+    nodes = k.pod_nodes()
+    sites = data.pod_sites(cfg)
+    for i, site in enumerate(sites):
+        if cfg.pods_in_halls and space and blocks > k.extra["hall_block_slots"][i]:
             return False
-    return k.su_count <= sum(min(su, can) for can in units)
+        if power and not within(k.extra["pod_power_w"], site.rack_power_w):
+            return False
+    for b in data.buildings:
+        mine = [i for i, site in enumerate(sites) if site.building == b.name]
+        slots = k.extra["block_slots"].get(b.name, 0) if space else blocks * len(mine)
+        if blocks * len(mine) > min(slots, blocks_by_power[b.name]):
+            return False
+        if power and not within(f * sum(nodes[i] for i in mine) * cfg.node_power_w,
+                                b.it_power_w):
+            return False
+        if space and b.max_racks is not None and racks * len(mine) > b.max_racks:
+            return False
+    return True
 
 
 def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:

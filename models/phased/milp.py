@@ -22,6 +22,12 @@ Limits per period t:
   building:  (1+f) (sum_p su_w_p su_op[b,p,t] + net_mw[b,t]) <= P_{b,t}
   campus:    (1+f) sum_p equipment_mw(op_p,t) <= P_t;   fac_mw[t] >= that, non-decreasing
   space:     sum_p su_racks_p su_op[b,p,t] + net_racks[b,t] <= R_b
+  blocks (models.design.milp.add_block_slots, add_block_power: placement's blocks and
+  network racks at the conservative switch power, as placement counts them):
+             sum_b blocks_own[b,p,t] = blocks(own_p,t), sum_b blocks_op[b,p,t] = blocks(op_p,t),
+             blocks_own[b,p,t-1] <= blocks_own[b,p,t], blocks_op <= blocks_own,
+             blocks_own[b,p,t] <= slots_b(own_p,t);  sum_b net_rack_mw[b,t] = rack MW(op,t)
+             sum_p block_MW_p blocks_op[b,p,t] + net_rack_mw[b,t] <= min(P_{b,t}, halls_b)
   spend_t = sum_{p,j} dcapex_t[p,j] (own[p,j,t] - own[p,j,t-1])
             + c_MW (fac_mw[t] - fac_mw[t-1]) <= B_t;   sum_t spend_t <= B
   GPUs:      sum_p gpus(op_p,t) <= max_gpus
@@ -188,6 +194,7 @@ def add_limits(m: pyo.ConcreteModel, data: PhasedData) -> None:
         return pyo.quicksum(m.net_racks[b, t] for b in m.BUILDINGS) == rung_sum(
             m, m.op, t, lambda p, k: k.network_racks)
 
+    add_blocks(m, data)
     limited = [b for b in data.design.buildings if b.max_racks is not None]
     m.space = pyo.Constraint([(b.name, t) for b in limited for t in m.PERIODS], rule=lambda
                              m, b, t: pyo.quicksum(cfg[p].su_racks * m.su_op[b, p, t]
@@ -207,6 +214,50 @@ def add_limits(m: pyo.ConcreteModel, data: PhasedData) -> None:
     m.demand = pyo.Constraint(demanded, rule=lambda m, t: pyo.quicksum(
         m.ttokens[s] for s in m.PERIODS if s <= t)
         >= data.periods[t].demand_tokens / TOKENS_UNIT)
+
+
+def add_blocks(m: pyo.ConcreteModel, data: PhasedData) -> None:
+    """Placement's blocks in the buildings' slots and their power with the network racks
+    in each energised building (module doc; the single-period families, per period, with
+    bought blocks staying where they stand)."""
+    m.blocks_own = pyo.Var(m.PLACED, domain=pyo.NonNegativeIntegers)
+    m.blocks_op = pyo.Var(m.PLACED, domain=pyo.NonNegativeIntegers)
+    m.net_rack_mw = pyo.Var(m.BUILDINGS, m.PERIODS, domain=pyo.NonNegativeReals)
+
+    def blocks(var: pyo.Var, p: str, t: int) -> pyo.Expression:
+        return rung_sum(m, var, t, lambda _p, k: k.extra["blocks"], [m.plan[p]])
+
+    m.blocks_owned = pyo.Constraint(m.PLANS, m.PERIODS, rule=lambda m, p, t: pyo.quicksum(
+        m.blocks_own[b, p, t] for b in m.BUILDINGS) == blocks(m.own, p, t))
+    m.blocks_operating = pyo.Constraint(m.PLANS, m.PERIODS, rule=lambda m, p, t: pyo.quicksum(
+        m.blocks_op[b, p, t] for b in m.BUILDINGS) == blocks(m.op, p, t))
+
+    @m.Constraint(m.PLACED)
+    def blocks_stay(m, b, p, t):
+        return (m.blocks_own[b, p, t - 1] <= m.blocks_own[b, p, t] if t > 0
+                else pyo.Constraint.Skip)
+
+    @m.Constraint(m.PLACED)
+    def blocks_op_owned(m, b, p, t):
+        return m.blocks_op[b, p, t] <= m.blocks_own[b, p, t]
+
+    @m.Constraint(m.PLACED, doc="block slots per building")
+    def block_slots(m, b, p, t):
+        return m.blocks_own[b, p, t] <= rung_sum(
+            m, m.own, t, lambda _p, k: k.extra["block_slots"].get(b, 0), [m.plan[p]])
+
+    m.network_racks_powered = pyo.Constraint(m.PERIODS, rule=lambda m, t: pyo.quicksum(
+        m.net_rack_mw[b, t] for b in m.BUILDINGS) == rung_sum(
+        m, m.op, t, lambda _p, k: k.extra["network_rack_power_w"] / 1e6))
+    block_mw = {p.key: max(k.extra["block_power_w"] for k in p.ladder) / 1e6
+                for p in data.plans}
+    halls = {b.name: b.rack_power_w for b in data.design.buildings}
+
+    @m.Constraint(m.BUILDINGS, m.PERIODS, doc="placement racks within building power [MW]")
+    def block_power(m, b, t):
+        cap = min(data.periods[t].building_w[b], halls[b]) / 1e6
+        return pyo.quicksum(block_mw[p] * m.blocks_op[b, p, t] for p in m.PLANS
+                            ) + m.net_rack_mw[b, t] <= cap
 
 
 def discounted_ttokens(m: pyo.ConcreteModel) -> pyo.Expression:
@@ -240,10 +291,10 @@ def add_tiebreak(m: pyo.ConcreteModel) -> None:
     only) and the tokens are maximised."""
     m.objective.deactivate()
     if m.data.design.objective == "max_effective_throughput":
-        fixed = [m.op, m.su_op]
+        fixed = [m.op, m.su_op, m.blocks_op]
         m.objective_tiebreak = pyo.Objective(expr=discounted_spend_musd(m), sense=pyo.minimize)
     else:
-        fixed = [m.own, m.su_own, m.fac_mw]
+        fixed = [m.own, m.su_own, m.blocks_own, m.fac_mw]
         m.objective_tiebreak = pyo.Objective(expr=discounted_ttokens(m), sense=pyo.maximize)
     for var in fixed:
         for v in var.values():

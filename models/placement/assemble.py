@@ -67,6 +67,11 @@ class DesignToPlace:
     cooling: str = "per-mw"
     """The facility's cooling technology: the halls it is placed in are
     ``Inputs.halls_for(cooling)`` (the design stage's rack power density)."""
+    pod_join: str = "super"
+    """How the pods are joined (models.fabric.FabricSpec.pod_join): 'super' or 'mesh'."""
+    pods_in_halls: bool = False
+    """One pod per hall (site order; with ``pods_in_buildings``): each pod whole in its
+    hall."""
 
 
 @dataclass
@@ -102,7 +107,7 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                       tiers=design.tiers and pod_tiers(design.tiers, design.pods),
                       pods=design.pods,
                       oversubscription=design.oversubscription,
-                      rail_optimized=design.rail_optimized)
+                      rail_optimized=design.rail_optimized, pod_join=design.pod_join)
     fabric = design_fabric(spec)
     media = media_for(inputs.medium.values(), parts.gbps, parts.switch.family)
     space = space_layout(fabric, parts.gpu, parts.switch, node_power_w(parts), media,
@@ -115,9 +120,11 @@ def placement_inputs(inputs: Inputs, design: DesignToPlace, parts: FabricParts
                           node_power_w(parts), space.leaf_power_w,
                           inputs.site.cable_lengths.between_buildings_m,
                           media_pricing(inputs, design, parts))
-    if design.pods_in_buildings and design.pods != len(inputs.site.buildings):
-        raise Unplaceable(f"pods aligned with buildings: {design.pods} pods on a site of "
-                          f"{len(inputs.site.buildings)} buildings")
+    sites = len(halls) if design.pods_in_halls else len(inputs.site.buildings)
+    if design.pods_in_buildings and design.pods != sites:
+        kind = "halls" if design.pods_in_halls else "buildings"
+        raise Unplaceable(f"pods aligned with {kind}: {design.pods} pods on a site of "
+                          f"{sites} {kind}")
     precheck(out)
     out.problem = zone_problem(out)
     return out
@@ -193,12 +200,14 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
                                           strict=True))
     upper = []
     pods = inp.fabric.pods
-    for t in range(2, inp.fabric.tiers):
+    # a mesh joining the pods has no switches to place: its links join the pod tops of two
+    # buildings at campus reach wherever they stand (solver.placement wires it)
+    for t in range(2, inp.fabric.tiers - inp.fabric.mesh):
         lc = inp.fabric.link_classes[t]
         inner = bool(pod_building) and t < inp.fabric.pod_tiers
         cost = tuple(tuple(
             0 if not (a.network_positions and b.network_positions)
-            or (inner and a.building != b.building)
+            or (inner and pod_site(inp, a) != pod_site(inp, b))
             else (pods if inner else 1) * _cost(
                 inp, max_length(list(a.network_positions), list(b.network_positions),
                                 routing(a, inputs)), lc.name, lc.tier, a.key)
@@ -213,11 +222,20 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
 
 
 def pod_buildings(inp: PlacementInputs) -> tuple[str, ...]:
-    """The building of each pod when the design aligns pods with buildings (site order),
-    else ()."""
+    """The site of each pod when the design aligns pods with the site (site order): its
+    building's name, or with one pod per hall its hall's key (``building/hall``); else
+    ()."""
     if not inp.design.pods_in_buildings:
         return ()
+    if inp.design.pods_in_halls:
+        return tuple(h.key for h in inp.halls)
     return tuple(b.name for b in inp.inputs.site.buildings)
+
+
+def pod_site(inp: PlacementInputs, hall: HallGeo) -> str:
+    """The pod site a hall belongs to: the hall itself with one pod per hall, else its
+    building."""
+    return hall.key if inp.design.pods_in_halls else hall.building
 
 
 def _cost(inp: PlacementInputs, length: float, link_class: str, tier: int, where: str) -> int:

@@ -94,7 +94,7 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
     for ty, (grp, members) in enumerate(types):
         count = len(members)
         # a group bound to a building has its hub and blocks there (0 elsewhere)
-        ok = [grp.building in (None, z.building) for z in zones]
+        ok = [grp.building in (None, z.building, z.name) for z in zones]
         for h, z in enumerate(zones):
             hubs[ty, h] = m.NewIntVar(0, count * ok[h], f"hubs[{ty},{h}]")
             for k, slots in enumerate(z.ring_slots):
@@ -127,7 +127,7 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
                    for h in range(nz)]
         m.Add(sum(sw_t) == tier.switches)
         for b, n in tier.building_switches:
-            m.Add(sum(sw_t[h] for h, z in enumerate(zones) if z.building == b) == n)
+            m.Add(sum(sw_t[h] for h, z in enumerate(zones) if b in (z.building, z.name)) == n)
         for h in range(nz):
             m.Add(tier.per_rack * racks_t[h] >= sw_t[h])
         p_t = {}

@@ -31,8 +31,8 @@ class Group:
     spine_racks: int
     spine_power_w: int
     building: str | None = None
-    """The building its hub and blocks must stand in (its pod's, when pods are aligned
-    with buildings); None = anywhere."""
+    """The building (or hall, ``building/hall``) its hub and blocks must stand in (its
+    pod's, when pods are aligned with buildings or halls); None = anywhere."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ def render(doc: dict[str, Any]) -> None:
                               f"{doc['ports_per_node']} ports), max {doc['max_endpoints']:,}")
     head.add_row("Structure", f"{doc['tiers']} tiers, radix {doc['radix']}, {doc['pods']} pod(s)"
                               f" of {doc['pod_tiers']} tiers, {doc['oversubscription']:g}:1 "
-                              f"between pods, "
+                              f"between pods"
+                              f"{' (meshed)' if doc.get('pod_join') == 'mesh' else ''}, "
                               f"{'rail-optimized' if doc['rail_optimized'] else 'middle-of-rack'}")
     head.add_row("Switches per tier", " / ".join(f"{n:,}" for n in doc["switches_per_tier"])
                  + f" = {doc['switches_total']:,}")
@@ -54,6 +55,9 @@ def register(app: typer.Typer) -> None:
         oversubscription: Annotated[float, typer.Option(
             "--oversubscription", help="Down:up ratio of the pods' uplinks.")] = 1.0,
         pods: Annotated[int, typer.Option("--pods", help="Equal pods joined by a top tier.")] = 1,
+        pod_join: Annotated[str, typer.Option(
+            "--pod-join", help="Pods joined by 'super' switches or a 'mesh' of their top "
+                               "switches (no extra tier).")] = "super",
         rail_optimized: Annotated[bool, typer.Option(
             "--rail-optimized/--no-rail-optimized",
             help="One rail per leaf (optics from every node) or middle-of-rack.")] = True,
@@ -71,7 +75,7 @@ def register(app: typer.Typer) -> None:
         doc = run(lambda: fabric_api(gpus, gpu, switch, tiers=tiers,
                                      oversubscription=oversubscription, pods=pods,
                                      rail_optimized=rail_optimized, twin_port=twin_port,
-                                     instance=instance)).to_dict()
+                                     instance=instance, pod_join=pod_join)).to_dict()
         if as_json:
             emit_json(doc)
         else:

@@ -28,6 +28,8 @@ from solver.results import Status
 
 def render(result) -> None:
     """Readable rich tables of a solve on stdout."""
+    from solver.outputs import pods_text
+
     s = result.summary
     d, p, c, t = s["design"], s["power"], s["cost"], s["throughput"]
     head = Table(title=f"clusterplan design - {s['instance']} ({s['status']}, "
@@ -35,7 +37,7 @@ def render(result) -> None:
     head.add_row("GPU system", f"{d['gpu']}: {d['gpus']:,} GPUs in {d['nodes']:,} nodes "
                                f"+ {d['spare_nodes']:,} spare nodes")
     head.add_row("Fabric", f"{d['switch']} + {d['nic']}: {d['tiers']} tiers, {d['pods']} pod(s)"
-                           f"{' (one per building)' if d.get('pods_in_buildings') else ''}, "
+                           f"{pods_text(d)}, "
                            f"{d['oversubscription']:g}:1 between pods, "
                            f"{'rail-optimized' if d['rail_optimized'] else 'middle-of-rack'}, "
                            f"{d['nic_attachment']}-port cages")

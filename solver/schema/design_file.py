@@ -75,6 +75,10 @@ class DesignDecisions(DesignFileModel):
     recovery: Literal["storage", "in-memory"] = "storage"
     pods_in_buildings: StrictBool = False
     """One pod per building of the site (a fabric choice with pods_per = 'building')."""
+    pod_join: Literal["super", "mesh"] = "super"
+    """How the pods are joined (a fabric choice's pod_join)."""
+    pods_in_halls: StrictBool = False
+    """One pod per hall of the site (a fabric choice with pods_per = 'hall')."""
     facility: FacilityDecisions | None = None
     """None (a design.json without one): the instance's first configuration matching the
     other decisions."""

@@ -92,15 +92,23 @@ class FabricChoice(StrictModel):
     """Split the cluster into this many equal pods joined by an oversubscribed top tier."""
     oversubscription: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
     """Down:up bandwidth ratio between pods (1 = non-blocking)."""
-    pods_per: Literal["building"] | None = None
+    pods_per: Literal["building", "hall"] | None = None
     """'building': one pod per building of the site (``pods`` = the buildings), each pod
-    placed whole in its building, so only the links joining the pods cross buildings."""
+    placed whole in its building, so only the links joining the pods cross buildings;
+    'hall': one pod per hall (site order), each placed whole in its hall."""
+    pod_join: Literal["super", "mesh"] = "super"
+    """How the pods are joined: 'super', a tier of super switches; 'mesh', an oversubscribed
+    top tier without an extra tier: each pod-top switch's uplinks go straight to its peers
+    in the other pods (needs pods_per)."""
 
     @model_validator(mode="after")
     def _pods_or_pods_per(self) -> FabricChoice:
         if self.pods_per is not None and self.pods is not None:
             raise ValueError("set pods or pods_per, not both (pods_per = 'building' makes "
                              "one pod per building)")
+        if self.pod_join == "mesh" and self.pods_per is None:
+            raise ValueError("pod_join = 'mesh' joins pods aligned with the site: set "
+                             "pods_per = 'building' or 'hall'")
         return self
 
 

@@ -61,6 +61,7 @@ DESIGN = obj({
                         "links": INT})),
     "scalable_units_per_building": {"type": "object", "additionalProperties": INT},
     "job_mapping": nullable(JOB_MAPPING), "pods_in_buildings": BOOL,
+    "pod_join": {"enum": ["super", "mesh"]}, "pods_in_halls": BOOL,
     "checkpoint_storage_gbytes_per_s_per_node": NUM,
     "facility": nullable(obj({
         "redundancy": STR, "cooling": STR, "pue": NUM, "site_availability": nullable(NUM),
@@ -135,6 +136,7 @@ FABRIC = obj({
     "gpus": INT, "gpu": STR, "switch": STR, "nic": STR, "gbps": INT, "nodes": INT,
     "ports_per_node": INT, "rail_optimized": BOOL, "endpoints": INT, "radix": INT,
     "tiers": INT, "pod_tiers": INT, "max_endpoints": INT, "pods": INT,
+    "pod_join": {"enum": ["super", "mesh"]},
     "oversubscription": NUM, "switches_per_tier": array(INT), "switches_total": INT,
     "links_per_tier": array(INT),
     "link_classes": array(obj({"name": STR, "links": INT, "length_m": NUM, "medium": STR,
