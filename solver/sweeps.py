@@ -233,8 +233,7 @@ def loads(payload: bytes) -> Any:
 def _part(inputs: Inputs, evaluators: Evaluators, configs: tuple[str, ...]) -> DesignData:
     """The candidate designs of the configurations `configs` (keys) of `inputs`."""
     part = dataclasses.replace(inputs, configs=tuple(inputs.config(k) for k in configs))
-    with gc_paused():
-        return build_design_data(part, evaluators)[0]
+    return build_design_data(part, evaluators)[0]
 
 
 def build_part(shared: Shared, configs: tuple[str, ...]) -> bytes:
@@ -242,8 +241,9 @@ def build_part(shared: Shared, configs: tuple[str, ...]) -> bytes:
     `shared` (pickled, `dumps`), built with the evaluators the worker keeps for its
     scenarios (`shared_candidates` merges the parts)."""
     tune_worker_process()
-    inputs = prepare(instance_from_dict(shared.doc, shared.source))
-    return dumps(_part(inputs, _kept(shared.key, lambda: inputs).evaluators, configs))
+    with gc_paused():
+        inputs = prepare(instance_from_dict(shared.doc, shared.source))
+        return dumps(_part(inputs, _kept(shared.key, lambda: inputs).evaluators, configs))
 
 
 def local_parts(workers: int) -> int:
@@ -264,7 +264,13 @@ def shared_candidates(shared: Shared, parts: int = 1, start_part: PartBuilder | 
     `start_part`, the configurations are cut into `parts` groups
     (models.design.candidates.config_groups): every group but the first is built by a
     worker while this process builds the first, and the parts are merged (equal to one
-    build)."""
+    build). The collector is paused throughout (`gc_paused`)."""
+    with gc_paused():
+        return _shared_candidates(shared, parts, start_part)
+
+
+def _shared_candidates(shared: Shared, parts: int, start_part: PartBuilder | None
+                       ) -> DesignData:
     inputs = prepare(instance_from_dict(shared.doc, shared.source))
     kept = _kept(shared.key, lambda: inputs)
     if kept.data is None:
