@@ -823,8 +823,12 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
                          f"(waited at most {SCHEDULER_TIMEOUT_S:g} s): "
                          f"{type(exc).__name__}: {exc}") from None
     try:
-        size = len(client.scheduler_info().get("workers", {})) if cluster is None else workers
+        addresses = sorted(client.scheduler_info().get("workers", {}))
+        size = len(addresses) if cluster is None else workers
         futures: dict[Any, list[Task]] = {}
+        # every worker imports clusterplan now, while the candidates are being built, not
+        # when its first batch arrives (the futures must live until then)
+        warm = [client.submit(tune_worker_process, pure=False, workers=[a]) for a in addresses]
         try:
             parts = local_parts(size) if cluster is not None else size + 1
             data, failed, tasks = _with_shared(tasks, shared, lambda: shared_candidates(
@@ -840,7 +844,7 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
             for fut in dask_completed(list(futures)):
                 yield from _rows_or_errors(fut.result, futures[fut])
         finally:
-            client.cancel(list(futures))
+            client.cancel([*futures, *warm])
     finally:
         client.close()
         if cluster is not None:
