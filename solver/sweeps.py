@@ -19,13 +19,16 @@ inputs, never on limits), so each scenario's exact refinement reuses earlier wor
 Execution. The shared candidates are built once per sweep, in parts over groups of
 configurations (`shared_candidates`): the coordinator builds one part while each worker
 builds another, the coordinator merges them (the same data as one build) and hands the
-result to every worker once (a file for process workers, a broadcast scatter on Dask);
-each process keeps it and its evaluators under `Shared.key` (`_kept`). Scenarios go to
-workers in batches (`batches`: about BATCHES_PER_WORKER per worker, at most MAX_BATCH
-each), one round trip per batch; rows come back as each batch finishes and are written
-at once. `--backend processes` forks its workers from a fork server that has only
-imported clusterplan (`worker_context`: no import per worker, and no lock copied from
-the coordinator's threads). Worker processes reset glibc's malloc thresholds
+result to every worker once, as pickle bytes (a file for process workers, a broadcast
+scatter on Dask); each process keeps it and its evaluators under `Shared.key` (`_kept`).
+Building, pickling and unpickling run with Python's garbage collector paused
+(`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
+worker freezes the data out of later collections. Scenarios go to workers in batches
+of shrinking size (`batches`), one round trip per batch; rows come back as each batch
+finishes and are written at once. `--backend processes` forks its workers from a fork
+server that has only imported clusterplan (`worker_context`: no import per worker, and
+no lock copied from the coordinator's threads); Dask workers import it while the
+candidates are built. Worker processes reset glibc's malloc thresholds
 (`tune_worker_process`); Dask's local workers get one thread each for OpenMP, MKL and
 OpenBLAS (`worker_environ`).
 
