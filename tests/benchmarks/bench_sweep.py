@@ -93,12 +93,14 @@ def free_port() -> int:
 
 
 def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subprocess.Popen]]:
-    """`dask scheduler` and `workers` single-threaded `dask worker` processes on loopback;
-    returns the scheduler address once every worker has registered."""
+    """`dask scheduler` and `workers` single-threaded `dask worker` processes on loopback,
+    with Dask's housekeeping turned down as the README says; returns the scheduler address
+    once every worker has registered."""
     from dask.distributed import Client
 
     address = f"tcp://127.0.0.1:{free_port()}"
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+             "env": env | sweeps.dask_environ()}  # as the README tells a user
     procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port",
                                address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)]
     procs += [subprocess.Popen(["dask", "worker", address, "--nworkers", "1", "--nthreads",
