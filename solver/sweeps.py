@@ -209,7 +209,7 @@ def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the duration (then as it was). Building
     or unpickling the shared candidates makes ~1M objects that all live on, and a full
     collection scans every live object: on the default instance the collector took 40%
-    of the build's CPU (20.2 s -> 12.0 s without it, the same peak memory, 10 objects of
+    of the build's CPU (20.2 s -> 10.3 s without it, the same peak memory, 10 objects of
     cyclic garbage) and 65% of unpickling it (2.6 s -> 0.9 s)."""
     enabled = gc.isenabled()
     gc.disable()
