@@ -194,6 +194,14 @@ def test_batches_cover_every_task_in_order():
         assert [t for b in cut for t in b] == tasks
         assert max(map(len, cut)) <= sweeps.MAX_BATCH
         assert len(cut) >= min(len(tasks), workers)  # every worker has work
+        sizes = [len(b) for b in cut]
+        assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 1  # a short tail
+
+
+def test_readme_dask_variables_are_the_housekeeping_the_sweep_sets():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for name, value in sweeps.dask_environ().items():
+        assert f"{name}={value}" in readme
 
 
 # --- analyses ------------------------------------------------------------------------

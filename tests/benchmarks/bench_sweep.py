@@ -12,8 +12,9 @@ is up before the sweep starts, as a user's cluster is; the CLI row includes star
 CLI process itself. Speed-up = local wall / wall. The tables must be identical across
 back-ends (status, objective, design); the benchmark says so or fails.
 CPU s is the CPU time of every process of the row (the coordinator, workers, fork server,
-Dask scheduler and nannies), sampled every 0.2 s: on a loaded machine wall times follow
-the load, CPU times much less.
+Dask scheduler and nannies), sampled every second (sampling every 0.2 s cost the
+coordinator, which solves the local row, ~5% of its CPU): on a loaded machine wall
+times follow the load, CPU times much less.
 
 Run: python tests/benchmarks/bench_sweep.py [--only local,processes,...] [--scenarios 100]
 """
@@ -57,7 +58,7 @@ class CpuMeter:
     the descendants sampled every `every` seconds (a process's last moments before it
     ends are missed: under a second per process)."""
 
-    def __init__(self, every: float = 0.2):
+    def __init__(self, every: float = 1.0):
         self.every, self.seen, self.base = every, {}, {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
@@ -92,12 +93,14 @@ def free_port() -> int:
 
 
 def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subprocess.Popen]]:
-    """`dask scheduler` and `workers` single-threaded `dask worker` processes on loopback;
-    returns the scheduler address once every worker has registered."""
+    """`dask scheduler` and `workers` single-threaded `dask worker` processes on loopback,
+    with Dask's housekeeping turned down as the README says; returns the scheduler address
+    once every worker has registered."""
     from dask.distributed import Client
 
     address = f"tcp://127.0.0.1:{free_port()}"
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+             "env": env | sweeps.dask_environ()}  # as the README tells a user
     procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port",
                                address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)]
     procs += [subprocess.Popen(["dask", "worker", address, "--nworkers", "1", "--nthreads",
