@@ -48,7 +48,7 @@ from solver.deadline import TimeLimitReached
 from solver.design_file import placeable_design
 from solver.diagnose import diagnose, far_beyond_limits, unmet_requirements
 from solver.fabric_inputs import fabric_document
-from solver.forked import forked
+from solver.forked import forked, gc_paused
 from solver.job_mapping import map_job
 from solver.perf_inputs import DEGREES, perf_document
 from solver.phased import solve_phased
@@ -138,16 +138,17 @@ def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None
     limits at least as large (sweeps), given the limits of ``inputs``. ``processes`` 2:
     a forked process builds about half of the configurations (config_groups) while this
     one builds the rest; the same data as one build."""
-    if shared is not None:
-        full, notes = with_limits(shared, inputs), []
-    elif processes > 1 and len(groups := config_groups(inputs, 2)) > 1:
-        with forked(lambda: build_configs(inputs, evaluators, groups[1])) as other:
-            built = build_configs(inputs, evaluators, groups[0])
-            built |= other()
-        full, notes = assemble_design_data(inputs, built)
-    else:
-        full, notes = build_design_data(inputs, evaluators)
-    return refine(inputs, evaluators, full), notes
+    with gc_paused():  # ~1M long-lived objects: collections would only rescan them
+        if shared is not None:
+            full, notes = with_limits(shared, inputs), []
+        elif processes > 1 and len(groups := config_groups(inputs, 2)) > 1:
+            with forked(lambda: build_configs(inputs, evaluators, groups[1])) as other:
+                built = build_configs(inputs, evaluators, groups[0])
+                built |= other()
+            full, notes = assemble_design_data(inputs, built)
+        else:
+            full, notes = build_design_data(inputs, evaluators)
+        return refine(inputs, evaluators, full), notes
 
 
 def prune(full: DesignData, exact_bound: bool = True) -> DesignData:

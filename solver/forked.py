@@ -14,6 +14,22 @@ T = TypeVar("T")
 
 
 @contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the duration (then as it was). Building
+    or unpickling the shared candidates makes ~1M objects that all live on, and a full
+    collection scans every live object: on the default instance the collector took 40%
+    of the build's CPU (20.2 s -> 10.3 s without it, the same peak memory, 10 objects of
+    cyclic garbage) and 65% of unpickling it (2.6 s -> 0.9 s)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextlib.contextmanager
 def forked(work: Callable[[], T]) -> Iterator[Callable[[], T]]:
     """Start ``work()`` in a forked process; the block gets the call that waits for its
     result (pickled back through a pipe) and raises what ``work`` raised (the same
@@ -42,16 +58,12 @@ def forked(work: Callable[[], T]) -> Iterator[Callable[[], T]]:
     send.close()
 
     def wait() -> T:
-        collecting = gc.isenabled()
-        gc.disable()  # unpickling many objects would run full collections: 5x slower
         try:
-            ok, value = receive.recv()
+            with gc_paused():  # unpickling many objects would run full collections
+                ok, value = receive.recv()
         except EOFError:  # ended without a word (killed)
             process.join()
             raise RuntimeError(f"a second process ended with code {process.exitcode}") from None
-        finally:
-            if collecting:
-                gc.enable()
         if not ok:
             raise value
         return value

@@ -96,6 +96,7 @@ from solver.api import solve
 from solver.backends import SolveOptions
 from solver.deadline import Deadline
 from solver.errors import ClusterplanError, InvalidInstance, NoSolution, UsageError
+from solver.forked import gc_paused
 from solver.loading import (
     DEFAULT_INSTANCE,
     instance_from_dict,
@@ -202,22 +203,6 @@ def _kept(key: str, inputs: Callable[[], Inputs]) -> _Kept:
             _CACHE.clear()
             _CACHE[key] = _Kept(default_evaluators(inputs()))
         return _CACHE[key]
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the duration (then as it was). Building
-    or unpickling the shared candidates makes ~1M objects that all live on, and a full
-    collection scans every live object: on the default instance the collector took 40%
-    of the build's CPU (20.2 s -> 10.3 s without it, the same peak memory, 10 objects of
-    cyclic garbage) and 65% of unpickling it (2.6 s -> 0.9 s)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def dumps(data: Any) -> bytes:
