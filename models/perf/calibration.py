@@ -26,7 +26,24 @@ Parameters per (profile, generation), never per run:
              and un-permutation, padding, quantisation of the copies, the expert
              activation. Fitted because no public breakdown gives it; it makes MoE time
              scale with top_k and with 1/expert_ffn relative to the GEMMs, and with HBM
-             bandwidth across generations;
+             bandwidth across generations (59 B; 107 B before expert_fixed_us, when it
+             also carried the per-expert cost below);
+  expert_fixed_us  time per local expert (experts/ep on a GPU), MoE layer and
+             micro-batch, forward + backward, that neither the expert's size nor the GPU
+             shortens [us]: dropless MoE learns each expert's token count on the host
+             only after the router has run (a device-to-host sync per layer), then
+             launches each local expert's casts and GEMMs one by one (Transformer
+             Engine's grouped linear layers), and the GPU waits for those launches.
+             Fitted (215 us, ~20 launches of ~10 us). The rows call for it: the runs
+             with many local experts run slow for their FLOPs and bytes whatever the GPU
+             (DeepSeek-V3 on B200 at ep8: 32 local experts; Qwen3-235B on B200 at ep8:
+             16), those with few run fast (Qwen3-235B on GB200 at ep32: 4). Fitted with
+             moe_bytes on the nine MoE rows it is stable across the leave-one-source-out
+             folds (213-235 us, 348 us when fitted on Megatron-Bridge 25.11's seven MoE
+             rows alone) and halves the MoE rows' leave-one-source-out error (31% ->
+             18%); a per-expert weight-traffic term (bytes per expert parameter, scaling
+             with expert size and HBM) in its place does not lower it (10.7% over all
+             rows against 8.8%);
   expert_half_tokens  tokens per local expert and micro-batch at which the grouped
              expert GEMMs run at half their large-GEMM efficiency (per-expert problems
              too small to fill the GPU, tile padding): eff x t / (t + expert_half_tokens).
@@ -36,7 +53,8 @@ Parameters per (profile, generation), never per run:
              recipe, than by expert shape), it mostly absorbed two slow B200 rows, it
              moved the default answer by itself (98,304 -> 92,160 GPUs), and it bought
              0.8 points of Blackwell's leave-one-source-out error only (16.2% fitted,
-             17.0% held at 256; Hopper 10.1% either way);
+             17.0% held at 256; Hopper 10.1% either way); those two B200 rows are the
+             ones expert_fixed_us now explains (many local experts);
   elementwise_bytes  HBM traffic of the memory-bound kernels per token, layer and
              hidden unit, forward + backward (layer norms, residuals, RoPE, activation
              functions, FP8 casts and transposes, stored activations written and read).
@@ -53,9 +71,9 @@ on the last pipeline stage: the refit drove it to 0, so the model has none.
 Blackwell (B200, GB200) fits gemm_max and fp4 and takes Hopper's half_dim, fp8 and
 elementwise_bytes (its BF16 rows are two MoE runs: they cannot separate gemm_max from
 fp8); Blackwell Ultra (GB300) fits only its own gemm_max (4 rows cannot carry more);
-moe_bytes is one value per profile (FIT_PLAN): 9 fitted numbers. Everything
-else (attention kernel rate, bus efficiencies, overlap) is a documented fixed
-assumption in models.perf.timing, never tuned.
+moe_bytes and expert_fixed_us are one value each per profile (FIT_PLAN): 10 fitted
+numbers. Everything else (attention kernel rate, bus efficiencies, overlap) is a
+documented fixed assumption in models.perf.timing, never tuned.
 """
 from __future__ import annotations
 
@@ -115,13 +133,15 @@ DEFAULT_PROFILE = "tuned-2025"
 FITTED: dict[tuple[str, str], dict[str, float]] = {
     ("megatron-2021", "ampere"): {"gemm_max": 0.6562, "half_dim": 93.7081},
     ("tuned-2025", "hopper"): {"gemm_max": 0.5996, "half_dim": 128.0, "fp8": 1.0107,
-                               "moe_bytes": 106.8376, "elementwise_bytes": 399.2068},
+                               "moe_bytes": 58.8708, "elementwise_bytes": 399.2068,
+                               "expert_fixed_us": 214.5936},
     ("tuned-2025", "blackwell"): {"gemm_max": 0.5201, "half_dim": 128.0, "fp8": 1.0107,
-                                  "fp4": 0.6011, "moe_bytes": 106.8376,
-                                  "elementwise_bytes": 399.2068},
+                                  "fp4": 0.6011, "moe_bytes": 58.8708,
+                                  "elementwise_bytes": 399.2068, "expert_fixed_us": 214.5936},
     ("tuned-2025", "blackwell-ultra"): {"gemm_max": 0.6567, "half_dim": 128.0, "fp8": 1.0107,
-                                        "fp4": 0.6011, "moe_bytes": 106.8376,
-                                        "elementwise_bytes": 399.2068},
+                                        "fp4": 0.6011, "moe_bytes": 58.8708,
+                                        "elementwise_bytes": 399.2068,
+                                        "expert_fixed_us": 214.5936},
 }
 """Efficiency parameters per (profile, generation), from `fit_profile` on
 shared/reference/calibration_runs.csv (tests/test_perf_calibration.py re-runs the fit,
@@ -144,19 +164,19 @@ FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
     "tuned-2025": (FitStage("hopper", ("gemm_max", "fp8", "elementwise_bytes")),
                    FitStage("blackwell", ("gemm_max", "fp4"), copy_from="hopper"),
                    FitStage("blackwell-ultra", ("gemm_max",), copy_from="blackwell"),
-                   FitStage(None, ("moe_bytes",), moe_rows=True)),
+                   FitStage(None, ("moe_bytes", "expert_fixed_us"), moe_rows=True)),
 }
 """Per profile, in order. GEMM, precision and memory-bound parameters come
 from the dense runs (elementwise_bytes is the profile's: Blackwell copies Hopper's);
-then moe_bytes, one value for the profile (its MoE software), from the MoE runs of
-every generation, HBM bandwidth and GEMM rates carrying the difference between
-generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM below
+then moe_bytes and expert_fixed_us, one value each for the profile (its MoE software),
+from the MoE runs of every generation, HBM bandwidth and GEMM rates carrying the
+difference between generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM below
 1,024 wide, so they cannot see the effect (the fit drifts to 0, which would make
 128-wide expert shards free). expert_half_tokens stays at PRIOR too (module docstring:
 unstable in the fit, 1,460 / 0 / 1,481 across refits, and alone it moved the default
 answer for 0.8 points of Blackwell's leave-one-source-out error)."""
 PRIOR = {"gemm_max": 0.6, "half_dim": 128.0, "fp8": 0.9, "fp4": 0.6, "moe_bytes": 16.0,
-         "expert_half_tokens": 256.0, "elementwise_bytes": 120.0}
+         "expert_half_tokens": 256.0, "elementwise_bytes": 120.0, "expert_fixed_us": 0.0}
 """Start of every fit and a weak prior (PRIOR_WEIGHT): where the rows cannot separate two
 parameters (e.g. gemm_max and fp8 when a fold holds out every BF16 Hopper run) the fit
 stays near these physically sourced values instead of anywhere on the ridge.
@@ -169,18 +189,20 @@ so FP4 runs further from their peak (clusterplan estimate); half_dim 128: a GEMM
 sharded dimension is one 128-wide tensor-core tile runs at about half the rate of a wide
 one (CUTLASS tile shapes 128-256; clusterplan estimate); moe_bytes 16 (a bf16 read +
 write of each routed copy in 4 passes) and expert_half_tokens 256 (two 128-row tiles):
-clusterplan estimates; elementwise_bytes 120: timing.ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN."""
+clusterplan estimates; elementwise_bytes 120: timing.ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN;
+expert_fixed_us 0 (no per-expert cost unless the rows show one)."""
 SIMPLEX_STEP = 0.05
 """Nelder-Mead's first simplex: each parameter moved by this share of its BOUNDS width."""
 PRIOR_WEIGHT = 0.01
 """Weight of sum(((p - prior) / bound width)^2) added to the fit's loss (a mean |log|
 error ~0.05-0.1): negligible wherever the data decide."""
 BOUNDS = {"gemm_max": (0.2, 1.0), "half_dim": (0.0, 2000.0), "fp8": (0.3, 1.2),
-          "fp4": (0.2, 1.2), "moe_bytes": (0.0, 4000.0), "elementwise_bytes": (0.0, 2000.0)}
+          "fp4": (0.2, 1.2), "moe_bytes": (0.0, 4000.0), "elementwise_bytes": (0.0, 2000.0),
+          "expert_fixed_us": (0.0, 2000.0)}
 
 BANDS: dict[str, tuple[float, float, float]] = {
     "megatron-2021": (0.903, 0.973, 1.089),
-    "tuned-2025": (0.827, 0.965, 1.086),
+    "tuned-2025": (0.873, 0.973, 1.091),
 }
 """(p10, p50, p90) of measured / predicted throughput in leave-one-source-out
 cross-validation, per profile (tests/test_perf_calibration.py recomputes them).
@@ -228,6 +250,7 @@ class Efficiency(NamedTuple):
     moe_bytes: float
     expert_half_tokens: float
     elementwise_bytes: float
+    expert_fixed_us: float
 
 
 def efficiency_for(generation: str, precision: str, profile: str = DEFAULT_PROFILE,
@@ -243,7 +266,7 @@ def efficiency_for(generation: str, precision: str, profile: str = DEFAULT_PROFI
         factor = next((p[q] for q in order[order.index(precision):] if q in p), 1.0)
     p = {**PRIOR, **p}
     return Efficiency(p["gemm_max"], p["half_dim"], factor, p["moe_bytes"],
-                      p["expert_half_tokens"], p["elementwise_bytes"])
+                      p["expert_half_tokens"], p["elementwise_bytes"], p["expert_fixed_us"])
 
 
 def band_factors(profile: str = DEFAULT_PROFILE) -> tuple[float, float]:

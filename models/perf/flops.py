@@ -21,6 +21,7 @@ multi-head latent attention (MLA, DeepSeek-V2/V3) when kv_lora_rank is set:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from models.perf.types import WorkloadLike
 
@@ -109,7 +110,8 @@ class Arch:
         return self.model_flops_per_token * self.seq_len * self.global_batch
 
 
-SCHEDULES: tuple[str, ...] = ("1f1b", "1f1b-a2a-overlap", "dualpipe")
+Schedule = Literal["1f1b", "1f1b-a2a-overlap", "dualpipe"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 """Pipeline schedules (models.perf.timing says how each is timed):
   1f1b              Megatron's (interleaved) 1F1B; the MoE all-to-all partly exposed
                     (timing.EP_EXPOSED);

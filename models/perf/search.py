@@ -301,6 +301,7 @@ def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                            eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
                            profile=prof, moe_bytes=eff.moe_bytes,
                            expert_half_tokens=eff.expert_half_tokens,
+                           expert_fixed_us=eff.expert_fixed_us,
                            elementwise_bytes=eff.elementwise_bytes)
     step = comp["step"]
     tokens = arch.global_batch * arch.seq_len

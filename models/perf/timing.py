@@ -29,7 +29,10 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN), plus the MoE layers' routing work,
       moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
       models.perf.calibration);
-  t_compute = t_gemm + t_attn + t_hbm;
+  t_expert = expert_fixed_us per local expert (experts/ep) and MoE layer, 4/3 of it with
+      full recompute (fitted, models.perf.calibration: host-side launches of each
+      expert's kernels after dropless routing's device-to-host sync);
+  t_compute = t_gemm + t_attn + t_hbm + t_expert;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;
@@ -235,7 +238,7 @@ def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
 def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
-                    profile=None, moe_bytes=16.0, expert_half_tokens=256.0,
+                    profile=None, moe_bytes=16.0, expert_half_tokens=256.0, expert_fixed_us=0.0,
                     elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
@@ -318,6 +321,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         sm_left = np.where(ep > 1, 1.0 - OVERLAP_SM_SHARE, 1.0)
         t_gemm, t_core, t_elementwise = (t / sm_left for t in (t_gemm, t_core,
                                                                 t_elementwise))
+    t_gemm = t_gemm + (expert_fixed_us * 1e-6 * moe_share * arch.experts / ep
+                       * np.where(full, 4.0 / 3.0, 1.0))     # t_expert, per layer
     t_layer_compute = t_gemm + t_core + t_elementwise
     t_ep = (np.maximum(t_ep_wire - t_layer_compute, 0.0) if overlapped
             else EP_EXPOSED * t_ep_wire)
