@@ -296,9 +296,9 @@ OUTLIERS = {
 }
 """Rows the model misses by more than 30% in-sample, and what is known about why.
 (MB2511-QWEN3-235B-A22B-B200-64 was one at +44% until the per-expert fixed cost:
-16 local experts at ep8, now +17%. NEMO2407-NEMOTRON-22B-64 was one at +44% until the output layer was placed on the
-last pipeline stage: its 256k-vocabulary output layer is 3.5 layers' worth of GEMMs on
-a pp4 x vpp10 stage of 10; now +27%.)"""
+16 local experts at ep8, now +17%. NEMO2407-NEMOTRON-22B-64 was one at +44% until the
+output layer was placed on the last pipeline stage: its 256k-vocabulary output layer
+is 3.5 layers' worth of GEMMs on a pp4 x vpp10 stage of 10; now +27%.)"""
 
 
 def test_in_sample_error_per_row(runs):

@@ -170,8 +170,8 @@ FIT_PLAN: dict[str, tuple[FitStage, ...]] = {
 from the dense runs (elementwise_bytes is the profile's: Blackwell copies Hopper's);
 then moe_bytes and expert_fixed_us, one value each for the profile (its MoE software),
 from the MoE runs of every generation, HBM bandwidth and GEMM rates carrying the
-difference between generations. tuned-2025 keeps half_dim at PRIOR: its dense runs shard no GEMM below
-1,024 wide, so they cannot see the effect (the fit drifts to 0, which would make
+difference between generations. tuned-2025 keeps half_dim at PRIOR: its dense runs
+shard no GEMM below 1,024 wide, so they cannot see the effect (the fit drifts to 0, which would make
 128-wide expert shards free). expert_half_tokens stays at PRIOR too (module docstring:
 unstable in the fit, 1,460 / 0 / 1,481 across refits, and alone it moved the default
 answer for 0.8 points of Blackwell's leave-one-source-out error)."""
