@@ -21,7 +21,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
       (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
       that recomputes the scores (3.5x the forward instead of 3x), in BF16 at
-      ATTENTION_EFFICIENCY of the BF16 peak. Unfused (2021): all counted FLOPs at the
+      ATTENTION_EFFICIENCY of the BF16 peak times attention_head_factor (head size
+      (d_qk + d_v)/2 against 128). Unfused (2021): all counted FLOPs at the
       GEMM efficiency, plus the s x s scores of every head through HBM (softmax, dropout:
       UNFUSED_SCORE_BYTES per element);
   t_hbm  = memory-bound kernels at HBM bandwidth: elementwise_bytes * h per token and
