@@ -240,9 +240,12 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
                     profile=None, moe_bytes=16.0, expert_half_tokens=256.0, expert_fixed_us=0.0,
-                    elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN) -> dict[str, np.ndarray]:
+                    elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN,
+                    peak_fraction=1.0) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
-    bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
+    bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp).
+    `peak_fraction` scales the system's spec peaks (GEMMs and attention core) to what it
+    delivers relative to its generation's fit (calibration's per-system 'delivered')."""
     tp, pp, dp, cp, ep, vpp, mb, rc, sh = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
                                                                     mb, rc, sh))
     etp = tp if etp is None else np.asarray(etp)
@@ -258,8 +261,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     full = rc == RC_FULL
     rc_gemm = np.where(full, f_layers, 0.0)
     f_gemm = per_gpu * (3.0 * f_layers + rc_gemm)
-    peak_gemm = peak_tflops(system, arch.precision) * 1e12
-    peak_bf16 = system.bf16_tflops * 1e12
+    peak_gemm = peak_tflops(system, arch.precision) * 1e12 * peak_fraction
+    peak_bf16 = system.bf16_tflops * 1e12 * peak_fraction
     precision_factor = low_precision_factor if arch.precision != "bf16" else 1.0
 
     def efficiency(n):
