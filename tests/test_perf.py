@@ -314,6 +314,32 @@ def test_per_expert_fixed_cost_by_hand():
         pytest.approx(step_components(dense, H100, IB, **kw_dense)["step"], rel=1e-12)
 
 
+def test_delivered_fraction_scales_compute_only():
+    """peak_fraction f divides the GEMM and attention-core time by f and leaves the
+    HBM-bound work alone: compute(f) = t_hbm + t_flops / f, so f = 1 and 0.5 fix both
+    parts, f = 0.25 must give t_hbm + 4 t_flops, and with the FLOP rates made ~infinite
+    only t_hbm is left. The catalog's B200 takes calibration's delivered:b200; GB200,
+    H100 and a system without an id take 1."""
+    from models.perf.calibration import FITTED, efficiency_for
+    from models.perf.timing import step_components
+
+    arch = arch_of(gpt(layers=4, hidden=4096, heads=32, seq=2048, batch=64))
+    kw = dict(tp=1, pp=1, dp=8, cp=1, ep=1, vpp=1, mb=1, rc=0, gemm_max=0.6, half_dim=128.0)
+    t1, t_half, t_quarter = (float(step_components(arch, H100, IB, **kw, peak_fraction=f)
+                                   ["compute"]) for f in (1.0, 0.5, 0.25))
+    flops_part = t_half - t1                      # t_flops (1/0.5 - 1) = t_flops
+    assert flops_part > 0
+    assert t_quarter == pytest.approx(t1 + 3.0 * flops_part, rel=1e-9)
+    memory_only = step_components(arch, H100, IB, **{**kw, "gemm_max": 1e9},
+                                  peak_fraction=1e9)["compute"]
+    assert t1 - flops_part == pytest.approx(float(memory_only), rel=1e-3)
+    assert efficiency_for("blackwell", "fp8", system_id="b200").peak_fraction == \
+        FITTED[("tuned-2025", "blackwell")]["delivered:b200"]
+    for gen, system_id in (("blackwell", "gb200-nvl72"), ("hopper", "h100-sxm"),
+                           ("blackwell", None)):
+        assert efficiency_for(gen, "fp8", system_id=system_id).peak_fraction == 1.0
+
+
 def _schedule_steps(schedule, pp=4, nic_gbps=400.0, **kw):
     from models.perf.timing import step_components
 

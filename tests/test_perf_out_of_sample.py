@@ -66,7 +66,8 @@ TOLERANCE = 0.10
 KNOWN_MISSES = {
     "DeepSeek-V3, 2,048 H800": (
         (0.0, 0.20),
-        "predicted 3.53M tokens/s against 3.16M published (+11.8%), with the shipped "
+        "predicted 3.58M tokens/s against 3.16M published (+13.3%; +11.8% before "
+        "calibration's delivered:b200 moved moe_bytes and expert_fixed_us), with the shipped "
         "workload's schedule 'dualpipe' (DeepSeek-V3 Sec. 3.2.1): the all-to-all "
         "(16.4 s of wire time per step) hidden behind the compute, which runs on the "
         "112 of 132 SMs the communication kernels leave (17.5 s), a (pp/2-1)/3 bubble "

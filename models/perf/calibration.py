@@ -76,8 +76,9 @@ Blackwell (B200, GB200) fits gemm_max, fp4 and delivered:b200 and takes Hopper's
 half_dim, fp8 and elementwise_bytes (its BF16 rows are two MoE runs: they cannot
 separate gemm_max from fp8); Blackwell Ultra (GB300) fits only its own gemm_max (4 rows
 cannot carry more); moe_bytes and expert_fixed_us are one value each per profile
-(FIT_PLAN): 11 fitted numbers. Everything else (attention kernel rate, bus efficiencies, overlap) is a
-documented fixed assumption in models.perf.timing, never tuned.
+(FIT_PLAN): 11 fitted numbers. Everything else (attention kernel rate, bus
+efficiencies, overlap) is a documented fixed assumption in models.perf.timing, never
+tuned.
 """
 from __future__ import annotations
 
