@@ -324,7 +324,7 @@ def cv_errors(runs):
     return leave_one_source_out(runs)
 
 
-LOSO_MAPE = {"ampere": 0.087, "hopper": 0.088, "blackwell": 0.097, "blackwell-ultra": 0.047}
+LOSO_MAPE = {"ampere": 0.087, "hopper": 0.089, "blackwell": 0.090, "blackwell-ultra": 0.045}
 """Leave-one-source-out MAPE per GPU generation as measured (the test fails if it gets
 worse); the target, <= 10% for every generation, is met by all four:
 - ampere 7.3-8.7% (was 10.3% before the unfused-attention term): the 2021 stack's
@@ -333,20 +333,20 @@ worse); the target, <= 10% for every generation, is met by all four:
   on KOR22's rows alone, a ridge: round-off in the code's operation order moves that
   fold's fit (0.75 / 154 or 0.71 / 101) and Ampere between 8.7% and 7.3% with the 2021
   model unchanged (2026-12-01); the bound keeps 8.7%;
-- hopper 8.8% (9.1% before B200's delivered fraction of peak, 2026-12-02, which moved
+- hopper 8.9% (9.1% before B200's delivered fraction of peak, 2026-12-02, which moved
   moe_bytes and expert_fixed_us; 10.1% before the per-expert fixed cost): its 3 MoE rows
-  miss by 26% on average, one of them (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +71%
+  miss by 27% on average, one of them (MB2511-QWEN3-30B-A3B-H100-16, OUTLIERS) by +74%
   held out; the dense rows 7.0%;
-- blackwell 9.7% (11.3% before calibration's delivered:b200, 2026-12-02; 17.0% before
-  the per-expert fixed cost): its 8 dense rows 5.5% (were 8.4%: MLPerf's GPT-3 on B200
-  held out -15% -> -9%, Llama 3.1 405B on GB200 +9..+15% -> +3..+8%), but the 8B
-  B200 row +10% (was -6%) when Megatron-Bridge 25.11 is held out and GPT-3 alone sets
-  B200's fraction (1.24, 1.09 in the full fit); its 5 MoE rows 17% (16%): GPT-OSS on
-  GB200 +30% (attention sinks, not expressed), the same Qwen3-235B on GB200 at ep32 and
-  B200 at ep8 -17% and +15% (Megatron-Bridge's presets run GB200 with HybridEP and CUDA
-  graphs, B200 with the plain all-to-all dispatcher and none), DeepSeek-V3 on B200 -13%
-  when Megatron-Bridge 26.02 is held out;
-- blackwell-ultra 4.7% (4.4% before delivered:b200, through the shared MoE parameters;
+- blackwell 9.0% (11.3% before calibration's delivered:b200, 2026-12-02; 17.0% before
+  the per-expert fixed cost): its 8 dense rows 4.5% (were 8.4%: held out, MLPerf's GPT-3
+  on B200 -15% -> -9%, Llama 3.1 405B on GB200 +9..+15% -> +3..+8%, the 8B B200 row
+  -6% -> +1%, at delivered:b200's bound in that fold; 9.7% for Blackwell without the
+  bound, that row +10%); its 5 MoE rows 16% (16%): GPT-OSS on GB200 +30% (attention
+  sinks, not expressed), the same Qwen3-235B on GB200 at ep32 and B200 at ep8 -17% and
+  +16% (Megatron-Bridge's presets run GB200 with HybridEP and CUDA graphs, B200 with the
+  plain all-to-all dispatcher and none), DeepSeek-V3 on B200 -13% when Megatron-Bridge
+  26.02 is held out;
+- blackwell-ultra 4.5% (4.4% before delivered:b200, through the shared MoE parameters;
   6.4% before the per-expert fixed cost)."""
 LOSO_TARGET = 0.10
 
