@@ -58,6 +58,8 @@ def _deepseek() -> dict:
      "workload.mtp_layers"),
     (lambda d: d.update(workload={**_deepseek(), "mtp_layers": 62}),
      "mtp_layers 62 exceeds layers 61"),
+    (lambda d: d.update(workload={**_deepseek(), "schedule": "zero-bubble"}),
+     "workload.schedule"),
 ])
 def test_bad_input_names_the_field(mutate, field):
     doc = base()

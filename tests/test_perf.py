@@ -294,6 +294,95 @@ def test_expert_work_per_gpu_does_not_depend_on_expert_tp():
         m * routed * 1000.0 / tokens, rel=1e-9)
 
 
+def test_per_expert_fixed_cost_by_hand():
+    """expert_fixed_us adds its time once per local expert (experts/ep), MoE layer and
+    micro-batch, 4/3 of it with full recompute, on every GPU whatever its speed."""
+    from models.perf.timing import step_components
+
+    arch = arch_of(_moe_workload())          # 64 experts, 32 MoE layers, 1024 sequences
+    kw = dict(tp=1, pp=1, dp=np.array([64, 64, 64]), cp=1, ep=np.array([8, 16, 16]),
+              vpp=1, mb=1, rc=np.array([0, 0, 2]), gemm_max=0.6, half_dim=128.0)
+    base = step_components(arch, H100, IB, **kw)
+    plus = step_components(arch, H100, IB, **kw, expert_fixed_us=200.0)
+    m = 1024 // 64
+    expected = m * 32 * 200e-6 * np.array([64 / 8, 64 / 16, 64 / 16 * 4 / 3])
+    assert plus["compute"] - base["compute"] == pytest.approx(expected, rel=1e-9)
+    dense = arch_of(gpt(layers=4, hidden=1024, heads=8, seq=1024, batch=64))
+    kw_dense = dict(tp=1, pp=1, dp=8, cp=1, ep=1, vpp=1, mb=1, rc=0, gemm_max=0.6,
+                    half_dim=128.0)
+    assert step_components(dense, H100, IB, **kw_dense, expert_fixed_us=200.0)["step"] == \
+        pytest.approx(step_components(dense, H100, IB, **kw_dense)["step"], rel=1e-12)
+
+
+def test_delivered_fraction_scales_compute_only():
+    """peak_fraction f divides the GEMM and attention-core time by f and leaves the
+    HBM-bound work alone: compute(f) = t_hbm + t_flops / f, so f = 1 and 0.5 fix both
+    parts, f = 0.25 must give t_hbm + 4 t_flops, and with the FLOP rates made ~infinite
+    only t_hbm is left. The catalog's B200 takes calibration's delivered:b200; GB200,
+    H100 and a system without an id take 1."""
+    from models.perf.calibration import FITTED, efficiency_for
+    from models.perf.timing import step_components
+
+    arch = arch_of(gpt(layers=4, hidden=4096, heads=32, seq=2048, batch=64))
+    kw = dict(tp=1, pp=1, dp=8, cp=1, ep=1, vpp=1, mb=1, rc=0, gemm_max=0.6, half_dim=128.0)
+    t1, t_half, t_quarter = (float(step_components(arch, H100, IB, **kw, peak_fraction=f)
+                                   ["compute"]) for f in (1.0, 0.5, 0.25))
+    flops_part = t_half - t1                      # t_flops (1/0.5 - 1) = t_flops
+    assert flops_part > 0
+    assert t_quarter == pytest.approx(t1 + 3.0 * flops_part, rel=1e-9)
+    memory_only = step_components(arch, H100, IB, **{**kw, "gemm_max": 1e9},
+                                  peak_fraction=1e9)["compute"]
+    assert t1 - flops_part == pytest.approx(float(memory_only), rel=1e-3)
+    assert efficiency_for("blackwell", "fp8", system_id="b200").peak_fraction == \
+        FITTED[("tuned-2025", "blackwell")]["delivered:b200"]
+    for gen, system_id in (("blackwell", "gb200-nvl72"), ("hopper", "h100-sxm"),
+                           ("blackwell", None)):
+        assert efficiency_for(gen, "fp8", system_id=system_id).peak_fraction == 1.0
+
+
+def _schedule_steps(schedule, pp=4, nic_gbps=400.0, **kw):
+    from models.perf.timing import step_components
+
+    arch = arch_of(SimpleNamespace(**{**vars(_moe_workload()), "schedule": schedule}))
+    return step_components(arch, H100, NetworkSpec(nic_gbps), tp=1, pp=pp, dp=64, cp=1,
+                           ep=32, vpp=1, mb=1, rc=0, gemm_max=0.6, half_dim=128.0, **kw)
+
+
+def test_overlapped_schedules_hide_the_all_to_all_behind_compute():
+    """1f1b exposes EP_EXPOSED of the all-to-all; 1f1b-a2a-overlap and dualpipe only what
+    exceeds the layer's compute, which runs on the 112 of 132 SMs the communication
+    leaves (OVERLAP_SM_SHARE), so their compute is 132/112 of 1f1b's; DualPipe's bubble is
+    (pp/2-1)/3 micro-batch times against 1F1B's pp-1, and it hides the point-to-point
+    transfers too."""
+    from models.perf.timing import EP_EXPOSED, OVERLAP_SM_SHARE
+
+    plain, over, dual = (_schedule_steps(s) for s in ("1f1b", "1f1b-a2a-overlap",
+                                                       "dualpipe"))
+    m = 1024 // 64
+    # the output layer (on the last stage, no all-to-all beside it) keeps its rate
+    t_output = m * 4096 * 3 * 2 * 51200 * 4096 / (H100.bf16_tflops * 1e12 * 0.6 * 4096 / 4224)
+    assert over["compute"] - t_output == pytest.approx(
+        (plain["compute"] - t_output) / (1 - OVERLAP_SM_SHARE), rel=1e-12)
+    assert plain["ep_comm"] > 0 and over["ep_comm"] == 0 and dual["ep_comm"] == 0
+    assert over["pp_comm"] == pytest.approx(plain["pp_comm"]) and dual["pp_comm"] == 0
+    t_mb = over["compute"] / m + over["pp_comm"] / m
+    assert over["pipeline_bubble"] == pytest.approx(3 * t_mb, rel=1e-12)
+    assert dual["pipeline_bubble"] == pytest.approx((4 / 2 - 1) / 3 * dual["compute"] / m,
+                                                    rel=1e-12)
+    # on a slow network the all-to-all outlasts the compute: the excess stays exposed
+    wire = _schedule_steps("1f1b", nic_gbps=25.0)["ep_comm"] / EP_EXPOSED
+    slow = _schedule_steps("1f1b-a2a-overlap", nic_gbps=25.0)
+    assert slow["ep_comm"] == pytest.approx(wire - (slow["compute"] - t_output), rel=1e-9)
+
+
+def test_attention_efficiency_follows_head_size():
+    """Fused attention at head dim d runs at d/(d+64) / (128/192) of the d = 128 rate:
+    0.75 at 64, 1 at 128, 1.2 at 256 (FlashAttention-3's ~0.7 and ~1.1)."""
+    from models.perf.timing import attention_head_factor
+
+    assert [attention_head_factor(d) for d in (64, 128, 256)] == pytest.approx([0.75, 1, 1.2])
+
+
 def test_fsdp_shards_weights_and_gradients():
     """Llama-3-8B-like on 8 H100, tp1 dp8: FSDP keeps 1/8 of weights, gradients and Adam
     state per GPU plus two layers' bf16 weights being gathered."""

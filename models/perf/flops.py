@@ -21,6 +21,7 @@ multi-head latent attention (MLA, DeepSeek-V2/V3) when kv_lora_rank is set:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from models.perf.types import WorkloadLike
 
@@ -69,6 +70,10 @@ class Arch:
     attn_scores: float = 0.0
     """Attention-score elements per token, whole model: heads x the counted span, summed
     over layers (what an unfused kernel writes to HBM as an s x s matrix per head)."""
+    attn_head_dim: float = 128.0
+    """(d_qk + d_v)/2 of the attention core: the size of its per-head matrix products."""
+    schedule: str = "1f1b"
+    """Pipeline schedule and MoE communication overlap of the run's stack (SCHEDULES)."""
 
     @property
     def is_moe(self) -> bool:
@@ -103,6 +108,19 @@ class Arch:
     @property
     def model_flops_per_step(self) -> float:
         return self.model_flops_per_token * self.seq_len * self.global_batch
+
+
+Schedule = Literal["1f1b", "1f1b-a2a-overlap", "dualpipe"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
+"""Pipeline schedules (models.perf.timing says how each is timed):
+  1f1b              Megatron's (interleaved) 1F1B; the MoE all-to-all partly exposed
+                    (timing.EP_EXPOSED);
+  1f1b-a2a-overlap  Megatron-Core's combined 1F1B with expert-parallel overlap
+                    (moe_a2a_overlap): one micro-batch's forward runs beside another's
+                    backward, each one's all-to-all hidden behind the other's compute;
+  dualpipe          DeepSeek-V3's DualPipe (arXiv 2412.19437, Sec. 3.2.1): the same
+                    overlap, also for the pipeline's point-to-point transfers, and
+                    micro-batches fed from both ends of the pipeline (smaller bubble)."""
 
 
 def ffn_matrices(gated: bool) -> int:
@@ -181,6 +199,9 @@ def arch_of(wl: WorkloadLike) -> Arch:
     counted = sum(n * span for n, span in spans)
     executed = sum(n * (span - span * span / (2.0 * s)) for n, span in spans)
     fwd_attn_core = 2.0 * wl.heads * (d_qk + d_v) * counted
+    schedule = getattr(wl, "schedule", None) or SCHEDULES[0]
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule '{schedule}' is not one of {', '.join(SCHEDULES)}")
     return Arch(layers=n_layers, hidden=h, heads=wl.heads, kv_ratio=kv_floats / (2.0 * h),
                 ffn=ffn, gated=wl.gated_mlp, vocab=v, seq_len=s,
                 global_batch=wl.global_batch, precision=wl.precision, experts=experts,
@@ -193,4 +214,5 @@ def arch_of(wl: WorkloadLike) -> Arch:
                 params_embedding=params_embedding, attn_width=wl.heads * d_v,
                 causal_attn_fraction=executed / counted, routing_imbalance=float(imbalance),
                 kv_latent_ratio=kv_latent / (2.0 * h), mtp_layers=mtp,
-                attn_scores=float(wl.heads * counted))
+                attn_scores=float(wl.heads * counted), schedule=schedule,
+                attn_head_dim=(d_qk + d_v) / 2.0)

@@ -294,14 +294,17 @@ def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     """evaluate_grid without the memory model (the calibration fit, whose grids hold only
     configurations that fit, calls this thousands of times)."""
     prof = profile_of(profile)
-    eff = efficiency or efficiency_for(system.generation, arch.precision, prof.name)
+    eff = efficiency or efficiency_for(system.generation, arch.precision, prof.name,
+                                       system_id=getattr(system, "id", None))
     etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
     comp = step_components(arch, system, network, grid["tp"], grid["pp"], grid["dp"],
                            grid["cp"], grid["ep"], grid["vpp"], grid["mb"], grid["rc"],
                            eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
                            profile=prof, moe_bytes=eff.moe_bytes,
                            expert_half_tokens=eff.expert_half_tokens,
-                           elementwise_bytes=eff.elementwise_bytes)
+                           expert_fixed_us=eff.expert_fixed_us,
+                           elementwise_bytes=eff.elementwise_bytes,
+                           peak_fraction=eff.peak_fraction)
     step = comp["step"]
     tokens = arch.global_batch * arch.seq_len
     peak = peak_tflops(system, arch.precision) * 1e12

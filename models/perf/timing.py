@@ -21,7 +21,8 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
   t_attn = the attention core. Fused (FlashAttention) profiles run only the causal
       (or in-window) blocks, causal_attn_fraction of the counted FLOPs, with a backward
       that recomputes the scores (3.5x the forward instead of 3x), in BF16 at
-      ATTENTION_EFFICIENCY of the BF16 peak. Unfused (2021): all counted FLOPs at the
+      ATTENTION_EFFICIENCY of the BF16 peak times attention_head_factor (head size
+      (d_qk + d_v)/2 against 128). Unfused (2021): all counted FLOPs at the
       GEMM efficiency, plus the s x s scores of every head through HBM (softmax, dropout:
       UNFUSED_SCORE_BYTES per element);
   t_hbm  = memory-bound kernels at HBM bandwidth: elementwise_bytes * h per token and
@@ -29,19 +30,26 @@ Per micro-batch and pipeline stage, on one GPU (Megatron-LM 1F1B schedule):
       ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN), plus the MoE layers' routing work,
       moe_bytes * top_k * (h + expert_ffn/etp) per token and MoE layer (fitted,
       models.perf.calibration);
-  t_compute = t_gemm + t_attn + t_hbm;
+  t_expert = expert_fixed_us per local expert (experts/ep) and MoE layer, 4/3 of it with
+      full recompute (fitted, models.perf.calibration: host-side launches of each
+      expert's kernels after dropless routing's device-to-host sync);
+  t_compute = t_gemm + t_attn + t_hbm + t_expert;
   t_tp   = TP collectives with sequence parallelism: 8 per layer (4 forward, 4
       backward; +4 with full recompute), each moving (tp-1)/tp * s*b*h*2 bytes, on
       NVLink (half the bidirectional figure per direction), TP_EXPOSED not overlapped;
   t_cp   = ring attention: (cp-1) K/V chunks forward, twice that backward, overlapped
       with the attention core; NVLink if tp*cp fits the NVLink domain, else the NIC;
   t_ep   = MoE all-to-all: dispatch+combine forward and backward of top_k copies of
-      each token's hidden state, (ep-1)/ep leaving the GPU, EP_EXPOSED not overlapped;
-      when the group spans several NVLink domains only the copies bound for other
-      domains cross the NIC (all_to_all_off_domain);
-  t_pp   = point-to-point activations s*b*h*2/tp forward and backward per virtual stage.
-Per step with m micro-batches: (m + (pp-1)/vpp) * t_mb, the second term being the
-pipeline bubble (interleaved schedule, Narayanan et al. 2021).
+      each token's hidden state, (ep-1)/ep leaving the GPU; when the group spans several
+      NVLink domains only the copies bound for other domains cross the NIC
+      (all_to_all_off_domain). Exposed by the workload's schedule (flops.SCHEDULES):
+      1f1b EP_EXPOSED of it; 1f1b-a2a-overlap and dualpipe only what exceeds the layer's
+      compute (a micro-batch's all-to-all runs beside another's compute), the layer's
+      compute then slowed by the SMs the all-to-all holds (OVERLAP_SM_SHARE, ep > 1);
+  t_pp   = point-to-point activations s*b*h*2/tp forward and backward per virtual stage
+      (dualpipe: hidden behind the compute the all-to-all leaves).
+Per step with m micro-batches: (m + bubble) * t_mb, pipeline_bubble: (pp-1)/vpp for 1F1B
+(interleaved schedule, Narayanan et al. 2021), (pp/2-1)/3 for DualPipe.
 Data parallelism, bytes per parameter * (n-1)/n on the NIC (NVLink inside the domain):
   reduce-scatter of gradients (2 B; the 2021 profile all-reduces 16-bit gradients, 2+2 B)
   and all-gather of parameters (2 B, 1 B with FP8 parameters); 'none' (DDP) all-reduces
@@ -96,6 +104,11 @@ overlaps part of it; clusterplan assumption, not fitted). Profiles set their own
 EP_EXPOSED = 0.7
 """Share of MoE all-to-all time not hidden (Megatron-Core overlaps some of it;
 DeepSeek's DualPipe nearly all; clusterplan assumption)."""
+OVERLAP_SM_SHARE = 20.0 / 132.0
+"""Share of the GPU's streaming multiprocessors an overlapped all-to-all keeps busy while
+the compute runs beside it: DeepSeek-V3 dedicates 20 of the H800's 132 SMs to its
+dispatch/combine kernels (arXiv 2412.19437, Sec. 3.2.2); the layers' compute runs on
+the rest under the overlapped schedules (flops.SCHEDULES), when experts are parallel."""
 DP_OVERLAP = 0.8
 """Effective share of the overlap window usable by DP communication (compute slows when
 collectives share the SMs and HBM; clusterplan assumption)."""
@@ -119,6 +132,12 @@ TFLOP/s forward and ~450-550 backward on H100 (Shah et al. 2024, arXiv 2407.0860
 unit) bound at a similar fraction; Blackwell Ultra doubles the exponent throughput
 (10.7 vs 5 TeraExp/s, https://verda.com/blog/gb300-nvl72-architecture) -> 0.6; CDNA3
 (MI300X): ~0.35. Sourced estimates, not fitted."""
+ATTENTION_HALF_HEAD_DIM = 64.0
+"""Head size at which a fused attention kernel would run at half its large-head rate:
+its efficiency goes as d/(d + 64), ATTENTION_EFFICIENCY being the d = 128 figure.
+FlashAttention-3 on H100 (Shah et al. 2024, arXiv 2407.08608, Fig. 5-6): head dim 64
+reaches ~0.7x the TFLOP/s of head dim 128 forward and backward, 256 ~1.1x; d/(d+64)
+gives 0.75x and 1.2x. Sourced estimate, not fitted."""
 UNFUSED_SCORE_BYTES_FORWARD = 13.0
 UNFUSED_SCORE_BYTES = 30.0
 """HBM bytes per attention-score element per layer of unfused (2021 Megatron) attention,
@@ -136,6 +155,12 @@ functions re-run in the backward) relative to none (clusterplan estimate)."""
 FLASH_BACKWARD_FACTOR = 3.5
 """Forward + backward FLOPs of a FlashAttention core over its forward: the backward
 recomputes the scores (5 matmuls to the forward's 2)."""
+
+
+def attention_head_factor(head_dim: float) -> float:
+    """Fused attention efficiency at `head_dim` relative to head dim 128."""
+    half = ATTENTION_HALF_HEAD_DIM
+    return head_dim / (head_dim + half) * (128.0 + half) / 128.0
 
 
 def _net_bytes_per_s(network: NetworkSpec) -> float:
@@ -185,6 +210,17 @@ def paced_stage(layers: int, pp, vpp, t_layer, t_output, balanced: bool):
     return np.where(last_paces, last, n), np.where(last_paces, 1.0, 0.0)
 
 
+def pipeline_bubble(schedule: str, pp, vpp):
+    """Idle time of a step in micro-batch times. 1F1B (interleaved over vpp virtual
+    stages, Narayanan et al. 2021): (pp-1)/vpp. DualPipe (DeepSeek-V3 Sec. 3.2.1,
+    Table 2): (pp/2-1)(F&B + B - 3W) with a micro-batch's forward F, input-gradient B and
+    weight-gradient W each a third of it and F&B (a forward beside a backward) one whole
+    micro-batch: (pp/2-1)/3, vpp not used."""
+    if schedule == "dualpipe":
+        return np.maximum(pp / 2.0 - 1.0, 0.0) / 3.0
+    return (pp - 1) / vpp
+
+
 def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
     """(bytes per parameter per step, bytes per parameter per micro-batch) the data-
     parallel group moves, before the (n-1)/n ring factor."""
@@ -203,10 +239,13 @@ def dp_bytes_per_param(profile, precision: str, sh, in_network_reduction: bool):
 def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
                     tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
                     low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
-                    profile=None, moe_bytes=16.0, expert_half_tokens=256.0,
-                    elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN) -> dict[str, np.ndarray]:
+                    profile=None, moe_bytes=16.0, expert_half_tokens=256.0, expert_fixed_us=0.0,
+                    elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN,
+                    peak_fraction=1.0) -> dict[str, np.ndarray]:
     """Seconds per step by component, plus 'step', micro-batch count 'm' and 'traffic':
-    bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp)."""
+    bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp).
+    `peak_fraction` scales the system's spec peaks (GEMMs and attention core) to what it
+    delivers relative to its generation's fit (calibration's per-system 'delivered')."""
     tp, pp, dp, cp, ep, vpp, mb, rc, sh = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
                                                                     mb, rc, sh))
     etp = tp if etp is None else np.asarray(etp)
@@ -222,8 +261,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     full = rc == RC_FULL
     rc_gemm = np.where(full, f_layers, 0.0)
     f_gemm = per_gpu * (3.0 * f_layers + rc_gemm)
-    peak_gemm = peak_tflops(system, arch.precision) * 1e12
-    peak_bf16 = system.bf16_tflops * 1e12
+    peak_gemm = peak_tflops(system, arch.precision) * 1e12 * peak_fraction
+    peak_bf16 = system.bf16_tflops * 1e12 * peak_fraction
     precision_factor = low_precision_factor if arch.precision != "bf16" else 1.0
 
     def efficiency(n):
@@ -247,7 +286,8 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     if fused:   # 'selective' recomputes no attention core here (module recompute)
         passes = FLASH_BACKWARD_FACTOR + np.where(full, 1.0, 0.0)
         f_core = per_gpu * arch.fwd_attn_core * arch.causal_attn_fraction * passes
-        t_core = f_core / (peak_bf16 * ATTENTION_EFFICIENCY.get(system.generation, 0.5))
+        t_core = f_core / (peak_bf16 * ATTENTION_EFFICIENCY.get(system.generation, 0.5)
+                           * attention_head_factor(arch.attn_head_dim))
     else:
         f_core = per_gpu * arch.fwd_attn_core * np.where(rc == RC_NONE, 3.0, 4.0)
         score_bytes = UNFUSED_SCORE_BYTES + np.where(rc == RC_NONE, 0.0,
@@ -276,10 +316,22 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     ep_bytes = (4.0 * moe_share * (tokens_mb / (cp * tp)) * arch.top_k * h * 2.0
                 * (ep - 1) / ep)
     span_ep = etp * cp * ep
-    t_ep = EP_EXPOSED * _link_time(ep_bytes * all_to_all_off_domain(span_ep, system), span_ep,
-                                   system, network)
+    t_ep_wire = _link_time(ep_bytes * all_to_all_off_domain(span_ep, system), span_ep,
+                           system, network)
+    overlapped = arch.schedule != "1f1b"
+    # overlapped schedules hide a micro-batch's all-to-all behind another's compute,
+    # which runs on the SMs the all-to-all kernels leave
+    if overlapped:
+        sm_left = np.where(ep > 1, 1.0 - OVERLAP_SM_SHARE, 1.0)
+        t_gemm, t_core, t_elementwise = (t / sm_left for t in (t_gemm, t_core,
+                                                                t_elementwise))
+    t_gemm = t_gemm + (expert_fixed_us * 1e-6 * moe_share * arch.experts / ep
+                       * np.where(full, 4.0 / 3.0, 1.0))     # t_expert, per layer
+    t_layer_compute = t_gemm + t_core + t_elementwise
+    t_ep = (np.maximum(t_ep_wire - t_layer_compute, 0.0) if overlapped
+            else EP_EXPOSED * t_ep_wire)
 
-    t_layer = t_gemm + t_core + t_elementwise + t_tp + t_cp + t_ep
+    t_layer = t_layer_compute + t_tp + t_cp + t_ep
     layers_stage, output_share = paced_stage(arch.layers, pp, vpp, t_layer, t_output,
                                              profile is not None and profile.balanced_pipeline)
     t_compute = layers_stage * (t_gemm + t_core + t_elementwise) + output_share * t_output
@@ -288,9 +340,11 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
 
     pp_bytes = np.where(pp > 1, 2.0 * vpp * act_bytes / tp, 0.0)
     t_pp = _link_time(pp_bytes, tp * cp * ep * pp, system, network)
+    if arch.schedule == "dualpipe":  # point-to-point hidden behind the compute left over
+        t_pp = np.maximum(t_pp - np.maximum(t_compute - layers_stage * t_ep_wire, 0.0), 0.0)
 
     t_mb = t_compute + t_tp + t_cp + t_ep + t_pp
-    bubble = (pp - 1) / vpp * t_mb
+    bubble = pipeline_bubble(arch.schedule, pp, vpp) * t_mb
 
     dense, expert = params_per_gpu(arch, tp, pp, ep, etp)
     n_dp, n_edp = replica_groups(tp, dp, cp, ep, etp)

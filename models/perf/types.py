@@ -32,7 +32,8 @@ class WorkloadLike(Protocol):
     [hidden/heads], q_lora_rank, kv_lora_rank, qk_nope_head_dim [128], qk_rope_head_dim
     [64], v_head_dim [qk_nope_head_dim] (MLA when kv_lora_rank is set), sliding_window
     [none], local_layers_per_global [1], mtp_layers [0] (multi-token-prediction modules),
-    profile [models.perf.calibration default]."""
+    schedule ['1f1b'; models.perf.flops.SCHEDULES], profile [models.perf.calibration
+    default]."""
 
     name: str
     layers: int

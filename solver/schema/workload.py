@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from models.perf.calibration import PROFILES
+from models.perf.flops import Schedule
 from solver.schema.base import Bool
 from solver.schema.catalog import PositiveInt, StrictModel
 
@@ -67,6 +68,10 @@ class Workload(StrictModel):
     """Multi-token-prediction modules (DeepSeek-V3: 1), each one more transformer layer
     (an MoE layer in an MoE model) after a 2h -> h projection and a second pass through
     the output layer, run on the last pipeline stage; at most `layers`."""
+    schedule: Schedule = "1f1b"
+    """Pipeline schedule and MoE all-to-all overlap of the run's stack
+    (models.perf.flops.SCHEDULES): Megatron 1F1B with the all-to-all partly exposed,
+    Megatron-Core's 1F1B with expert-parallel overlap, or DeepSeek's DualPipe."""
     profile: str | None = None
     """Software stack the run assumes (models.perf.calibration.PROFILES; None = the
     default tuned-2025)."""
