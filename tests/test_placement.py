@@ -647,3 +647,47 @@ def test_solve_prints_each_buildings_placed_limit_by_name(tmp_path):
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())  # rich wraps at the terminal's width
     assert "site.buildings[hall-a].it_power_mw yes" in text, out.output
+
+
+# --- found by the review of 2026-12-02 (instances in tests/data/review) ----------------
+
+REVIEWED = DEFAULT_INSTANCE.parents[1] / "tests" / "data" / "review"
+
+
+def test_placement_keeps_each_building_within_its_power_with_the_non_server_share():
+    """A building's racks are capped at its IT power / (1 + non-server IT share), as its
+    halls are and as the design stage counts it: here b0 (1.5 MW, share 0.07) was filled
+    to 1,440 kW of racks, 1.541 MW, and the result was not verified."""
+    from solver import load_instance
+    from solver import solve as solve_instance
+
+    s = solve_instance(load_instance(REVIEWED / "building-non-server-share.toml")).summary
+    assert s["status"] == "optimal" and s["verified"]
+    placed = [r for r in s["binding"] if r.get("basis") == "placed"
+              and r["name"].startswith("site.buildings[")]
+    assert len(placed) == 3
+    assert all(r["value"] <= r["limit"] + 1e-9 for r in placed)
+
+
+def test_a_hall_with_rows_too_short_is_left_empty_not_refused():
+    """b0/h0's 8-position rows cannot take a 9-wide scalable unit, but b0/h1's 16 can:
+    placement uses h1 (as the design stage counts slots) instead of refusing the site."""
+    from solver import load_instance
+    from solver import solve as solve_instance
+
+    s = solve_instance(load_instance(REVIEWED / "short-rows-in-an-unused-hall.toml")).summary
+    assert s["status"] == "optimal" and s["verified"]
+    used = {h["hall"] for h in s["placement"]["halls"] if h["racks"]}
+    assert "b0/h0" not in used
+
+
+def test_pods_per_hall_with_no_hall_that_takes_a_block_is_diagnosed():
+    """GB200 NVL72 blocks wider than every row: the diagnosis (exit 4 in the CLI) names the
+    halls, where the relaxed MILP divided by a zero slot count."""
+    from solver import load_instance
+    from solver import solve as solve_instance
+
+    s = solve_instance(load_instance(REVIEWED / "hall-pods-without-slots.toml"),
+                       place=False).summary
+    assert s["status"] == "infeasible"
+    assert any("hall 1 of the site" in m for m in s["diagnosis"])

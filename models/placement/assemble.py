@@ -143,12 +143,11 @@ def precheck(inp: PlacementInputs) -> None:
                    f"(a {g.id} node draws {inp.node_power_w / 1e3:.1f} kW"
                    f"{', needs liquid cooling' if g.liquid_cooled else ''})" for h in inp.halls]
         raise Unplaceable("no hall can take a compute rack: " + "; ".join(reasons))
-    for h in usable:
-        if h.width > h.hall.positions_per_row:
-            raise Unplaceable(
-                f"{h.key}: a scalable unit needs {h.width} consecutive positions in one row, "
-                f"rows have {h.hall.positions_per_row} (short by "
-                f"{h.width - h.hall.positions_per_row})")
+    if all(h.width > h.hall.positions_per_row for h in usable):  # a hall too short is
+        raise Unplaceable("; ".join(                                 # left empty
+            f"{h.key}: a scalable unit needs {h.width} consecutive positions in one row, "
+            f"rows have {h.hall.positions_per_row} (short by "
+            f"{h.width - h.hall.positions_per_row})" for h in usable))
     bw = block_power_w(inp)
     if all(not h.block_slots for h in usable):
         h = usable[0]
@@ -216,7 +215,10 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
         upper.append(UpperTier(lc.name, inp.fabric.switches_per_tier[t], inp.switches_per_rack,
                                round(spine_w), lc.links, cost,
                                tuple((b, per_pod) for b in pod_building) if inner else ()))
-    caps = {b.name: int(b.it_power_mw * 1e6) for b in inputs.site.buildings}
+    # a building's racks may draw its IT power less the non-server IT share, as its
+    # halls' (solver.prepare.site_halls): (1 + share) x rack power <= building MW
+    share = 1 + inputs.facility.non_server_it_fraction
+    caps = {b.name: int(b.it_power_mw * 1e6 / share) for b in inputs.site.buildings}
     return PlacementProblem(tuple(zones), groups, round(block_power_w(inp)), tuple(remote),
                             tuple(upper), caps)
 
