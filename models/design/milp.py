@@ -230,8 +230,8 @@ def add_pod_hall_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
         return
     m.POD_HALLS = pyo.Set(initialize=in_halls, dimen=2, ordered=True)
     slack = _slack(m, "pod_hall_slots", index=m.POD_HALLS,
-                   scale=max(max(k.extra["hall_block_slots"]) for k in data.candidates
-                             if data.configs[k.config].pods_in_halls))
+                   scale=max(1, *(max(k.extra["hall_block_slots"]) for k in data.candidates
+                                  if data.configs[k.config].pods_in_halls)))
 
     @m.Constraint(m.POD_HALLS, doc="a pod's blocks within its hall's slots")
     def pod_hall_slots(m, i, c):
@@ -240,7 +240,6 @@ def add_pod_hall_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
         if all(over(k) <= 0 for k in m.ladders[c]):
             return pyo.Constraint.Skip  # every size fits
         return ladder_sum(m, over, [c]) <= slack((i, c))
-
 
 
 def add_pods_in_buildings(m: pyo.ConcreteModel, data: DesignData) -> None:
