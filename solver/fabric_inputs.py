@@ -163,6 +163,8 @@ def fabric_document(gpus: int, gpu: str, switch: str, tiers: int | None, oversub
         problems.append(f"--pods: must be >= 1 (got {pods})")
     if pod_join not in ("super", "mesh"):
         problems.append(f"--pod-join: must be super or mesh (got {pod_join!r})")
+    elif pod_join == "mesh" and pods < 2:
+        problems.append(f"--pod-join: a mesh joins two or more pods (--pods is {pods})")
     if problems:
         raise InvalidInstance(problems, "fabric")
     if instance is not None:

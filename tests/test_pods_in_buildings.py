@@ -546,7 +546,7 @@ def test_a_hall_too_small_for_its_pod_is_diagnosed():
 def test_the_fabric_command_builds_a_mesh(cli):
     """`clusterplan fabric --pod-join mesh`: the hand counts of the 3-pod mesh above (3 x
     768 Tomahawk 5 nodes at 7:1: no super switch, 1,344 links at campus reach); a bad
-    value is refused naming the option (exit 3)."""
+    value, or a mesh of one pod, is refused naming the option (exit 3)."""
     import json
 
     args = ["fabric", "--gpus", "18432", "--gpu", "h100-sxm", "--switch", "tomahawk5",
@@ -558,3 +558,6 @@ def test_the_fabric_command_builds_a_mesh(cli):
     assert doc["link_classes"][-1]["name"] == "spine-spine"
     bad = cli(*args, "--pod-join", "ring")
     assert bad.exit_code == 3 and "--pod-join" in bad.output
+    one_pod = [a if a != "3" else "1" for a in args]
+    bad = cli(*one_pod, "--pod-join", "mesh")
+    assert bad.exit_code == 3 and "--pod-join" in bad.output and "two or more pods" in bad.output
