@@ -653,6 +653,10 @@ def test_cli_refuses_dualpipe_on_an_odd_pipeline(cli):
               "--pp", "3", "--ep", "64")
     assert res.exit_code == 3
     assert "--pp 3: schedule 'dualpipe'" in res.output
+    searched = cli("--workload", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "256", "--tp",
+                   "1", "--ep", "64", "--json")   # pp left to the search: an even one
+    assert searched.exit_code == 0, searched.output
+    assert json.loads(searched.stdout)["parallelism"]["pp"] % 2 == 0
 
 
 def test_cli_maps_the_groups_onto_the_fabric(cli):
