@@ -13,9 +13,9 @@ import typer
 from typer.testing import CliRunner
 
 from models.perf import DEFAULT_PROFILE, NetworkSpec, Parallelism, arch_of, evaluate, search
-from models.perf.search import candidate_grid
 from models.perf.mapping import Level, map_groups, map_groups_exhaustive
 from models.perf.memory import GIB, RESERVED_BYTES
+from models.perf.search import candidate_grid
 
 
 def gpt(layers=96, hidden=12288, heads=96, seq=2048, batch=1536, vocab=51200, **kw):
