@@ -110,8 +110,9 @@ def perf_document(workload_ref: str, gpu: str, gpus: int, degrees: dict,
         probe = Parallelism(tp=given.get("tp", 1), pp=given.get("pp", 1), dp=1,
                             cp=given.get("cp", 1), ep=given.get("ep", 1),
                             vpp=given.get("vpp", 1), micro_batch=given.get("micro_batch", 1))
+        # the probe's 1s stand for degrees left to the search: only the given are checked
         problems = [p for p in invalid_degrees(workload, system, probe)
-                    if "dp*cp" not in p]
+                    if "dp*cp" not in p and ("pp" in given or not p.startswith("--pp "))]
         if "dp" in given:
             product = given["dp"] * probe.tp * probe.pp * probe.cp
             if product > gpus:

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from models.perf import DEFAULT_PROFILE, NetworkSpec, Parallelism, arch_of, evaluate, search
 from models.perf.mapping import Level, map_groups, map_groups_exhaustive
 from models.perf.memory import GIB, RESERVED_BYTES
+from models.perf.search import candidate_grid
 
 
 def gpt(layers=96, hidden=12288, heads=96, seq=2048, batch=1536, vocab=51200, **kw):
@@ -177,6 +178,39 @@ def test_memory_matches_hand_computation():
     total = (18 * p_stage - 12 * p_stage * 15 / 16 + act + RESERVED_BYTES) / GIB
     assert r.memory_gib_per_gpu == pytest.approx(total)
     assert r.fits
+
+
+def test_dualpipe_memory_by_hand():
+    """The hand computation above under DualPipe (DeepSeek-V3 Table 2), vpp 1: each rank
+    holds two stages, so 2x the weights, gradients and (sharded) Adam state, and pp+1 = 9
+    micro-batches' activations in flight instead of pp = 8 (m = 1536/16 = 96 >= 9)."""
+    wl = SimpleNamespace(**vars(gpt()), schedule="dualpipe")
+    r = evaluate(wl, A100, IB, Parallelism(8, 8, 16, vpp=1, micro_batch=1),
+                 profile="megatron-2021")
+    h, v, n_l = 12288, 51200, 96
+    p_stage = 12 * h * h * n_l / 64 + v * h / 8
+    assert r.memory_breakdown_gib["weights"] == pytest.approx(2 * 2 * p_stage / GIB)
+    assert r.memory_breakdown_gib["gradients"] == pytest.approx(2 * 4 * p_stage / GIB)
+    assert r.memory_breakdown_gib["optimizer"] == pytest.approx(2 * 12 * p_stage / 16 / GIB)
+    act = 34 * 2048 * h * (n_l / 8) / 8 * 9 + 4 * 2048 * v / 8
+    assert r.memory_breakdown_gib["activations"] == pytest.approx(act / GIB)
+    plain = evaluate(gpt(), A100, IB, Parallelism(8, 8, 16, vpp=1, micro_batch=1),
+                     profile="megatron-2021")
+    extra = (18 * p_stage - 12 * p_stage * 15 / 16 + 34 * 2048 * h * (n_l / 8) / 8) / GIB
+    assert r.memory_gib_per_gpu - plain.memory_gib_per_gpu == pytest.approx(extra)
+
+
+def test_dualpipe_needs_an_even_pipeline():
+    """DualPipe pairs rank i with rank pp-1-i: the search offers only even pp >= 2, and
+    an odd or single stage is refused naming --pp."""
+    wl = SimpleNamespace(**vars(gpt()), schedule="dualpipe")
+    pps = set(candidate_grid(arch_of(wl), A100, 1024)["pp"].tolist())
+    assert pps and all(pp >= 2 and pp % 2 == 0 for pp in pps)
+    assert {1, 3} <= set(candidate_grid(arch_of(gpt()), A100, 1024)["pp"].tolist())
+    for pp in (1, 3):
+        with pytest.raises(ValueError, match=f"--pp {pp}: schedule 'dualpipe'"):
+            evaluate(wl, A100, IB, Parallelism(8, pp, 16, vpp=1, micro_batch=1))
+    assert search(wl, A100, IB, 1024).parallelism.pp % 2 == 0
 
 
 def test_breakdown_sums_to_step_and_metrics_are_consistent():
@@ -611,6 +645,18 @@ def test_cli_impossible_degrees_exit_3(cli, args, needle):
     res = cli(*full)
     assert res.exit_code == 3
     assert needle in res.output
+
+
+def test_cli_refuses_dualpipe_on_an_odd_pipeline(cli):
+    """The shipped DeepSeek-V3 workload runs DualPipe: --pp 3 is refused (exit 3)."""
+    res = cli("--workload", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "2048", "--tp", "1",
+              "--pp", "3", "--ep", "64")
+    assert res.exit_code == 3
+    assert "--pp 3: schedule 'dualpipe'" in res.output
+    searched = cli("--workload", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "256", "--tp",
+                   "1", "--ep", "64", "--json")   # pp left to the search: an even one
+    assert searched.exit_code == 0, searched.output
+    assert json.loads(searched.stdout)["parallelism"]["pp"] % 2 == 0
 
 
 def test_cli_maps_the_groups_onto_the_fabric(cli):

@@ -26,6 +26,10 @@ Model (Megatron-LM / Megatron-Core with sequence parallelism):
   'full' recomputation keeps only each layer's input (2*s*b*h) plus one layer's
   working set; the first pipeline stage holds min(pp, m) micro-batches in flight,
   times (1 + (pp-1)/(pp*vpp)) with interleaving;
+- DualPipe (DeepSeek-V3, arXiv 2412.19437, Sec. 3.2.1 and Table 2): each rank holds two
+  stages (stage i and stage pp-1-i of the two directions), so 2x the parameters (their
+  weights, gradients and Adam state, sharded as above) and min(pp+1, m) micro-batches'
+  activations in flight (vpp not used, as in timing.pipeline_bubble);
 - output logits in fp32 for one micro-batch (4*s*b*V/tp) on the last stage;
 - a fixed reserve for the CUDA context, NCCL buffers and allocator fragmentation.
 """
@@ -47,6 +51,19 @@ RC_NONE, RC_SELECTIVE, RC_FULL = 0, 1, 2
 SH_NONE, SH_OPTIMIZER, SH_GRADIENTS, SH_FULL = 0, 1, 2, 3
 FSDP_GATHERED_LAYERS = 2.0
 """Layers whose weights FSDP holds unsharded at once (the one computing + the prefetch)."""
+
+
+def parameter_copies(arch: Arch) -> float:
+    """Copies of a stage's parameters each rank holds: 2 under DualPipe, else 1."""
+    return 2.0 if arch.schedule == "dualpipe" else 1.0
+
+
+def activations_in_flight(arch: Arch, pp, vpp, m):
+    """Micro-batches' activations the first stage holds: min(pp, m) for 1F1B, times
+    (1 + (pp-1)/(pp*vpp)) interleaved; min(pp+1, m) for DualPipe (its Table 2)."""
+    if arch.schedule == "dualpipe":
+        return np.minimum(pp + 1.0, m)
+    return np.minimum(pp, m) * np.where(vpp > 1, 1.0 + (pp - 1) / (pp * vpp), 1.0)
 
 
 def params_per_gpu(arch: Arch, tp, pp, ep, etp=None) -> tuple[np.ndarray, np.ndarray]:
@@ -105,18 +122,19 @@ def memory_bytes(arch: Arch, tp, pp, dp, cp, ep, vpp, mb, rc, m, etp=None, sh=SH
     2021 Megatron behaviour: fp32 gradients, unfused attention)."""
     dense, expert = params_per_gpu(arch, tp, pp, ep, etp)
     n_dp, n_edp = replica_groups(tp, dp, cp, ep, etp)
-    sharded = dense / n_dp + expert / n_edp
-    whole = dense + expert
+    copies = parameter_copies(arch)
+    sharded = copies * (dense / n_dp + expert / n_edp)
+    whole = copies * (dense + expert)
     grad_bytes = GRAD_BYTES if profile is None else profile.grad_bytes
     weight_bytes = WEIGHT_BYTES if profile is None else profile.weight_bytes(arch.precision)
     fused = profile is not None and profile.fused_attention
-    gathered = FSDP_GATHERED_LAYERS * whole * pp / arch.layers     # params of 2 layers
+    gathered = FSDP_GATHERED_LAYERS * (dense + expert) * pp / arch.layers  # 2 layers' params
     weights = np.where(sh == SH_FULL, weight_bytes * sharded + WEIGHT_BYTES * gathered,
                        weight_bytes * whole)
     grads = grad_bytes * np.where(sh >= SH_GRADIENTS, sharded, whole)
     optimizer = OPTIMIZER_BYTES * np.where(sh == SH_NONE, whole, sharded)
     layers_per_stage = np.ceil(arch.layers / (pp * vpp)) * vpp
-    in_flight = np.minimum(pp, m) * np.where(vpp > 1, 1.0 + (pp - 1) / (pp * vpp), 1.0)
+    in_flight = activations_in_flight(arch, pp, vpp, m)
     per_layer = activation_bytes_per_layer(arch, tp, cp, mb, rc, fused)
     working = np.where(rc == RC_FULL,
                        activation_bytes_per_layer(arch, tp, cp, mb, RC_SELECTIVE, fused), 0.0)

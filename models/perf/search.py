@@ -66,6 +66,9 @@ def degree_checks(arch: Arch, system: GpuSystemLike, tp: int, pp: int, cp: int, 
         problems.append(f"--pp {pp} x --vpp {vpp} exceeds the {arch.layers} layers")
     if vpp > 1 and pp == 1:
         problems.append(f"--vpp {vpp} needs --pp > 1")
+    if arch.schedule == "dualpipe" and (pp < 2 or pp % 2):
+        problems.append(f"--pp {pp}: schedule 'dualpipe' needs an even pipeline degree "
+                        f"of at least 2 (rank i pairs with rank pp-1-i)")
     if arch.seq_len % cp:
         problems.append(f"--cp {cp} does not divide seq_len {arch.seq_len}")
     if ep > 1 and not arch.is_moe:

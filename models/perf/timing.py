@@ -135,9 +135,10 @@ unit) bound at a similar fraction; Blackwell Ultra doubles the exponent throughp
 ATTENTION_HALF_HEAD_DIM = 64.0
 """Head size at which a fused attention kernel would run at half its large-head rate:
 its efficiency goes as d/(d + 64), ATTENTION_EFFICIENCY being the d = 128 figure.
-FlashAttention-3 on H100 (Shah et al. 2024, arXiv 2407.08608, Fig. 5-6): head dim 64
-reaches ~0.7x the TFLOP/s of head dim 128 forward and backward, 256 ~1.1x; d/(d+64)
-gives 0.75x and 1.2x. Sourced estimate, not fitted."""
+FlashAttention-3 on H100 (Shah et al. 2024, arXiv 2407.08608, Fig. 5, BF16 forward at
+16k tokens): head dim 64 reaches 0.77x the TFLOP/s of head dim 128 (497 vs 648), 256
+1.17x non-causal (756) and 1.04x causal (642 vs 616); d/(d+64) gives 0.75x and 1.2x,
+fast for large heads. Sourced estimate, not fitted."""
 UNFUSED_SCORE_BYTES_FORWARD = 13.0
 UNFUSED_SCORE_BYTES = 30.0
 """HBM bytes per attention-score element per layer of unfused (2021 Megatron) attention,
