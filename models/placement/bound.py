@@ -631,13 +631,15 @@ def building_bound(problem: PlacementProblem, types, max_vectors: int) -> HubBou
         # Σ_i z_i = S_4 priced too (module doc): coordinate ascent on the concave dual,
         # μ between 0 and what a tier-4 switch saves at most (δ times the most cores).
         top = float(max((t4.delta[t.halls] * t.room).max(initial=0) for t in terms))
-        super_price = 0.0
+
+        def super_search(core_price: float) -> tuple[float, float]:
+            return golden_max(lambda mu: dual_value(terms, core_price, shape, cores, t4, mu),
+                              0.0, top, SUPER_PRICE_STEPS)
+
         for _ in range(SUPER_PRICE_ROUNDS):
-            super_price, value = golden_max(
-                lambda mu: dual_value(terms, price, shape, cores, t4, mu), 0.0, top,
-                SUPER_PRICE_STEPS)
+            super_price, priced = super_search(price)
             price, value = core_search(super_price, SUPER_PRICE_STEPS)
-            best = max(best, value)
+            best = max(best, priced, value)
     if not np.isfinite(best):
         return None
     return HubBound(math.floor(best) + higher_tiers_bound(problem, 1 if t4 is None else 2),
