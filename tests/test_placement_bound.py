@@ -265,10 +265,12 @@ def test_no_bound_beyond_the_enumeration_cap():
     assert bound.hub_bound(p, max_distributions=1) is None
 
 
-def test_fourth_tier_cost_is_the_least_over_a_fine_grid():
-    """The convex per-zone term (cores at a price, their tier-4 links less what supers in
-    their own zone save) against its minimum over a grid of 1/100 switch: never above it,
-    and within the grid's resolution of it."""
+@pytest.mark.parametrize("priced", [False, True])
+def test_fourth_tier_cost_is_the_least_over_a_fine_grid(priced):
+    """The per-zone term (cores at a price, their tier-4 links less what supers in their
+    own zone save, each super at a price μ) against its minimum over a grid of 1/100
+    switch of cores and 1/10 of supers: never above it, and within the grid's resolution
+    of it."""
     t4 = bound.FourthTier(far=np.array([500.0, 900.0]), delta=np.array([300.0, 0.0]),
                           switches=7, per_rack=2.0, ratio=2 / 3)
     rng = random.Random(3)
@@ -276,11 +278,13 @@ def test_fourth_tier_cost_is_the_least_over_a_fine_grid():
         price = np.array([[rng.uniform(-1500, 800), rng.uniform(-1500, 800)]])
         room = np.array([[rng.randint(0, 9), rng.randint(0, 9)]], dtype=float)
         left = room / 3 + np.array([[rng.randint(0, 6), rng.randint(0, 6)]])
-        got = bound.fourth_tier_cost(t4, [0, 1], price, room, left)
+        mu = rng.uniform(0, 3000) if priced else 0.0
+        got = bound.fourth_tier_cost(t4, [0, 1], price, room, left, mu)
         for k in range(2):
-            y = np.linspace(0, room[0, k], 100 * int(room[0, k]) + 1)
+            y = np.linspace(0, room[0, k], 100 * int(room[0, k]) + 1)[:, None]
             u = np.minimum(t4.switches, t4.per_rack * left[0, k] - t4.ratio * y)
-            grid = (y * (price[0, k] + t4.far[k]) - t4.delta[k] * y * u).min()
+            z = u * np.linspace(0, 1, 11)[None, :]
+            grid = (y * (price[0, k] + t4.far[k]) - t4.delta[k] * y * z + mu * z).min()
             assert got[0, k] <= grid + 1e-6
             assert grid - got[0, k] <= 1e-3 * (abs(grid) + 1e4)
 
