@@ -14,7 +14,7 @@ import math
 import pyomo.environ as pyo
 
 from models.design.candidates import max_nodes, node_power_w
-from models.design.data import DesignData
+from models.design.data import DesignData, PodSite
 from models.design.inputs import Inputs
 from models.design.milp import build_model
 from solver.backends import SolveOptions
@@ -104,6 +104,12 @@ def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
     return msgs or [f"no single design meets {requirement_text(data)} together"]
 
 
+def hall_field(data: DesignData, site: PodSite) -> str:
+    """The instance field of a pod's hall: ``site.buildings[b].halls[h]``."""
+    building = next(b for b in data.buildings if b.name == site.building)
+    return f"site.buildings[{site.building}].halls[{building.hall_names[site.hall]}]"
+
+
 def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
     """Messages naming each conflicting limit with the value the requirements need (the
     elastic model is solved to a gap of 1e-6 whatever the run's gap)."""
@@ -154,8 +160,8 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
                      for bb, c in m.POD_POWER
                      if bb == b.name and pyo.value(m.slack_pod_power[bb, c]) > 1e-6]
     if hasattr(m, "slack_pod_hall_slots"):  # one pod per hall
-        msgs += [f"hall {i + 1} of the site: its rows have too few positions for one pod "
-                 f"of {need} ({c}, one pod per hall); short by "
+        msgs += [f"{hall_field(data, data.pod_sites(data.configs[c])[i])}: its rows have too few "
+                 f"positions for one pod of {need} ({c}, one pod per hall); short by "
                  f"{math.ceil(pyo.value(m.slack_pod_hall_slots[i, c]) - 1e-6)} block slots"
                  for i, c in m.POD_HALLS if pyo.value(m.slack_pod_hall_slots[i, c]) > 1e-6]
     return msgs or [f"the limits cannot be met together with {need}"]

@@ -639,7 +639,8 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
         buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks,
                                      rack_power.get(b.name, 0.0),
                                      tuple(h.hall_cap_kw * 1e3 for name, h in inputs.halls
-                                           if name == b.name))
+                                           if name == b.name),
+                                     tuple(h.name for name, h in inputs.halls if name == b.name))
                         for b in inputs.site.buildings),
         it_power_cap_w=inputs.limits.it_power_mw * 1e6,
         budget_usd=inputs.limits.budget_usd,

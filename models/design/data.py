@@ -146,6 +146,8 @@ class BuildingData:
     (models.space.rack_power_by_building) [W]."""
     hall_power_w: tuple[float, ...] = ()
     """What the racks of each of its halls may draw (site order) [W]."""
+    hall_names: tuple[str, ...] = ()
+    """Its halls' names, in the order of ``hall_power_w``."""
 
     @property
     def block_power_cap_w(self) -> float:
