@@ -30,8 +30,9 @@ Construction (bottom-up, exact for partial builds):
   ``D_pod`` downlinks of the pod's top tier (``R' = R`` for pods of whole scalable
   units; larger where the leaves' full-unit cabling exceeds the pod's endpoints). A pod
   smaller than one scalable unit is built in 2 tiers when it fits: it never grows into
-  the rest of its unit, so each leaf is wired with as many uplinks as its nodes use
-  ports on it (``D_pod = E_pod``), as a non-blocking tree of that size. The wired ratio
+  the rest of its unit, so each leaf is wired with the fewest uplinks ``e | h`` covering
+  the ports its nodes use on it (``e = n`` for ``n | h`` nodes rail-optimized, so
+  ``D_pod = E_pod``), not a full unit's ``h``. The wired ratio
   ``E_pod/uplinks`` (:attr:`Fabric.wired_oversubscription`) is at most ``R`` (uplinks
   round up). A single super tier joins the pods: the same
   pod-top position across all pods forms a plane of ``pods`` switches, planes share
@@ -419,11 +420,14 @@ def _leaf_down_used(spec: FabricSpec, nodes: int, half: int) -> int:
 
 def _pod_leaf_uplinks(spec: FabricSpec, pod_nodes: int, tiers: int, half: int) -> int:
     """Uplinks of each leaf of a pod of ``pod_nodes`` nodes and ``tiers`` tiers: ``h``, or
-    in a 2-tier pod smaller than one scalable unit the ports its nodes use on the leaf
-    (rail-optimized ``n``, middle-of-rack ``n·ports``), every leaf alike."""
+    in a 2-tier pod smaller than one scalable unit the fewest ``e | h`` covering the ports
+    its nodes use on the leaf (rail-optimized ``n``, middle-of-rack ``n·ports``; ``e | h``
+    keeps the wiring to the pod tops balanced and the counts monotone in ``n``)."""
     small = pod_nodes < scalable_unit_nodes(spec.radix, spec.ports_per_node,
                                             spec.rail_optimized)
-    return _leaf_down_used(spec, pod_nodes, half) if small and tiers == 2 else half
+    if not small or tiers != 2:
+        return half
+    return _fewest_divisor_at_least(half, _leaf_down_used(spec, pod_nodes, half))
 
 
 def _lower_tiers(leaves: int, tiers: int, half: int, leaf_up: int | None = None
