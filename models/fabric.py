@@ -12,7 +12,8 @@ Construction (bottom-up, exact for partial builds):
   unit of ``h`` nodes needs ``ports_per_node`` leaves and ``leaves = rails·⌈nodes/h⌉``.
   Middle-of-rack: each leaf serves all ports of ``⌊h/ports_per_node⌋`` whole nodes.
   Every deployed leaf is wired with all ``h`` uplinks (NVIDIA builds the full scalable
-  unit's leaf-spine cabling even when it is partly populated).
+  unit's leaf-spine cabling even when it is partly populated), except in a pod smaller
+  than one unit (below).
 * **Groups and planes.** Tier-``t`` switches come in groups; a tier-``(t+1)`` group joins
   up to ``h`` tier-``t`` groups. Plane ``j`` of a group is the ``j``-th switch of each of
   its ``m`` sub-groups. The plane gets ``S`` upper switches with ``S | h``, each lower
@@ -22,9 +23,18 @@ Construction (bottom-up, exact for partial builds):
   ``m`` may share top switches: ``c`` planes per top group with ``c·m·h/S ≤ k``; the
   count is ``⌈planes/c⌉·S``, minimised over ``S | h``.
 * **Pods.** The cluster splits into ``pods`` equal pods (each built for ``⌈nodes/pods⌉``
-  nodes), each an ``L``-tier tree whose top switches keep ports for uplinks:
-  a pod-top switch with ``d`` downlinks has ``u ≥ ⌈d/R⌉`` uplinks (``R`` =
-  oversubscription) and ``d + u ≤ k``. A single super tier joins the pods: the same
+  nodes), each an ``L``-tier tree whose top switches keep ports for uplinks. ``R``
+  (oversubscription) is the ratio of a pod's endpoints ``E_pod`` to the links leaving
+  it, so the pod tops carry ``≥ E_pod/R`` uplinks: a pod-top switch with ``d`` downlinks
+  has ``u ≥ ⌈d/R'⌉`` uplinks and ``d + u ≤ k``, with ``R' = R·D_pod/E_pod`` over the
+  ``D_pod`` downlinks of the pod's top tier (``R' = R`` for pods of whole scalable
+  units; larger where the leaves' full-unit cabling exceeds the pod's endpoints). A pod
+  smaller than one scalable unit is built in 2 tiers when it fits: it never grows into
+  the rest of its unit, so each leaf is wired with the fewest uplinks ``e | h`` covering
+  the ports its nodes use on it (``e = n`` for ``n | h`` nodes rail-optimized, so
+  ``D_pod = E_pod``), not a full unit's ``h``. The wired ratio
+  ``E_pod/uplinks`` (:attr:`Fabric.wired_oversubscription`) is at most ``R`` (uplinks
+  round up). A single super tier joins the pods: the same
   pod-top position across all pods forms a plane of ``pods`` switches, planes share
   super switches as in the top tier. Pod-top and super sizes are chosen together to use
   the fewest switches; a larger ``R`` only enlarges the feasible set, so it never adds
@@ -32,8 +42,8 @@ Construction (bottom-up, exact for partial builds):
 * **Pods joined by a mesh** (``pod_join = "mesh"``: an oversubscribed top tier without an
   extra tier): no super switches; the same pod-top position across the pods forms a full
   mesh, each pod-top switch sending ``u/(P−1)`` links straight to its peer in each other
-  pod, so ``u ≥ ⌈d/R⌉`` is rounded up to a multiple of ``P−1`` (``d + u ≤ k``). A pod still
-  has ``E_pod/R`` links leaving it, but each joins two pods: the mesh has
+  pod, so ``u ≥ ⌈d/R'⌉`` is rounded up to a multiple of ``P−1`` (``d + u ≤ k``). A pod
+  still has ``E_pod/R`` links leaving it (rounded up), but each joins two pods: the mesh has
   ``P·(pod-top uplinks)/2 = E/(2R)`` links (the super tier: ``E/R``, and its switches).
   It is counted as a switch tier of 0 switches whose links are the mesh (class
   ``<top>-<top>``, e.g. ``spine-spine`` for pods of 2 tiers), so every per-tier count
@@ -117,6 +127,22 @@ class Fabric:
     @property
     def switches_total(self) -> int:
         return sum(self.switches_per_tier)
+
+    @property
+    def leaf_uplinks(self) -> int:
+        """Uplinks of each leaf (all leaves alike): ``h``, fewer in a pod smaller than one
+        scalable unit; 0 for a single switch."""
+        return self.uplinks_per_tier[0] // self.switches_per_tier[0]
+
+    @property
+    def wired_oversubscription(self) -> float:
+        """Endpoints of one pod (built for ``⌈nodes/pods⌉`` nodes) over the links leaving
+        it: the down:up ratio the pods are wired with, at most ``spec.oversubscription``
+        (uplinks round up); 1 without pods."""
+        if self.pods == 1:
+            return 1.0
+        pod_endpoints = math.ceil(self.spec.nodes / self.pods) * self.spec.ports_per_node
+        return pod_endpoints * self.pods / self.uplinks_per_tier[self.pod_tiers - 1]
 
     @property
     def mesh(self) -> bool:
@@ -290,18 +316,19 @@ def _top_level(below: _Level, half: int, radix: int) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=65536)
-def _pod_top_and_super(planes: int, m: int, half: int, radix: int, pods: int,
+def _pod_top_and_super(planes: int, m: int, up_each: int, radix: int, pods: int,
                        ratio: float) -> tuple[int, int, int, int, int] | None:
     """Pod-top switches per pod and super switches for one plane class, chosen together.
 
-    Each plane of a pod has ``S | h`` pod-top switches with ``d = m·h/S`` downlinks and
-    ``u ≥ ⌈d/R⌉`` uplinks, ``d + u ≤ k``. Returns (pod-top per pod, uplinks per pod,
-    super switches, pod-top most ports, super most ports), or None if impossible.
+    Each plane of a pod has ``S | e`` pod-top switches (``e`` = uplinks of each of the
+    plane's ``m`` lower switches) with ``d = m·e/S`` downlinks and ``u ≥ ⌈d/R⌉``
+    uplinks, ``d + u ≤ k``. Returns (pod-top per pod, uplinks per pod, super switches,
+    pod-top most ports, super most ports), or None if impossible.
     """
     best: tuple[int, int, int, int, int] | None = None
     best_key: tuple[int, int] | None = None
-    for s in _divisors(half):
-        d = m * half // s
+    for s in _divisors(up_each):
+        d = m * up_each // s
         for u in range(max(1, math.ceil(d / ratio - 1e-9)), radix - d + 1):
             supers, used = _shared_top(planes * s, 0, pods, u, radix)
             if supers == 0:
@@ -369,7 +396,7 @@ def design_fabric(spec: FabricSpec) -> Fabric:
             f"{_fewest_leaf_tiers(leaves, half)} tiers or pods")
     switches, down, up, most = _tree(leaves, tiers, half, spec.radix)
     links = [endpoints, *down[1:]]
-    most[0] = max(most[0], _leaf_down_used(spec, half) + half)
+    most[0] = max(most[0], _leaf_down_used(spec, spec.nodes, half) + half)
     return _assemble(spec, endpoints, max_endpoints(spec.radix, tiers), 1, tiers,
                      switches, links, up, most)
 
@@ -384,18 +411,33 @@ def _fewest_leaf_tiers(leaves: int, half: int) -> int:
     return tiers
 
 
-def _leaf_down_used(spec: FabricSpec, half: int) -> int:
+def _leaf_down_used(spec: FabricSpec, nodes: int, half: int) -> int:
+    """Most ports one leaf uses down for a tree (or pod) of ``nodes`` nodes."""
     if spec.rail_optimized:
-        return min(half, spec.nodes)
-    return min(half // spec.ports_per_node, spec.nodes) * spec.ports_per_node
+        return min(half, nodes)
+    return min(half // spec.ports_per_node, nodes) * spec.ports_per_node
 
 
-def _lower_tiers(leaves: int, tiers: int, half: int
+def _pod_leaf_uplinks(spec: FabricSpec, pod_nodes: int, tiers: int, half: int) -> int:
+    """Uplinks of each leaf of a pod of ``pod_nodes`` nodes and ``tiers`` tiers: ``h``, or
+    in a 2-tier pod smaller than one scalable unit the fewest ``e | h`` covering the ports
+    its nodes use on the leaf (rail-optimized ``n``, middle-of-rack ``n·ports``; ``e | h``
+    keeps the wiring to the pod tops balanced and the counts monotone in ``n``)."""
+    small = pod_nodes < scalable_unit_nodes(spec.radix, spec.ports_per_node,
+                                            spec.rail_optimized)
+    if not small or tiers != 2:
+        return half
+    return _fewest_divisor_at_least(half, _leaf_down_used(spec, pod_nodes, half))
+
+
+def _lower_tiers(leaves: int, tiers: int, half: int, leaf_up: int | None = None
                  ) -> tuple[_Level, list[int], list[int], list[int], list[int]]:
     """The leaf tier and every middle tier below the top of an L-tier tree: the highest
-    middle level and switches, downlinks, uplinks and most ports used per tier."""
+    middle level and switches, downlinks, uplinks and most ports used per tier.
+    ``leaf_up``: uplinks of each leaf (default ``h``; fewer only without middle tiers)."""
+    leaf_up = half if leaf_up is None else leaf_up
     level = _Level(leaves, 1, 0)
-    switches, down, up, most = [leaves], [0], [leaves * half], [half]
+    switches, down, up, most = [leaves], [0], [leaves * leaf_up], [leaf_up]
     for _ in range(2, tiers):
         level, d, m = _middle_level(level, half)
         switches.append(level.switches)
@@ -433,57 +475,69 @@ def _design_pods(spec: FabricSpec) -> Fabric:
                          f"pod top, more than half its {spec.radix} ports")
     if spec.tiers is not None:
         tiers = spec.tiers
-        result = _pod_structure(leaves, tiers, half, spec)
+        result = _pod_structure(pod_nodes, tiers, spec)
         if result is None:
             raise ValueError(
                 f"a pod of {pod_nodes} nodes x {spec.ports_per_node} ports ({leaves} leaves) "
                 f"does not fit {tiers} tiers at radix {spec.radix} with "
                 f"{spec.oversubscription}:1 uplinks")
     else:
-        tiers, result = 2, _pod_structure(leaves, 2, half, spec)
+        tiers, result = 2, _pod_structure(pod_nodes, 2, spec)
         while result is None:
             tiers += 1
             if tiers > MAX_TIERS - 1:
                 raise ValueError(f"a pod of {pod_nodes} nodes does not fit "
                                  f"{MAX_TIERS - 1} tiers at radix {spec.radix}")
-            result = _pod_structure(leaves, tiers, half, spec)
+            result = _pod_structure(pod_nodes, tiers, spec)
     switches, down, up, most, pod_capacity = result
     links = [endpoints, *down[1:]]
-    most[0] = max(most[0], _leaf_down_used(spec, half) + half)
+    most[0] += _leaf_down_used(spec, pod_nodes, half)
     return _assemble(spec, endpoints, spec.pods * pod_capacity, spec.pods, tiers,
                      switches, links, up, most)
 
 
-def _pod_structure(leaves: int, tiers: int, half: int, spec: FabricSpec
+def _pod_structure(pod_nodes: int, tiers: int, spec: FabricSpec
                    ) -> tuple[list[int], list[int], list[int], list[int], int] | None:
-    """Whole-cluster per-tier counts for pods of ``tiers`` tiers, or None if a pod does
-    not fit. Also returns the endpoints one pod of this shape can hold."""
-    pods, radix, ratio = spec.pods, spec.radix, spec.oversubscription
+    """Whole-cluster per-tier counts for pods of ``pod_nodes`` nodes and ``tiers`` tiers,
+    or None if a pod does not fit. Also returns the endpoints one pod of this shape can
+    hold when fully built."""
+    pods, radix, half = spec.pods, spec.radix, spec.radix // 2
     mesh = spec.pod_join == "mesh"
-    # Pod-top planes hold at most m_max sub-groups: m + u(m) <= k with S = h.
-    m_max = max((m for m in range(1, radix + 1)
-                 if m + _pod_top_uplinks(m, ratio, pods, mesh) <= radix), default=0)
-    if leaves > m_max * half ** (tiers - 2):
+    leaves = _leaves(spec, pod_nodes, half)
+    leaf_up = _pod_leaf_uplinks(spec, pod_nodes, tiers, half)
+    level, switches, down, up, most = _lower_tiers(leaves, tiers, half, leaf_up)
+    classes = _plane_classes(level.full, level.full_size, level.last_size)
+    up_each = leaf_up if tiers == 2 else half  # of each switch below the pod top
+    pod_down = sum(p * m * up_each for p, m in classes)
+    # R per pod-top switch so that the pod's uplinks carry its endpoints at R (E_pod/R)
+    ratio = spec.oversubscription * pod_down / (pod_nodes * spec.ports_per_node)
+    if leaves > _most_top_plane(radix, ratio, pods, mesh) * half ** (tiers - 2):
         return None
-    level, switches, down, up, most = _lower_tiers(leaves, tiers, half)
     tops = top_up = supers = top_most = super_most = 0
-    for planes, m in _plane_classes(level.full, level.full_size, level.last_size):
-        best = (_pod_top_mesh(planes, m, half, radix, pods, ratio) if mesh
-                else _pod_top_and_super(planes, m, half, radix, pods, ratio))
+    for planes, m in classes:
+        best = (_pod_top_mesh(planes, m, up_each, radix, pods, ratio) if mesh
+                else _pod_top_and_super(planes, m, up_each, radix, pods, ratio))
         if best is None:
             return None
         n, u, s, tm, sm = best
         tops, top_up, supers = tops + n, top_up + u, supers + s
         top_most, super_most = max(top_most, tm), max(super_most, sm)
-    pod_down = sum(p * m * half for p, m in
-                   _plane_classes(level.full, level.full_size, level.last_size))
+    capacity = _most_top_plane(radix, spec.oversubscription, pods, mesh) * half ** (tiers - 1)
     switches = [pods * x for x in switches] + [pods * tops, supers]
     # the mesh's links each join two pod tops; the super tier's arrive from one
     top_links = pods * top_up // 2 if mesh else pods * top_up
     down = [pods * x for x in down] + [pods * pod_down, top_links]
     up = [pods * x for x in up] + [pods * top_up, 0]
     most += [top_most, super_most]
-    return switches, down, up, most, m_max * half ** (tiers - 1)
+    return switches, down, up, most, capacity
+
+
+@lru_cache(maxsize=4096)
+def _most_top_plane(radix: int, ratio: float, pods: int, mesh: bool) -> int:
+    """Most lower switches one pod-top plane joins: the largest ``m`` with
+    ``m + u(m) ≤ k`` (``S`` = every lower switch's uplinks, so ``d = m``); 0 if none."""
+    return max((m for m in range(1, radix + 1)
+                if m + _pod_top_uplinks(m, ratio, pods, mesh) <= radix), default=0)
 
 
 def _pod_top_uplinks(d: int, ratio: float, pods: int, mesh: bool) -> int:
@@ -494,15 +548,15 @@ def _pod_top_uplinks(d: int, ratio: float, pods: int, mesh: bool) -> int:
 
 
 @lru_cache(maxsize=65536)
-def _pod_top_mesh(planes: int, m: int, half: int, radix: int, pods: int,
+def _pod_top_mesh(planes: int, m: int, up_each: int, radix: int, pods: int,
                   ratio: float) -> tuple[int, int, int, int, int] | None:
     """Pod-top switches per pod for one plane class when the pods are joined by a mesh:
-    each plane has ``S | h`` pod tops with ``d = m·h/S`` downlinks and
+    each plane has ``S | e`` pod tops with ``d = m·e/S`` downlinks and
     :func:`_pod_top_uplinks` uplinks, ``d + u ≤ k``; the fewest pod tops. Returns (pod tops
     per pod, uplinks per pod, 0 super switches, pod-top most ports, 0), or None if
     impossible."""
-    for s in _divisors(half):
-        d = m * half // s
+    for s in _divisors(up_each):
+        d = m * up_each // s
         u = _pod_top_uplinks(d, ratio, pods, mesh=True)
         if d + u <= radix:
             return planes * s, planes * s * u, 0, d + u, 0

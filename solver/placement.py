@@ -128,7 +128,7 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
         spine_racks[g] = _switch_racks(inp, "spine", f"g{g}", inp.group_spines[g],
                                        net_free[hub], racks)
     first_block = 0
-    ports, half = gpu.nics_per_node, inp.parts.radix // 2
+    ports = gpu.nics_per_node
     for g, nblocks in enumerate(inp.group_blocks):
         slots = [(h, s) for h in range(len(halls)) for s in taken[g, h]]
         if len(slots) != nblocks:
@@ -145,7 +145,7 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
                     bundles.append(Bundle("node-leaf", 1, rid, lid,
                                           n * ports * leaves // inp.leaves_per_block))
             if inp.fabric.tiers >= 2:
-                up = inp.leaves_per_block * half
+                up = inp.leaves_per_block * inp.fabric.leaf_uplinks
                 targets = spine_racks[g]
                 for lid, leaves in info["leaves"]:
                     per = split_by_weight(up * leaves // inp.leaves_per_block,

@@ -125,6 +125,61 @@ def test_100k_h100_as_four_oversubscribed_pods_of_three_tiers():
         design_fabric(FabricSpec(nodes=12_500, ports_per_node=8, radix=64, tiers=3))
 
 
+@pytest.mark.parametrize(("join", "switches", "links", "wired", "seen"), [
+    ("mesh", (32, 8, 0), (256, 256, 72), 64 / 36, 64 / 36 * 3 / 2),
+    ("super", (32, 8, 2), (256, 256, 128), 2.0, 2.0)])
+def test_pods_smaller_than_a_unit_are_wired_for_their_endpoints(join, switches, links, wired,
+                                                                seen):
+    """256 H100 (32 nodes x 8 rails), QM9700 (k = 64, h = 32), 4 pods at 2:1. By hand: a
+    pod of 8 nodes (a quarter unit) has 8 rail leaves, each with 8 nodes down and 8
+    uplinks (not h = 32): 64 leaf-top links a pod. Pod tops S | 8 with d = 64/S: S = 1
+    has no ports left, S = 2 gives d = 32, u = 32/2 = 16. Super: 32 uplinks a pod = E/R
+    = 64/2, 128 in all on 2 super switches of 64 ports. Mesh: u rounded up to a multiple of
+    P-1 = 3 -> 18, 36 a pod, 4 x 36 / 2 = 72 mesh links (E/(2R) = 64, rounded up); wired
+    64/36 = 1.78:1, and the pods' ring uses 2 of 3 peer bundles: 1.78 x 3/2 = 2.67:1. (It
+    was [32, 32, 0] switches and [256, 1024, 288] links: a full unit's cabling, 288 campus
+    links for 256 GPUs, yet charged 3:1.)"""
+    from models.design.evaluate import pod_oversubscription
+
+    fabric = design_fabric(FabricSpec(nodes=32, ports_per_node=8, radix=64, pods=4,
+                                      oversubscription=2.0, pod_join=join))
+    assert (fabric.switches_per_tier, fabric.links_per_tier) == (switches, links)
+    assert fabric.leaf_uplinks == 8 and fabric.max_ports_used_per_tier[0] == 16
+    assert fabric.wired_oversubscription == pytest.approx(wired)
+    assert pod_oversubscription(fabric) == pytest.approx(seen)
+    # the leaves and pod tops are those of a 2-tier tree of one pod's 8 nodes
+    pod = design_fabric(FabricSpec(nodes=8, ports_per_node=8, radix=64, tiers=2))
+    assert pod.switches_per_tier[0] == switches[0] // 4
+
+
+def test_a_pod_of_nine_nodes_rounds_its_leaf_uplinks_to_a_divisor_of_h():
+    """4 pods of 9 nodes x 8 rails (the review's hall pods of 34 nodes), k = 64, 7:1. By
+    hand: 8 leaves with 9 nodes down get e = 16 uplinks (fewest divisor of 32 >= 9, so
+    each pod top takes the same links from every leaf), 128 leaf-top links a pod. Pod tops
+    S | 16 with d = 128/S: S = 2, d = 64 has no ports left; S = 4, d = 32 and u =
+    ⌈32·72/(7·128)⌉ = 3, 12 links leave a pod (>= 72/7 = 10.3): wired 6:1. (It was 32
+    leaf uplinks, 8 pod tops a pod and 8 x 5 = 40 links leaving it: 1.8:1.)"""
+    fabric = design_fabric(FabricSpec(nodes=36, ports_per_node=8, radix=64, pods=4,
+                                      oversubscription=7.0))
+    assert fabric.leaf_uplinks == 16
+    assert fabric.switches_per_tier[:2] == (4 * 8, 4 * 4)
+    assert fabric.links_per_tier[:3] == (288, 4 * 128, 4 * 12)
+    assert fabric.wired_oversubscription == 6.0
+
+
+def test_pods_with_a_partial_unit_send_their_endpoints_over_r():
+    """4 pods of 40 nodes (a unit of 32 + 8) x 8 rails, k = 64, 2:1, 2 tiers. The leaves
+    keep a full unit's cabling: 16 leaves x 32 = 512 pod-top downlinks for 320 endpoints,
+    so a pod top with d downlinks gets ⌈d·320/(2·512)⌉ uplinks: the one plane of 16 leaves
+    needs S = 16 pod tops (S = 8: d = 64, no ports left) with d = 32 and u = 10, 160 links
+    leaving a pod = 320/2 exactly (16 each before, 256 a pod: 1.25:1 wired)."""
+    fabric = design_fabric(FabricSpec(nodes=160, ports_per_node=8, radix=64, tiers=2,
+                                      pods=4, oversubscription=2.0))
+    assert fabric.switches_per_tier[:2] == (4 * 16, 4 * 16)
+    assert fabric.links_per_tier[:3] == (1280, 4 * 512, 4 * 160)
+    assert fabric.wired_oversubscription == 2.0
+
+
 def test_middle_of_rack_groups_whole_nodes_per_leaf():
     assert scalable_unit_nodes(64, 8, False) == 4
     fabric = design_fabric(FabricSpec(nodes=10, ports_per_node=8, radix=64,
@@ -228,6 +283,13 @@ def test_oversubscription_never_adds_switches(spec, more):
         pod_endpoints = math.ceil(spec.nodes / spec.pods) * spec.ports_per_node
         ratio = f.spec.oversubscription
         assert f.links_per_tier[-1] >= spec.pods * pod_endpoints / ratio - 1e-9
+        assert f.wired_oversubscription <= ratio + 1e-9
+        unit = scalable_unit_nodes(spec.radix, spec.ports_per_node, spec.rail_optimized)
+        if f.pod_tiers == 2 and math.ceil(spec.nodes / spec.pods) < unit:
+            # a pod smaller than a unit: its leaves send up what their nodes send down,
+            # rounded up to a divisor of h (less than twice it for these radices)
+            assert (spec.pods * pod_endpoints <= f.links_per_tier[1]
+                    < 2 * spec.pods * pod_endpoints)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

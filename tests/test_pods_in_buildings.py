@@ -65,17 +65,23 @@ def test_only_the_class_joining_building_pods_is_priced_at_campus_reach():
 
 
 def test_the_performance_model_sees_the_pods_and_their_oversubscription():
-    """The job runs on pods of ⌈gpus/pods⌉ GPUs joined at R:1 (models.perf charges the
-    traffic that crosses them at the oversubscribed bandwidth); DP crosses them, so a
-    higher R never speeds the job up."""
+    """The job runs on pods of ⌈gpus/pods⌉ GPUs joined at the wired ratio (models.perf
+    charges the traffic that crosses them at the oversubscribed bandwidth); DP crosses
+    them, so a higher R never speeds the job up. By hand: pods of 1,366 nodes = 21 full
+    units of 64 + 22 nodes -> 176 leaves, 3 spine groups of 64 (64, 64, 48 leaves), 192
+    spines x 64 uplinks = 12,288 pod-top downlinks for 10,928 endpoints; 64 planes of 3
+    spines, 2 pod tops each with d = 96 and u = ⌈96·10,928/(7·12,288)⌉ = 13 uplinks ->
+    1,664 links leave a pod (≥ 10,928/7), wired 10,928/1,664 = 6.57:1."""
     from models.design.evaluate import exact_throughput
 
     inputs = prepare(instance_from_dict(tomllib.loads(DEFAULT_INSTANCE.read_text())))
     parts = next(p for p in inputs.configs if p.switch.id == "tomahawk5" and p.rail_optimized)
     spec = FabricSpec(nodes=4_096, ports_per_node=8, radix=parts.radix, pods=3,
                       oversubscription=7.0)
-    net = network_spec(parts, design_fabric(spec), 32_768)
-    assert (net.pod_gpus, net.oversubscription) == (10_923, 7.0)
+    fabric = design_fabric(spec)
+    net = network_spec(parts, fabric, 32_768)
+    assert fabric.links_per_tier[-1] == 3 * 1_664
+    assert (net.pod_gpus, net.oversubscription) == (10_923, 10_928 / 1_664)
     speeds = [exact_throughput(inputs, parts, design_fabric(
         FabricSpec(nodes=4_096, ports_per_node=8, radix=parts.radix, pods=3,
                    oversubscription=r)), 32_768).tokens_per_s for r in (1.0, 7.0)]

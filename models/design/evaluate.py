@@ -95,14 +95,15 @@ def fraction_spares(inputs: Inputs, parts, nodes: int, node_kind: str | None = N
 # --- the performance model -------------------------------------------------------------
 
 def pod_oversubscription(fabric: Fabric) -> float:
-    """The oversubscription the job's traffic between pods meets: ``R`` through super
-    switches; through a mesh of the pod tops ``R·max(1, (P−1)/2)``, since the pods'
-    data-parallel ring (the traffic mapped across them) sends each way to one neighbour
-    pod, so uses 2 of the ``P−1`` peer bundles a pod's uplinks are split into (all of them
-    for 2 or 3 pods). 1 without pods."""
+    """The oversubscription the job's traffic between pods meets: the wired ratio ``R_w``
+    (a pod's endpoints over the links leaving it, ``Fabric.wired_oversubscription``, at
+    most the requested ``R``) through super switches; through a mesh of the pod tops
+    ``R_w·max(1, (P−1)/2)``, since the pods' data-parallel ring (the traffic mapped across
+    them) sends each way to one neighbour pod, so uses 2 of the ``P−1`` peer bundles a
+    pod's uplinks are split into (all of them for 2 or 3 pods). 1 without pods."""
     if fabric.spec.pods == 1:
         return 1.0
-    ratio = fabric.spec.oversubscription
+    ratio = fabric.wired_oversubscription
     return ratio * max(1.0, (fabric.pods - 1) / 2) if fabric.mesh else ratio
 
 

@@ -193,8 +193,8 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
     pod_building = pod_buildings(inp)
     group_building = ([pod_building[g.pod] for g in leaf_groups(inp.fabric)] if pod_building
                       else [None] * len(inp.group_blocks))
-    groups = tuple(Group(b, inp.leaves_per_block * (inp.parts.radix // 2) if inp.fabric.tiers >= 2
-                         else 0, s, -(-s // inp.switches_per_rack), round(s * spine_w), where)
+    groups = tuple(Group(b, inp.leaves_per_block * inp.fabric.leaf_uplinks, s,
+                         -(-s // inp.switches_per_rack), round(s * spine_w), where)
                    for b, s, where in zip(inp.group_blocks, inp.group_spines, group_building,
                                           strict=True))
     upper = []
