@@ -174,3 +174,20 @@ def test_the_solves_second_process_builds_the_same_candidates_and_notes():
     two = candidates(inputs, default_evaluators(inputs), processes=2)
     assert two == one and len(one[0].configs) > 2
     assert [k.key for k in two[0].candidates] == [k.key for k in one[0].candidates]
+
+
+def test_refine_evaluations_in_two_processes_equal_one_by_one():
+    """solver.api.exact_in_two (refine's rounds in the CLI's solve) splits candidates by
+    GPU count between this process and a forked one; the exact candidates come back in
+    order and equal exact_candidate's one by one."""
+    from models.design.candidates import exact_candidate
+    from solver.api import exact_in_two
+
+    inputs = prepare(load_instance(INSTANCES_DIR / "tiny" / "power-bound.toml"))
+    data, _ = build_design_data(inputs, default_evaluators(inputs))
+    targets = list(data.candidates[::-1])  # reversed: the answer keeps their order
+    assert len({k.gpus for k in targets}) >= 2  # both processes get some
+    two = exact_in_two(inputs, default_evaluators(inputs))(data, targets)
+    one = [exact_candidate(inputs, default_evaluators(inputs), data, k) for k in targets]
+    assert two == one and all(k.exact for k in two)
+    assert [k.key for k in two] == [k.key for k in targets]

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
 from models.design.evaluate import Evaluators, GoodputEstimate, grid_points
@@ -590,12 +590,21 @@ def su_count(nodes: int, su: int, pods: int, pods_in_buildings: bool) -> int:
     return math.ceil(nodes / su)
 
 
-def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData) -> DesignData:
+ExactAll = Callable[[DesignData, list[Candidate]], list[Candidate]]
+"""The exact candidates (exact_candidate) of a list of candidates of a design data, in
+order; e.g. evaluated in more than one process."""
+
+
+def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData,
+           exact_all: ExactAll | None = None) -> DesignData:
     """Evaluate exactly every candidate whose bounds could change the optimum
-    (models.design.prune.to_refine), until none is left."""
+    (models.design.prune.to_refine), until none is left; ``exact_all`` evaluates each
+    round's candidates (default: one by one with ``evaluators``)."""
+    exact_all = exact_all or (lambda d, ks: [exact_candidate(inputs, evaluators, d, k)
+                                             for k in ks])
     fitting = {k.key for k in data.candidates if within_limits(data, k)}
     while targets := to_refine(data, fitting):
-        exact = {k.key: exact_candidate(inputs, evaluators, data, k) for k in targets}
+        exact = {k.key: e for k, e in zip(targets, exact_all(data, targets), strict=True)}
         data = dataclasses.replace(data, candidates=tuple(
             exact.get(k.key, k) for k in data.candidates))
     return data
