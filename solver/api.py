@@ -25,10 +25,10 @@ import pandas as pd
 import pyomo.environ as pyo
 
 from models.design.candidates import (
+    ExactAll,
     assemble_design_data,
     build_configs,
     build_design_data,
-    ExactAll,
     config_groups,
     exact_candidate,
     refine,
