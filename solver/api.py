@@ -32,11 +32,12 @@ from models.design.candidates import (
     config_groups,
     exact_candidate,
     refine,
+    throughput_points,
     with_limits,
 )
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
-from models.design.evaluate import Evaluators, default_evaluators
+from models.design.evaluate import Evaluators, InterpolatedThroughput, default_evaluators
 from models.design.inputs import Inputs
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
 from models.design.prune import elastic_candidates
@@ -139,13 +140,15 @@ def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None
     notes on what was skipped. ``shared``: candidates built for the same instance with
     limits at least as large (sweeps), given the limits of ``inputs``. ``processes`` 2:
     a forked process builds about half of the configurations (config_groups) while this
-    one builds the rest, and evaluates half of each refine round (exact_in_two); the same
-    data as one build."""
+    one builds the rest, each with the perf model's feasible sets computed once between
+    them (feasible_in_two), and evaluates half of each refine round (exact_in_two); the
+    same data as one build."""
     exact_all = None  # refine's evaluations here, one by one
     with gc_paused():  # ~1M long-lived objects: collections would only rescan them
         if shared is not None:
             full, notes = with_limits(shared, inputs), []
         elif processes > 1 and len(groups := config_groups(inputs, 2)) > 1:
+            feasible_in_two(inputs, evaluators)
             with forked(lambda: build_configs(inputs, evaluators, groups[1])) as other:
                 built = build_configs(inputs, evaluators, groups[0])
                 built |= other()
@@ -154,6 +157,24 @@ def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None
         else:
             full, notes = build_design_data(inputs, evaluators)
         return refine(inputs, evaluators, full, exact_all), notes
+
+
+def feasible_in_two(inputs: Inputs, evaluators: Evaluators) -> None:
+    """The perf model's feasible sets (InterpolatedThroughput.feasible) at the build's
+    grid points (throughput_points), every other one in a forked process, kept in
+    ``evaluators``: both candidate-building processes read all of them (1.1-1.4 s of
+    CPU each on the default instance, were each to compute them)."""
+    throughput = evaluators.throughput
+    if not isinstance(throughput, InterpolatedThroughput):
+        return
+    points = throughput_points(inputs)
+
+    def compute(part: list) -> dict[tuple[str, int], object]:
+        return {(system.id, gpus): throughput.feasible(inputs, system, gpus)
+                for system, gpus in part}
+    with forked(lambda: compute(points[1::2])) as other:
+        compute(points[::2])
+        throughput.add_feasible(other())
 
 
 def exact_in_two(inputs: Inputs, evaluators: Evaluators) -> ExactAll:

@@ -191,3 +191,32 @@ def test_refine_evaluations_in_two_processes_equal_one_by_one():
     one = [exact_candidate(inputs, default_evaluators(inputs), data, k) for k in targets]
     assert two == one and all(k.exact for k in two)
     assert [k.key for k in two] == [k.key for k in targets]
+
+
+def test_throughput_points_cover_every_feasible_set_the_build_reads():
+    """solver.api.feasible_in_two computes the perf model's feasible sets before the
+    build at models.design.candidates.throughput_points: every set the build then
+    reads is among them (else the build computes it again, in both processes)."""
+    from models.design.candidates import throughput_points
+    from models.design.evaluate import InterpolatedThroughput
+
+    doc = read_document(INSTANCES_DIR / "tiny" / "power-bound.toml")
+    doc["choices"] |= {"fabrics": [{"switch": "quantum2-qm9700"}, {"switch": "tomahawk5"}],
+                       "rail_optimized": [True, False]}
+    doc.setdefault("objective", {})["performance"] = "model"
+    doc["limits"] |= {"it_power_mw": 4.0, "budget_usd": 4e9}  # sizes between grid points
+    doc["site"]["buildings"][0]["it_power_mw"] = 8.0
+    inputs = prepare(instance_from_dict(doc))
+    evaluators = default_evaluators(inputs)
+    throughput = evaluators.throughput
+    assert isinstance(throughput, InterpolatedThroughput)
+    read = set()
+    computed = throughput.feasible
+
+    def feasible(inputs, system, gpus):
+        read.add((system.id, gpus))
+        return computed(inputs, system, gpus)
+    throughput.feasible = feasible
+    build_design_data(inputs, evaluators)
+    points = {(system.id, gpus) for system, gpus in throughput_points(inputs)}
+    assert len(read) > 10 and read == points  # every ladder here reaches max_nodes

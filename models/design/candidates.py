@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
-from models.design.evaluate import Evaluators, GoodputEstimate, grid_points
+from models.design.evaluate import Evaluators, GoodputEstimate, grid_bracket, grid_points
 from models.design.inputs import ConfigParts, Inputs
 from models.design.limits import LIMIT_FIELDS
 from models.design.prune import to_refine, within_limits
@@ -34,6 +34,7 @@ from models.fabric import (
 )
 from models.facility import facility_cost
 from models.perf.flops import arch_of
+from models.perf.types import GpuSystemLike
 from models.power_cost import BomLine, it_power_w
 from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
 from models.spares_pool import spare_pool_lines
@@ -447,6 +448,19 @@ def config_groups(inputs: Inputs, parts: int) -> list[tuple[ConfigParts, ...]]:
     for family in sorted(families.values(), key=len, reverse=True):
         min(groups, key=len).extend(family)
     return [tuple(g) for g in groups if g]
+
+
+def throughput_points(inputs: Inputs) -> list[tuple[GpuSystemLike, int]]:
+    """The (GPU system, GPU count) points the interpolated throughput of the candidate
+    sizes su, 2su, ... <= max_nodes of every configuration reads (evaluate.grid_bracket),
+    in order of system id and count; a superset when a ladder stops early."""
+    points = {}
+    for p in inputs.configs:
+        su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
+        for nodes in range(su, max_nodes(inputs, p) + 1, su):
+            for gpus in grid_bracket(p.gpu.gpus_per_node, nodes * p.gpu.gpus_per_node):
+                points[(p.gpu.id, gpus)] = p.gpu
+    return [(points[key], key[1]) for key in sorted(points)]
 
 
 def merge_design_data(inputs: Inputs, parts: list[DesignData]) -> DesignData:
