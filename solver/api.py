@@ -162,8 +162,8 @@ def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None
 def feasible_in_two(inputs: Inputs, evaluators: Evaluators) -> None:
     """The perf model's feasible sets (InterpolatedThroughput.feasible) at the build's
     grid points (throughput_points), every other one in a forked process, kept in
-    ``evaluators``: both candidate-building processes read all of them (1.1-1.4 s of
-    CPU each on the default instance, were each to compute them)."""
+    ``evaluators``: both candidate-building processes read all of them (on the default
+    instance 91 sets, ~1.5 s of CPU, were each process to compute them)."""
     throughput = evaluators.throughput
     if not isinstance(throughput, InterpolatedThroughput):
         return
