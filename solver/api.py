@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,17 +25,19 @@ import pandas as pd
 import pyomo.environ as pyo
 
 from models.design.candidates import (
+    ExactAll,
     assemble_design_data,
     build_configs,
     build_design_data,
     config_groups,
     exact_candidate,
     refine,
+    throughput_points,
     with_limits,
 )
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
-from models.design.evaluate import Evaluators, default_evaluators
+from models.design.evaluate import Evaluators, InterpolatedThroughput, default_evaluators
 from models.design.inputs import Inputs
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
 from models.design.prune import elastic_candidates
@@ -137,18 +140,64 @@ def candidates(inputs: Inputs, evaluators: Evaluators, shared: DesignData | None
     notes on what was skipped. ``shared``: candidates built for the same instance with
     limits at least as large (sweeps), given the limits of ``inputs``. ``processes`` 2:
     a forked process builds about half of the configurations (config_groups) while this
-    one builds the rest; the same data as one build."""
+    one builds the rest, each with the perf model's feasible sets computed once between
+    them (feasible_in_two), and evaluates half of each refine round (exact_in_two); the
+    same data as one build."""
+    exact_all = None  # refine's evaluations here, one by one
     with gc_paused():  # ~1M long-lived objects: collections would only rescan them
         if shared is not None:
             full, notes = with_limits(shared, inputs), []
         elif processes > 1 and len(groups := config_groups(inputs, 2)) > 1:
+            feasible_in_two(inputs, evaluators)
             with forked(lambda: build_configs(inputs, evaluators, groups[1])) as other:
                 built = build_configs(inputs, evaluators, groups[0])
                 built |= other()
             full, notes = assemble_design_data(inputs, built)
+            exact_all = exact_in_two(inputs, evaluators)
         else:
             full, notes = build_design_data(inputs, evaluators)
-        return refine(inputs, evaluators, full), notes
+        return refine(inputs, evaluators, full, exact_all), notes
+
+
+def feasible_in_two(inputs: Inputs, evaluators: Evaluators) -> None:
+    """The perf model's feasible sets (InterpolatedThroughput.feasible) at the build's
+    grid points (throughput_points), every other one in a forked process, kept in
+    ``evaluators``: both candidate-building processes read all of them (on the default
+    instance 91 sets, ~1.5 s of CPU, were each process to compute them)."""
+    throughput = evaluators.throughput
+    if not isinstance(throughput, InterpolatedThroughput):
+        return
+    points = throughput_points(inputs)
+
+    def compute(part: list) -> dict[tuple[str, int], object]:
+        return {(system.id, gpus): throughput.feasible(inputs, system, gpus)
+                for system, gpus in part}
+    with forked(lambda: compute(points[1::2])) as other:
+        compute(points[::2])
+        throughput.add_feasible(other())
+
+
+def exact_in_two(inputs: Inputs, evaluators: Evaluators) -> ExactAll:
+    """The refine rounds' exact evaluations in two processes: the candidates of some GPU
+    counts in a forked one (solver.forked), the others here, about half each. Candidates
+    of one GPU count share their evaluations (the workload's parallelisms that fit), so
+    a count stays in one process."""
+    def exact_all(data: DesignData, targets: list[Candidate]) -> list[Candidate]:
+        def evaluate(part: list[Candidate]) -> dict[str, Candidate]:
+            return {k.key: exact_candidate(inputs, evaluators, data, k) for k in part}
+        load, side = [0, 0], {}
+        for gpus, n in sorted(Counter(k.gpus for k in targets).items(),
+                              key=lambda count: (-count[1], count[0])):
+            side[gpus] = load.index(min(load))
+            load[side[gpus]] += n
+        here, there = ([k for k in targets if side[k.gpus] == i] for i in (0, 1))
+        if not there:
+            exact = evaluate(here)
+        else:
+            with forked(lambda: evaluate(there)) as other:
+                exact = evaluate(here) | other()
+        return [exact[k.key] for k in targets]
+    return exact_all
 
 
 def prune(full: DesignData, exact_bound: bool = True) -> DesignData:

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -34,7 +35,8 @@ def forked(work: Callable[[], T]) -> Iterator[Callable[[], T]]:
     """Start ``work()`` in a forked process; the block gets the call that waits for its
     result (pickled back through a pipe) and raises what ``work`` raised (the same
     exception when it pickles, else a RuntimeError naming it). Leaving the block ends a
-    process still running (the block raised, or never waited). Without fork (not POSIX)
+    process still running that has not sent its result (the block raised, or never
+    waited); one that has is left to exit. Without fork (not POSIX)
     ``work`` runs when waited for."""
     if "fork" not in multiprocessing.get_all_start_methods():
         yield work
@@ -43,6 +45,7 @@ def forked(work: Callable[[], T]) -> Iterator[Callable[[], T]]:
     receive, send = context.Pipe(duplex=False)
 
     def child() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # ended quietly, not as the CLI is
         try:
             result = (True, work())
         except BaseException as exc:  # reported to the parent, which raises it
@@ -57,10 +60,13 @@ def forked(work: Callable[[], T]) -> Iterator[Callable[[], T]]:
     process.start()
     send.close()
 
+    received = []
+
     def wait() -> T:
         try:
             with gc_paused():  # unpickling many objects would run full collections
                 ok, value = receive.recv()
+            received.append(True)
         except EOFError:  # ended without a word (killed)
             process.join()
             raise RuntimeError(f"a second process ended with code {process.exitcode}") from None
@@ -71,8 +77,8 @@ def forked(work: Callable[[], T]) -> Iterator[Callable[[], T]]:
     try:
         yield wait
     finally:
-        if process.is_alive():
-            process.terminate()
+        if process.is_alive() and not received:  # a process that has sent only exits:
+            process.terminate()  # ending it then would raise in its SIGTERM handler
         process.join()
         receive.close()
 

@@ -174,3 +174,49 @@ def test_the_solves_second_process_builds_the_same_candidates_and_notes():
     two = candidates(inputs, default_evaluators(inputs), processes=2)
     assert two == one and len(one[0].configs) > 2
     assert [k.key for k in two[0].candidates] == [k.key for k in one[0].candidates]
+
+
+def test_refine_evaluations_in_two_processes_equal_one_by_one():
+    """solver.api.exact_in_two (refine's rounds in the CLI's solve) splits candidates by
+    GPU count between this process and a forked one; the exact candidates come back in
+    order and equal exact_candidate's one by one."""
+    from models.design.candidates import exact_candidate
+    from solver.api import exact_in_two
+
+    inputs = prepare(load_instance(INSTANCES_DIR / "tiny" / "power-bound.toml"))
+    data, _ = build_design_data(inputs, default_evaluators(inputs))
+    targets = list(data.candidates[::-1])  # reversed: the answer keeps their order
+    assert len({k.gpus for k in targets}) >= 2  # both processes get some
+    two = exact_in_two(inputs, default_evaluators(inputs))(data, targets)
+    one = [exact_candidate(inputs, default_evaluators(inputs), data, k) for k in targets]
+    assert two == one and all(k.exact for k in two)
+    assert [k.key for k in two] == [k.key for k in targets]
+
+
+def test_throughput_points_cover_every_feasible_set_the_build_reads():
+    """solver.api.feasible_in_two computes the perf model's feasible sets before the
+    build at models.design.candidates.throughput_points: every set the build then
+    reads is among them (else the build computes it again, in both processes)."""
+    from models.design.candidates import throughput_points
+    from models.design.evaluate import InterpolatedThroughput
+
+    doc = read_document(INSTANCES_DIR / "tiny" / "power-bound.toml")
+    doc["choices"] |= {"fabrics": [{"switch": "quantum2-qm9700"}, {"switch": "tomahawk5"}],
+                       "rail_optimized": [True, False]}
+    doc.setdefault("objective", {})["performance"] = "model"
+    doc["limits"] |= {"it_power_mw": 4.0, "budget_usd": 4e9}  # sizes between grid points
+    doc["site"]["buildings"][0]["it_power_mw"] = 8.0
+    inputs = prepare(instance_from_dict(doc))
+    evaluators = default_evaluators(inputs)
+    throughput = evaluators.throughput
+    assert isinstance(throughput, InterpolatedThroughput)
+    read = set()
+    computed = throughput.feasible
+
+    def feasible(inputs, system, gpus):
+        read.add((system.id, gpus))
+        return computed(inputs, system, gpus)
+    throughput.feasible = feasible
+    build_design_data(inputs, evaluators)
+    points = {(system.id, gpus) for system, gpus in throughput_points(inputs)}
+    assert len(read) > 10 and read == points  # every ladder here reaches max_nodes

@@ -293,6 +293,25 @@ def test_a_writer_in_a_second_process_reports_its_work_and_its_failure(tmp_path)
     assert time.perf_counter() - start < 10
 
 
+
+def test_a_second_process_ends_quietly_on_sigterm():
+    """solver.forked: the forked process does not inherit the CLI's SIGTERM handler (which
+    raises KeyboardInterrupt: a traceback on stderr when the parent ends a process that
+    has just sent its result)."""
+    import signal
+
+    from solver.forked import forked
+
+    def raising(signum, frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, raising)
+    try:
+        with forked(lambda: signal.getsignal(signal.SIGTERM) == signal.SIG_DFL) as other:
+            assert other() is True
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
 def test_cost_stack_sums_to_the_tco():
     """The README's cost-stack picture (solver.cost_stack): BOM categories, the facility
     by part and the electricity of the horizon add up to the TCO."""

@@ -15,10 +15,10 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
-from models.design.evaluate import Evaluators, GoodputEstimate, grid_points
+from models.design.evaluate import Evaluators, GoodputEstimate, grid_bracket, grid_points
 from models.design.inputs import ConfigParts, Inputs
 from models.design.limits import LIMIT_FIELDS
 from models.design.prune import to_refine, within_limits
@@ -34,6 +34,7 @@ from models.fabric import (
 )
 from models.facility import facility_cost
 from models.perf.flops import arch_of
+from models.perf.types import GpuSystemLike
 from models.power_cost import BomLine, it_power_w
 from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
 from models.spares_pool import spare_pool_lines
@@ -449,6 +450,19 @@ def config_groups(inputs: Inputs, parts: int) -> list[tuple[ConfigParts, ...]]:
     return [tuple(g) for g in groups if g]
 
 
+def throughput_points(inputs: Inputs) -> list[tuple[GpuSystemLike, int]]:
+    """The (GPU system, GPU count) points the interpolated throughput of the candidate
+    sizes su, 2su, ... <= max_nodes of every configuration reads (evaluate.grid_bracket),
+    in order of system id and count; a superset when a ladder stops early."""
+    points = {}
+    for p in inputs.configs:
+        su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
+        for nodes in range(su, max_nodes(inputs, p) + 1, su):
+            for gpus in grid_bracket(p.gpu.gpus_per_node, nodes * p.gpu.gpus_per_node):
+                points[(p.gpu.id, gpus)] = p.gpu
+    return [(points[key], key[1]) for key in sorted(points)]
+
+
 def merge_design_data(inputs: Inputs, parts: list[DesignData]) -> DesignData:
     """One design data from `parts` built for `inputs` over disjoint groups of its
     configurations (`config_groups`): equal to `build_design_data` over all of them
@@ -590,12 +604,21 @@ def su_count(nodes: int, su: int, pods: int, pods_in_buildings: bool) -> int:
     return math.ceil(nodes / su)
 
 
-def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData) -> DesignData:
+ExactAll = Callable[[DesignData, list[Candidate]], list[Candidate]]
+"""The exact candidates (exact_candidate) of a list of candidates of a design data, in
+order; e.g. evaluated in more than one process."""
+
+
+def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData,
+           exact_all: ExactAll | None = None) -> DesignData:
     """Evaluate exactly every candidate whose bounds could change the optimum
-    (models.design.prune.to_refine), until none is left."""
+    (models.design.prune.to_refine), until none is left; ``exact_all`` evaluates each
+    round's candidates (default: one by one with ``evaluators``)."""
+    exact_all = exact_all or (lambda d, ks: [exact_candidate(inputs, evaluators, d, k)
+                                             for k in ks])
     fitting = {k.key for k in data.candidates if within_limits(data, k)}
     while targets := to_refine(data, fitting):
-        exact = {k.key: exact_candidate(inputs, evaluators, data, k) for k in targets}
+        exact = {k.key: e for k, e in zip(targets, exact_all(data, targets), strict=True)}
         data = dataclasses.replace(data, candidates=tuple(
             exact.get(k.key, k) for k in data.candidates))
     return data

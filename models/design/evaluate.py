@@ -165,13 +165,23 @@ class InterpolatedThroughput:
         self._cache: dict[tuple, tuple[PerfEstimate, int]] = {}
         self._feasible: dict[tuple[str, int], Candidates] = {}
 
+    def feasible(self, inputs: Inputs, system, gpus: int) -> Candidates:
+        """The workload's feasible_candidates on `gpus` GPUs of `system`, kept per
+        (system, GPUs)."""
+        key = (system.id, gpus)
+        if key not in self._feasible:
+            self._feasible[key] = feasible_candidates(inputs.workload, system, gpus)
+        return self._feasible[key]
+
+    def add_feasible(self, known: dict[tuple[str, int], Candidates]) -> None:
+        """Feasible sets computed elsewhere (another process), by (system id, GPUs)."""
+        self._feasible |= known
+
     def _at(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> tuple[PerfEstimate, int]:
         key = (parts.gpu.id, network_spec(parts, fabric, gpus), gpus)
         if key not in self._cache:
-            system = (parts.gpu.id, gpus)
-            if system not in self._feasible:
-                self._feasible[system] = feasible_candidates(inputs.workload, parts.gpu, gpus)
-            est = exact_throughput(inputs, parts, fabric, gpus, self._feasible[system])
+            est = exact_throughput(inputs, parts, fabric, gpus,
+                                   self.feasible(inputs, parts.gpu, gpus))
             self._cache[key] = (est, est.details.get("gpus_used", gpus))
         return self._cache[key]
 
@@ -180,17 +190,23 @@ class InterpolatedThroughput:
         return self._at(inputs, parts, fabric, gpus)[0]
 
     def __call__(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
-        points = grid_points(parts.gpu.gpus_per_node)
-        i = bisect.bisect_left(points, gpus)
-        if points[i] == gpus:
+        lo, hi = grid_bracket(parts.gpu.gpus_per_node, gpus)
+        if lo == hi:
             return self._at(inputs, parts, fabric, gpus)[0]
-        lo, hi = points[i - 1], points[i]
         (a, _) = self._at(inputs, parts, fabric, lo)
         (b, used_b) = self._at(inputs, parts, fabric, hi)
         if used_b <= gpus:
             return PerfEstimate(b.tokens_per_s, b.mfu * hi / gpus, b.details)
         return PerfEstimate(a.tokens_per_s, a.mfu * lo / gpus, a.details | {
             "bounded_between_gpus": [lo, hi]}, upper_tokens_per_s=b.tokens_per_s)
+
+
+def grid_bracket(gpus_per_node: int, gpus: int) -> tuple[int, int]:
+    """The grid points lo <= gpus <= hi next to `gpus` (lo = hi = gpus on a point): the
+    GPU counts InterpolatedThroughput evaluates for `gpus`."""
+    points = grid_points(gpus_per_node)
+    i = bisect.bisect_left(points, gpus)
+    return (gpus, gpus) if points[i] == gpus else (points[i - 1], points[i])
 
 
 @cache
