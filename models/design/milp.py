@@ -25,7 +25,7 @@ import pyomo.environ as pyo
 
 from models import power_cost
 from models.design import prune
-from models.design.data import Candidate, DesignData
+from models.design.data import BuildingData, Candidate, DesignData
 
 
 def ladders(data: DesignData) -> dict[str, list[Candidate]]:
@@ -50,6 +50,59 @@ def ladder_sum(m: pyo.ConcreteModel, attr: Callable[[Candidate], float],
                 terms.append((value - previous) * m.build[c, j])
             previous = value
     return pyo.quicksum(terms)
+
+
+Chosen = Callable[[Callable[[Candidate], float]], pyo.Expression]
+"""A quantity ``a`` of one configuration's chosen size, linear in the model's binaries:
+``ladder_sum(m, a, [c])`` here; the rungs owned or operating in one period in the phased
+model (models.phased.milp), which builds its pod families from the functions below."""
+
+
+def pod_node_mw(data: DesignData, c: str, b: str, chosen: Chosen) -> pyo.Expression:
+    """Nodes of configuration c's pods standing in building b at their node power:
+    sum_{i in b} n_i node_W  [MW] (a pod smaller than one SU, or not a whole number of
+    them, counts the nodes it has)."""
+    cfg = data.configs[c]
+    pods = data.pods_of(cfg, b)
+    return chosen(lambda k: sum(k.pod_nodes()[i] for i in pods) * cfg.node_power_w / 1e6)
+
+
+def pod_blocks(data: DesignData, c: str, b: str, chosen: Chosen) -> pyo.Expression:
+    """Blocks of c's pods standing in b: p_b B/P."""
+    pods = len(data.pods_of(data.configs[c], b))
+    return chosen(lambda k: pods * (k.extra["blocks"] // k.extra["pods"]))
+
+
+def pod_units(data: DesignData, c: str, b: str, chosen: Chosen) -> pyo.Expression:
+    """Scalable units c's pods in b fill: p_b ⌈n_pod / su_nodes⌉."""
+    su, pods = data.configs[c].su_nodes, len(data.pods_of(data.configs[c], b))
+    return chosen(lambda k: pods * k.pod_units(su))
+
+
+def pod_blocks_mw(data: DesignData, c: str, b: str, chosen: Chosen) -> pyo.Expression:
+    """c's pods in b as placement powers their blocks: p_b B/P blocks at the candidate's
+    block power [MW] (a pod smaller than one SU is one block of its own nodes)."""
+    pods = len(data.pods_of(data.configs[c], b))
+    return chosen(lambda k: pods * (k.extra["blocks"] // k.extra["pods"])
+                  * k.extra["block_power_w"] / 1e6)
+
+
+def pod_power_cap_w(data: DesignData, building: BuildingData, c: str) -> float:
+    """What one pod of c may draw in ``building``: the least of its pods' sites' power
+    there (the building's block-power cap when none stands there) [W]."""
+    return min((s.rack_power_w for s in data.pod_sites(data.configs[c])
+                if s.building == building.name), default=building.block_power_cap_w)
+
+
+def pod_hall_over(i: int) -> Callable[[Candidate], int]:
+    """Blocks of one pod beyond hall i's block slots: B/P - slots_i (fits when <= 0)."""
+    return lambda k: k.extra["blocks"] // k.extra["pods"] - k.extra["hall_block_slots"][i]
+
+
+def pod_halls(data: DesignData, configs) -> list[tuple[int, str]]:
+    """(hall index, configuration) of every configuration with one pod per hall."""
+    return [(i, c) for c in configs if data.configs[c].pods_in_halls
+            for i in range(len(data.pod_sites(data.configs[c])))]
 
 
 def add_core(m: pyo.ConcreteModel, data: DesignData, elastic: bool) -> None:
@@ -164,9 +217,7 @@ def add_building_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     def node_mw(b: str, c: str) -> pyo.Expression:
         cfg = data.configs[c]
         if cfg.pods_in_buildings:  # its pods stand in their sites (add_pods_in_buildings)
-            pods = data.pods_of(cfg, b)
-            return ladder_sum(m, lambda k: sum(k.pod_nodes()[i] for i in pods)
-                              * cfg.node_power_w / 1e6, [c])
+            return pod_node_mw(data, c, b, lambda a: ladder_sum(m, a, [c]))
         return cfg.su_nodes * cfg.node_power_w / 1e6 * m.su_in[b, c]
 
     @m.Constraint(m.CONFIGS, doc="every scalable unit placed in a building")
@@ -224,8 +275,7 @@ def add_block_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
 def add_pod_hall_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
     """One pod per hall: pod i's blocks fit hall i's block slots (both ladder quantities of
     the chosen candidate):  foreach such c, i: B/P - slots_i <= 0."""
-    in_halls = [(i, c) for c in m.CONFIGS if data.configs[c].pods_in_halls
-                for i in range(len(data.pod_sites(data.configs[c])))]
+    in_halls = pod_halls(data, m.CONFIGS)
     if not in_halls:
         return
     m.POD_HALLS = pyo.Set(initialize=in_halls, dimen=2, ordered=True)
@@ -235,8 +285,7 @@ def add_pod_hall_slots(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     @m.Constraint(m.POD_HALLS, doc="a pod's blocks within its hall's slots")
     def pod_hall_slots(m, i, c):
-        def over(k: Candidate) -> int:
-            return k.extra["blocks"] // k.extra["pods"] - k.extra["hall_block_slots"][i]
+        over = pod_hall_over(i)
         if all(over(k) <= 0 for k in m.ladders[c]):
             return pyo.Constraint.Skip  # every size fits
         return ladder_sum(m, over, [c]) <= slack((i, c))
@@ -255,15 +304,12 @@ def add_pods_in_buildings(m: pyo.ConcreteModel, data: DesignData) -> None:
                               dimen=2, ordered=True)
 
     @m.Constraint(m.POD_BUILDINGS, doc="a pod's blocks in its building")
-    def pod_blocks(m, b, c):
-        pods = len(data.pods_of(data.configs[c], b))
-        return m.blocks_in[b, c] == ladder_sum(
-            m, lambda k: pods * (k.extra["blocks"] // k.extra["pods"]), [c])
+    def pod_blocks_placed(m, b, c):
+        return m.blocks_in[b, c] == pod_blocks(data, c, b, lambda a: ladder_sum(m, a, [c]))
 
     @m.Constraint(m.POD_BUILDINGS, doc="a pod's scalable units in its building")
-    def pod_units(m, b, c):
-        su, pods = data.configs[c].su_nodes, len(data.pods_of(data.configs[c], b))
-        return m.su_in[b, c] <= ladder_sum(m, lambda k: pods * k.pod_units(su), [c])
+    def pod_units_placed(m, b, c):
+        return m.su_in[b, c] <= pod_units(data, c, b, lambda a: ladder_sum(m, a, [c]))
 
 
 def add_pod_power(m: pyo.ConcreteModel, data: DesignData) -> None:
@@ -274,8 +320,7 @@ def add_pod_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     aligned = [c for c in m.CONFIGS if data.configs[c].pods_in_buildings]
     if not aligned:
         return
-    caps = {(b.name, c): min((s.rack_power_w for s in data.pod_sites(data.configs[c])
-                              if s.building == b.name), default=b.block_power_cap_w) / 1e6
+    caps = {(b.name, c): pod_power_cap_w(data, b, c) / 1e6
             for b in data.buildings for c in aligned}
     m.POD_POWER = pyo.Set(initialize=sorted(caps), dimen=2, ordered=True)
     slack = _slack(m, "pod_power", index=m.POD_POWER, scale=max(max(caps.values()), 1e-6))
@@ -304,9 +349,7 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     def blocks_mw(b: str, c: str) -> pyo.Expression:
         if data.configs[c].pods_in_buildings:  # p_b B/P blocks of the ladder's own size
-            pods = len(data.pods_of(data.configs[c], b))
-            return ladder_sum(m, lambda k: pods * (k.extra["blocks"] // k.extra["pods"])
-                              * k.extra["block_power_w"] / 1e6, [c])
+            return pod_blocks_mw(data, c, b, lambda a: ladder_sum(m, a, [c]))
         return block_mw[c] * m.blocks_in[b, c]
 
     caps = {b.name: b.block_power_cap_w / 1e6 for b in data.buildings}

@@ -28,6 +28,10 @@ Limits per period t:
              blocks_own[b,p,t-1] <= blocks_own[b,p,t], blocks_op <= blocks_own,
              blocks_own[b,p,t] <= slots_b(own_p,t);  sum_b net_rack_mw[b,t] = rack MW(op,t)
              sum_p block_MW_p blocks_op[b,p,t] + net_rack_mw[b,t] <= min(P_{b,t}, halls_b)
+  pods aligned with buildings or halls (models.design.milp's pod families, per period, on
+  the rungs owned and operating): node power and block power of the pods standing in b,
+  blocks_x[b,p,t] = p_b B/P, su_x[b,p,t] <= p_b ⌈n_pod/su⌉, a pod within its site's
+  power, one pod per hall within its hall's block slots
   spend_t = sum_{p,j} dcapex_t[p,j] (own[p,j,t] - own[p,j,t-1])
             + c_MW (fac_mw[t] - fac_mw[t-1]) <= B_t;   sum_t spend_t <= B
   GPUs:      sum_p gpus(op_p,t) <= max_gpus
@@ -44,6 +48,7 @@ from collections.abc import Callable
 
 import pyomo.environ as pyo
 
+from models.design import milp as single
 from models.design.data import Candidate
 from models.phased.data import PhasedData, Plan, capex_in, optimistic_tokens_per_s
 
@@ -64,6 +69,17 @@ def rung_sum(m: pyo.ConcreteModel, var: pyo.Var, t: int,
                 terms.append((value - previous) * var[plan.key, j, t])
             previous = value
     return pyo.quicksum(terms)
+
+
+def chosen(m: pyo.ConcreteModel, var: pyo.Var, p: str, t: int) -> single.Chosen:
+    """Plan p's rung in ``var`` (owned or operating) at period t, as the single-period pod
+    families (models.design.milp.pod_blocks, ...) read a configuration's chosen size."""
+    return lambda a: rung_sum(m, var, t, lambda _p, k: a(k), [m.plan[p]])
+
+
+def aligned(m: pyo.ConcreteModel) -> list[str]:
+    """Plans whose configuration has one pod per building (or hall)."""
+    return [p for p in m.PLANS if m.data.design.configs[m.plan[p].config].pods_in_buildings]
 
 
 def add_core(m: pyo.ConcreteModel, data: PhasedData) -> None:
@@ -171,10 +187,14 @@ def add_limits(m: pyo.ConcreteModel, data: PhasedData) -> None:
         return pyo.quicksum(m.net_mw[b, t] for b in m.BUILDINGS) == rung_sum(
             m, m.op, t, lambda p, k: k.network_power_w / 1e6)
 
+    def node_mw(b: str, p: str, t: int) -> pyo.Expression:
+        if cfg[p].pods_in_buildings:  # its pods stand in their sites (add_pods_in_buildings)
+            return single.pod_node_mw(data.design, m.plan[p].config, b, chosen(m, m.op, p, t))
+        return cfg[p].su_nodes * cfg[p].node_power_w / 1e6 * m.su_op[b, p, t]
+
     @m.Constraint(m.BUILDINGS, m.PERIODS, doc="energised building IT power [MW]")
     def building_power(m, b, t):
-        su_mw = pyo.quicksum(cfg[p].su_nodes * cfg[p].node_power_w / 1e6 * m.su_op[b, p, t]
-                             for p in m.PLANS)
+        su_mw = pyo.quicksum(node_mw(b, p, t) for p in m.PLANS)
         return f * (su_mw + m.net_mw[b, t]) <= data.periods[t].building_w[b] / 1e6
 
     @m.Constraint(m.PERIODS)
@@ -195,6 +215,9 @@ def add_limits(m: pyo.ConcreteModel, data: PhasedData) -> None:
             m, m.op, t, lambda p, k: k.network_racks)
 
     add_blocks(m, data)
+    add_pods_in_buildings(m, data)
+    add_pod_power(m, data)
+    add_pod_hall_slots(m, data)
     limited = [b for b in data.design.buildings if b.max_racks is not None]
     m.space = pyo.Constraint([(b.name, t) for b in limited for t in m.PERIODS], rule=lambda
                              m, b, t: pyo.quicksum(cfg[p].su_racks * m.su_op[b, p, t]
@@ -253,11 +276,67 @@ def add_blocks(m: pyo.ConcreteModel, data: PhasedData) -> None:
                 for p in data.plans}
     halls = {b.name: b.rack_power_w for b in data.design.buildings}
 
+    def blocks_mw(b: str, p: str, t: int) -> pyo.Expression:
+        if data.design.configs[m.plan[p].config].pods_in_buildings:
+            return single.pod_blocks_mw(data.design, m.plan[p].config, b, chosen(m, m.op, p, t))
+        return block_mw[p] * m.blocks_op[b, p, t]
+
     @m.Constraint(m.BUILDINGS, m.PERIODS, doc="placement racks within building power [MW]")
     def block_power(m, b, t):
         cap = min(data.periods[t].building_w[b], halls[b]) / 1e6
-        return pyo.quicksum(block_mw[p] * m.blocks_op[b, p, t] for p in m.PLANS
+        return pyo.quicksum(blocks_mw(b, p, t) for p in m.PLANS
                             ) + m.net_rack_mw[b, t] <= cap
+
+
+def add_pods_in_buildings(m: pyo.ConcreteModel, data: PhasedData) -> None:
+    """models.design.milp.add_pods_in_buildings per period, on the rungs owned and the
+    rungs operating: a plan with one pod per building (or hall) has pod i's blocks in
+    building i and no more scalable units there than its pods fill:
+    foreach such p, b, t, x in {own, op}: blocks_x[b,p,t] = p_b B/P (x_p,t);
+    su_x[b,p,t] <= p_b ⌈n_pod / su_nodes⌉ (x_p,t)."""
+    plans = aligned(m)
+    if not plans:
+        return
+    index = [(b, p, t) for b in m.BUILDINGS for p in plans for t in m.PERIODS]
+    pairs = ((m.blocks_own, m.su_own, m.own), (m.blocks_op, m.su_op, m.op))
+    m.pod_blocks_placed = pyo.Constraint(
+        [0, 1], index, rule=lambda m, x, b, p, t: pairs[x][0][b, p, t] == single.pod_blocks(
+            data.design, m.plan[p].config, b, chosen(m, pairs[x][2], p, t)))
+    m.pod_units_placed = pyo.Constraint(
+        [0, 1], index, rule=lambda m, x, b, p, t: pairs[x][1][b, p, t] <= single.pod_units(
+            data.design, m.plan[p].config, b, chosen(m, pairs[x][2], p, t)))
+
+
+def add_pod_power(m: pyo.ConcreteModel, data: PhasedData) -> None:
+    """models.design.milp.add_pod_power per period: an operating pod within the power of
+    its site, as energised in the period:
+    foreach such p, b, t: pod_MW(op_p,t) <= min(site cap_b, P_{b,t})  [MW]."""
+    plans = aligned(m)
+    if not plans:
+        return
+    caps = {(b.name, p): single.pod_power_cap_w(data.design, b, m.plan[p].config)
+            for b in data.design.buildings for p in plans}
+
+    @m.Constraint(sorted(caps), m.PERIODS, doc="a pod within its site's power [MW]")
+    def pod_power(m, b, p, t):
+        cap = min(caps[b, p], data.periods[t].building_w[b]) / 1e6
+        return rung_sum(m, m.op, t, lambda _p, k: k.extra["pod_power_w"] / 1e6,
+                        [m.plan[p]]) <= cap
+
+
+def add_pod_hall_slots(m: pyo.ConcreteModel, data: PhasedData) -> None:
+    """models.design.milp.add_pod_hall_slots per period on the rungs owned: one pod per
+    hall, pod i's blocks within hall i's block slots: B/P - slots_i (own_p,t) <= 0."""
+    by_config = {}
+    for p in m.PLANS:
+        by_config.setdefault(m.plan[p].config, []).append(p)
+    index = [(i, p, t) for i, c in single.pod_halls(data.design, sorted(by_config))
+             for p in by_config[c] for t in m.PERIODS
+             if any(single.pod_hall_over(i)(k) > 0 for k in m.plan[p].ladder)]
+    if not index:
+        return
+    m.pod_hall_slots = pyo.Constraint(index, rule=lambda m, i, p, t: rung_sum(
+        m, m.own, t, lambda _p, k: single.pod_hall_over(i)(k), [m.plan[p]]) <= 0)
 
 
 def discounted_ttokens(m: pyo.ConcreteModel) -> pyo.Expression:
