@@ -236,6 +236,8 @@ class SpaceLayout:
     switches_per_rack: int
     network_racks: int
     halls: tuple[HallSpace, ...]
+    node_power_w: float
+    """One node with its NICs [W]."""
 
     @property
     def block_count(self) -> int:
@@ -276,13 +278,21 @@ class SpaceLayout:
         return max((h.shape.power_w for h in self.halls if h.shape is not None), default=0.0)
 
     @property
+    def pod_blocks_power_w(self) -> tuple[float, ...]:
+        """Each pod's blocks as placement powers them [W]: the nodes the pod has (a partly
+        filled last block counts its own nodes, not a full one) and every block's leaves at
+        the conservative switch power, ``n_i node_W + (B/P) leaves leaf_W``."""
+        leaves_w = self.blocks_per_pod * self.leaves_per_block * self.leaf_power_w
+        return tuple(n * self.node_power_w + leaves_w for n in self.pod_nodes)
+
+    @property
     def pod_power_w(self) -> float:
-        """One pod as placement powers it [W]: its blocks, each full at
-        :attr:`block_power_w`, and the switches above its leaves inside the pod (tiers
-        2 … pod_tiers, ``S_t / pods`` each) at the conservative switch power."""
+        """The largest pod (the first) as placement powers it [W]: its blocks
+        (:attr:`pod_blocks_power_w`) and the switches above its leaves inside the pod
+        (tiers 2 … pod_tiers, ``S_t / pods`` each) at the conservative switch power."""
         f = self.fabric
         inner = sum(f.switches_per_tier[1:f.pod_tiers]) // f.pods
-        return self.blocks_per_pod * self.block_power_w + inner * self.leaf_power_w
+        return self.pod_blocks_power_w[0] + inner * self.leaf_power_w
 
     @property
     def network_power_w(self) -> float:
@@ -294,18 +304,30 @@ class SpaceLayout:
         spines = self.fabric.pods * sum(s * n for _, s, n in leaf_group_sizes(self.fabric))
         return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
-    def block_slots_by_hall(self) -> tuple[int, ...]:
-        """Blocks each hall can take (site order): its block slots and ``⌊hall kW / block
-        kW⌋``."""
+    def block_slots_by_hall(self, by_power: bool = True) -> tuple[int, ...]:
+        """Blocks each hall can take (site order): its block slots and, ``by_power``,
+        ``⌊hall kW / block kW⌋`` (every block full)."""
         return tuple(min(h.block_slots, math.floor(h.hall.hall_cap_kw * 1e3 / h.shape.power_w))
-                     if h.shape is not None else h.block_slots for h in self.halls)
+                     if h.shape is not None and by_power else h.block_slots
+                     for h in self.halls)
 
-    def block_slots_by_building(self) -> dict[str, int]:
+    def block_slots_by_building(self, by_power: bool = True) -> dict[str, int]:
         """Blocks each building's halls can take (:meth:`block_slots_by_hall`)."""
         out: dict[str, int] = {}
-        for h, room in zip(self.halls, self.block_slots_by_hall(), strict=True):
+        for h, room in zip(self.halls, self.block_slots_by_hall(by_power), strict=True):
             out[h.building] = out.get(h.building, 0) + room
         return out
+
+    def pods_own_halls(self, pods_in_buildings: bool, pods_in_halls: bool) -> bool:
+        """Each pod stands alone in a hall (one pod per hall, or per building of one hall):
+        its blocks' power, with the nodes each has (:attr:`pod_blocks_power_w`), is then
+        counted against its hall whole (the design MILP's pod_power family), so the hall's
+        slots are its rows' only (``block_slots_by_hall(by_power=False)``), not ``⌊hall kW /
+        block kW⌋`` of full blocks."""
+        if not pods_in_buildings:
+            return False
+        buildings = [h.building for h in self.halls]
+        return pods_in_halls or len(set(buildings)) == len(buildings)
 
     @cached_property
     def racks(self) -> int:
@@ -352,4 +374,4 @@ def space_layout(fabric: Fabric, gpu: Any, switch: Any, node_w: float, media: Se
         slots = (h.rows - rows) * blocks_per_row(h, shape) if shape else 0
         out.append(HallSpace(b, h, shape, rows, slots))
     return SpaceLayout(fabric, su_nodes, leaves, tuple(pods), per_pod, leaf_w, per_rack, net,
-                       tuple(out))
+                       tuple(out), node_w)

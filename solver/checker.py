@@ -467,7 +467,9 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
     if inputs.facility.support_networks == "sized":  # the support racks sit with them
         n = cand.nodes + cand.spare_nodes
         network_racks += support_networks(inputs, parts, cand.nodes, n, space.racks)["racks"]
-    slots = space.block_slots_by_building()
+    by_power = not space.pods_own_halls(design.config.pods_in_buildings,
+                                        design.config.pods_in_halls)
+    slots = space.block_slots_by_building(by_power)
     if design.blocks_per_building is not None:  # a design to place
         blocks = design.blocks_per_building
         checks.append(Check("blocks_placed", sum(blocks.values()) == space.block_count,
@@ -487,7 +489,8 @@ def _placed_in_buildings(inputs: Inputs, design: ChosenDesign, parts, fabric: Fa
                 checks += [_le(f"pod_hall_slots[{b}/{h.name}]", per_pod, room,
                                f"hall {b}/{h.name}: a pod's {per_pod} blocks, its rows "
                                f"offer {room} block slots")
-                           for (b, h), room in zip(inputs.halls, space.block_slots_by_hall(),
+                           for (b, h), room in zip(inputs.halls,
+                                                   space.block_slots_by_hall(by_power),
                                                    strict=True)]
     checks.append(Check("network_racks_placed", math.isclose(
         sum(design.network_racks_per_building.values()), network_racks, abs_tol=1e-6),

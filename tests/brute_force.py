@@ -208,40 +208,50 @@ def evaluate(inst: Instance, config, cand) -> Design:
     room = [min(space.block_slots_by_building().get(b.name, 0),
                 math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
             for b in inst.site.buildings]
-    # pods aligned with the site: pod i (its block_count / pods blocks, its nodes, the
-    # switches above its leaves, every block full and every switch at the conservative
-    # power placement counts) in building i, or in hall i with one pod per hall; a
-    # building's pods within its slots and power, each pod within its site's power (and a
-    # hall's pod within the hall's slots)
+    # pods aligned with the site: pod i (its block_count / pods blocks with the nodes it
+    # has and every block's leaves, the switches above its leaves, every switch at the
+    # conservative power placement counts) in building i, or in hall i with one pod per
+    # hall; a building's pods within its slots and power, each pod within its site's power
+    # (and a hall's pod within the hall's slots)
     halls = site_halls(inst)
     hall_w = {b.name: 0.0 for b in inst.site.buildings}
     for b, h in halls:
         hall_w[b] += h.hall_cap_kw * 1e3
     su_count, pods, pods_fit = math.ceil(total / su), None, True
     if config.pods_in_buildings:
+        # a pod alone in its hall is powered whole there (pod_w below): its hall's rows
+        # are its slots, not ⌊hall kW / block kW⌋ of full blocks
+        by_power = not space.pods_own_halls(True, config.pods_in_halls)
         per_pod = space.block_count // fabric.pods
         size = math.ceil(total / fabric.pods)
         units = math.ceil(size / su)
         su_count = fabric.pods * units
         if config.pods_in_halls:
             sites = [(b, h.hall_cap_kw * 1e3, slots) for (b, h), slots
-                     in zip(halls, space.block_slots_by_hall(), strict=True)]
+                     in zip(halls, space.block_slots_by_hall(by_power), strict=True)]
         else:
             sites = [(b.name, min(b.it_power_mw * 1e6, hall_w[b.name]), per_pod)
                      for b in inst.site.buildings]
-        pod_w = per_pod * space.block_power_w + sum(
+        leaves_w = per_pod * space.leaves_per_block * space.leaf_power_w
+        blocks_w = [max(0, min(size, total - i * size)) * node_w + leaves_w
+                    for i in range(fabric.pods)]
+        pod_w = blocks_w[0] + sum(
             fabric.switches_per_tier[1:fabric.pod_tiers]) // fabric.pods * space.leaf_power_w
         pods_fit = all(pod_w <= cap * (1 + TOL) and per_pod <= slots
                        for _, cap, slots in sites)
         pods = []
-        for bi, b in enumerate(inst.site.buildings):
+        for b in inst.site.buildings:
             mine = [i for i, (where, _, _) in enumerate(sites) if where == b.name]
-            pods_fit &= per_pod * len(mine) <= room[bi]
+            pods_fit &= per_pod * len(mine) <= space.block_slots_by_building(
+                by_power).get(b.name, 0)
+            pods_fit &= sum(blocks_w[i] for i in mine) <= min(
+                b.it_power_mw * 1e6, hall_w[b.name]) * (1 + TOL)
             pods.append((units * len(mine), sum(max(0, min(size, total - i * size))
                                                 for i in mine) * node_w))
     if not fits_buildings(inst, su_count, su * node_w, su_racks, network_w,
                           network_racks, pods) \
-            or space.block_count > sum(room) or not pods_fit:
+            or (space.block_count > sum(room) and not config.pods_in_buildings) \
+            or not pods_fit:
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,
                   gpus, switches, equipment_usd, equipment_w, it_w, capex, tco, eff,

@@ -204,7 +204,9 @@ def test_checker_fails_pods_placed_across_buildings():
 
 def test_checker_re_derives_each_buildings_pod():
     """The independent design checker: building i holds exactly pod i's blocks; moving
-    one block to the other building fails it (while the block counts still sum)."""
+    one block to the other building fails it (while the block counts still sum). 224
+    nodes: 2 pods of 112 = 3.5 units, 4 blocks each, the last half full (test_a_pod_of_
+    a_partial_unit_counts_the_nodes_it_has)."""
     import dataclasses
 
     from models.design.candidates import build_design_data, exact_candidate
@@ -219,11 +221,11 @@ def test_checker_re_derives_each_buildings_pod():
         {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
     result = solve(instance_from_dict(d), place=False)
     design, inputs = result.design, result.inputs
-    assert design.blocks_per_building == {"a": 3, "b": 3}  # 192 nodes: 2 pods of 3 blocks
+    assert design.blocks_per_building == {"a": 4, "b": 4}
     data, _ = build_design_data(inputs, default_evaluators(inputs))
     exact = exact_candidate(inputs, default_evaluators(inputs), data, design.candidate)
     assert checker.check_design(inputs, design, data, exact).ok
-    moved = dataclasses.replace(design, blocks_per_building={"a": 4, "b": 2})
+    moved = dataclasses.replace(design, blocks_per_building={"a": 5, "b": 3})
     failures = checker.check_design(inputs, moved, data, exact).failures
     assert any("pod_blocks[a]" in f for f in failures)
 
@@ -250,11 +252,12 @@ def test_pods_per_site_of_one_is_skipped_with_a_note(per):
 
 
 def test_a_pod_too_big_for_its_building_is_diagnosed():
-    """224 nodes need two pods of 4 blocks (4 x 346.5 kW) and 32 spines each (+54.6 kW at
-    the conservative 1,707 W a switch): 1.440 MW in halls that feed 1.402 MW (1.5 MW less
-    the non-server share), short by ~0.04 MW in each building."""
+    """256 nodes need two pods of 4 full blocks (4 x 346.5 kW) and 32 spines each (+54.6
+    kW at the conservative 1,707 W a switch): 1.440 MW in halls that feed 1.402 MW (1.5 MW
+    less the non-server share), short by ~0.04 MW in each building. (224 nodes, pods of
+    3.5 units, now fit: their half-full blocks count the nodes they have.)"""
     d = copy.deepcopy(read_document(TINY))
-    d["limits"].update({"it_power_mw": 3.0, "min_gpus": 1792})
+    d["limits"].update({"it_power_mw": 3.0, "min_gpus": 2048})
     d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.5},
                               {"name": "b", "it_power_mw": 1.5}]
     d["choices"].update({"rail_optimized": [True], "fabrics": [
@@ -567,3 +570,28 @@ def test_the_fabric_command_builds_a_mesh(cli):
     one_pod = [a if a != "3" else "1" for a in args]
     bad = cli(*one_pod, "--pod-join", "mesh")
     assert bad.exit_code == 3 and "--pod-join" in bad.output and "two or more pods" in bad.output
+
+
+def test_a_pod_of_a_partial_unit_counts_the_nodes_it_has():
+    """Two buildings of 0.6 MW, one pod per building. By hand: a node draws 10,400 W, a
+    rail leaf 1,707 W as placement counts it (747 W + 64 ports x 15 W), a block is a
+    scalable unit of 32 nodes and its 8 rail leaves. 96 nodes are two pods of 48 = 1.5
+    units: 2 blocks each, the second half full. Their blocks draw 48 x 10,400 + 2 x 8 x
+    1,707 = 526,512 W, not 2 full blocks' 2 x (332,800 + 13,656) = 692,912 W; with the
+    pod's 16 tier-2 switches 526,512 + 16 x 1,707 = 553,824 W, within the 600 kW / 1.07 =
+    560,748 W a building's racks may draw (counted full: 720,224 W, and only 64 nodes
+    were built). 128 nodes (pods of 2 full units, 720,224 W) do not fit. Placed, each
+    building holds its 48 nodes and the placement checker (rack by rack, from the nodes
+    each rack holds) passes."""
+    result = solve(instance_from_dict(small_pods(0.6)), place=True)
+    assert result.status == "optimal" and result.summary["verified"] is True
+    k = result.design.candidate
+    assert (k.nodes + k.spare_nodes, k.extra["pods"], k.extra["blocks"]) == (96, 2, 4)
+    assert k.extra["pod_blocks_power_w"] == pytest.approx((526_512, 526_512))
+    assert k.extra["pod_power_w"] == pytest.approx(553_824)
+    assert k.switches_per_tier[1] == 32  # 16 tier-2 switches a pod
+    assert result.summary["placement"]["verified"] is True
+    nodes = Counter()
+    for r in result.placement.racks:
+        nodes[r.position.building] += r.nodes
+    assert nodes == {"a": 48, "b": 48}

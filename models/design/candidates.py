@@ -571,6 +571,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
     support_racks = support.support_racks if support else 0
     racks = space.racks + support_racks
     it_w = it_power_w(sum(line.power_w for line in lines), inputs.facility)
+    by_power = not space.pods_own_halls(p.pods_in_buildings, p.pods_in_halls)
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
@@ -586,9 +587,10 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         extra={"su_count": su_count(nodes + spares, su, fabric.pods, p.pods_in_buildings),
                "perf": perf.details,
                "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
-               "block_slots": space.block_slots_by_building(),
-               "hall_block_slots": space.block_slots_by_hall(),
+               "block_slots": space.block_slots_by_building(by_power),
+               "hall_block_slots": space.block_slots_by_hall(by_power),
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
+               "pod_blocks_power_w": space.pod_blocks_power_w,
                "network_rack_power_w": space.network_power_w,
                **({"support": support.summary()} if support else {})},
         facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),

@@ -80,11 +80,11 @@ def pod_units(data: DesignData, c: str, b: str, chosen: Chosen) -> pyo.Expressio
 
 
 def pod_blocks_mw(data: DesignData, c: str, b: str, chosen: Chosen) -> pyo.Expression:
-    """c's pods in b as placement powers their blocks: p_b B/P blocks at the candidate's
-    block power [MW] (a pod smaller than one SU is one block of its own nodes)."""
-    pods = len(data.pods_of(data.configs[c], b))
-    return chosen(lambda k: pods * (k.extra["blocks"] // k.extra["pods"])
-                  * k.extra["block_power_w"] / 1e6)
+    """c's pods in b as placement powers their blocks (models.space.SpaceLayout.
+    pod_blocks_power_w): sum_{i in b} (n_i node_W + (B/P) leaves leaf_W)  [MW] (a pod's
+    partly filled last block counts the nodes it has)."""
+    pods = data.pods_of(data.configs[c], b)
+    return chosen(lambda k: sum(k.extra["pod_blocks_power_w"][i] for i in pods) / 1e6)
 
 
 def pod_power_cap_w(data: DesignData, building: BuildingData, c: str) -> float:
@@ -340,15 +340,15 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     sum_b net_rack_mw[b] = network-rack power of the design
     foreach b: sum_c block_MW_c blocks_in[b,c] + net_rack_mw[b] <= min(P_b, halls_b)  [MW]
     (net_rack_mw is continuous: placement keeps a group's spines in one hall). With one pod
-    per building, building i holds pod i's B/P blocks at the candidate's block power (a
-    ladder quantity: a pod smaller than one SU is one block of its own nodes)."""
+    per building, building i holds pod i's B/P blocks with the nodes they have
+    (pod_blocks_mw, a ladder quantity: a pod of 1.5 units counts 1.5 units of nodes)."""
     # a block is a scalable unit, or a whole pod smaller than one (models.space.block_size):
     # its power is constant along a ladder but for such pods; the largest bounds them
     block_mw = {c: max(k.extra["block_power_w"] for k in m.ladders[c]) / 1e6
                 for c in m.CONFIGS}
 
     def blocks_mw(b: str, c: str) -> pyo.Expression:
-        if data.configs[c].pods_in_buildings:  # p_b B/P blocks of the ladder's own size
+        if data.configs[c].pods_in_buildings:  # p_b B/P blocks with their own nodes
             return pod_blocks_mw(data, c, b, lambda a: ladder_sum(m, a, [c]))
         return block_mw[c] * m.blocks_in[b, c]
 

@@ -131,24 +131,28 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
     bw = k.extra["block_power_w"]
     by_power = {b.name: math.floor(b.block_power_cap_w / bw * (1 + REL_TIE))
                 if power else k.extra["blocks"] for b in data.buildings}
-    slots_ok = k.extra["blocks"] <= sum(
-        min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
-    racks_powered = not power or k.extra["blocks"] * bw + k.extra["network_rack_power_w"] <= sum(
-        b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
-    if cfg.pods_in_buildings:
-        units_ok = pods_fit(data, k, by_power, power, space)
+    blocks_w = k.extra["blocks"] * bw
+    if cfg.pods_in_buildings:  # each pod's blocks with the nodes they have: pods_fit
+        blocks_w = sum(k.extra["pod_blocks_power_w"])
+        slots_ok = not space or k.extra["blocks"] <= sum(slots.values())
+        units_ok = pods_fit(data, k, power, space)
     else:
+        slots_ok = k.extra["blocks"] <= sum(
+            min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
         units_ok = k.su_count <= sum(per_building)
+    racks_powered = not power or blocks_w + k.extra["network_rack_power_w"] <= sum(
+        b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
     return units_ok and power_ok and space_ok and slots_ok and racks_powered
 
 
-def pods_fit(data: DesignData, k: Candidate, blocks_by_power: dict, power: bool,
-             space: bool) -> bool:
+def pods_fit(data: DesignData, k: Candidate, power: bool, space: bool) -> bool:
     """Pods aligned with the site (models.design.milp.add_pods_in_buildings,
     add_building_power, add_pod_power, add_pod_hall_slots): pod i stands whole in its site
     (building i, or hall i with one pod per hall): its ``B_k/P`` blocks within the site's
     slots and the pod's placement power within the site's power; each building b takes
-    its ``p_b`` pods: their blocks within its slots and power, their ``n_i`` nodes within
+    its ``p_b`` pods: their blocks within its slots, their blocks' placement power
+    (``pod_blocks_power_w``: the nodes each pod has) within its block-power cap, their
+    ``n_i`` nodes within
     its power, ``(1+f) Σ n_i node_W <= P_b``, and their ``p_b ⌈⌈n/P⌉/su⌉`` units' racks
     within its ``max_racks``. With the totals of :func:`fits_buildings` this is exact: the
     network power and racks may take any building's leftover."""
@@ -165,8 +169,10 @@ def pods_fit(data: DesignData, k: Candidate, blocks_by_power: dict, power: bool,
             return False
     for b in data.buildings:
         mine = [i for i, site in enumerate(sites) if site.building == b.name]
-        slots = k.extra["block_slots"].get(b.name, 0) if space else blocks * len(mine)
-        if blocks * len(mine) > min(slots, blocks_by_power[b.name]):
+        if space and blocks * len(mine) > k.extra["block_slots"].get(b.name, 0):
+            return False
+        if power and not within(sum(k.extra["pod_blocks_power_w"][i] for i in mine),
+                                b.block_power_cap_w):
             return False
         if power and not within(f * sum(nodes[i] for i in mine) * cfg.node_power_w,
                                 b.it_power_w):

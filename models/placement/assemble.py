@@ -134,6 +134,11 @@ def block_power_w(inp: PlacementInputs) -> float:
     return inp.su_nodes * inp.node_power_w + inp.leaves_per_block * inp.leaf_power_w
 
 
+def short_w(inp: PlacementInputs, blocks: list[int]) -> float:
+    """What ``blocks`` (their nodes) draw less than as many full blocks [W]."""
+    return (len(blocks) * inp.su_nodes - sum(blocks)) * inp.node_power_w
+
+
 def precheck(inp: PlacementInputs) -> None:
     """Infeasible before any search: say which hall/row constraint fails and by how much."""
     usable = [g for g in inp.halls if g.nodes_per_rack]
@@ -160,7 +165,7 @@ def precheck(inp: PlacementInputs) -> None:
             f"not enough rack positions: {len(inp.blocks)} scalable units need block slots, "
             f"the halls' rows offer {slots} (short by {len(inp.blocks) - slots}; "
             + ", ".join(f"{h.key}: {len(h.block_slots)}" for h in inp.halls) + ")")
-    need_kw = len(inp.blocks) * bw / 1e3
+    need_kw = (len(inp.blocks) * bw - short_w(inp, inp.blocks)) / 1e3
     have_kw = sum(min(h.hall.hall_cap_kw, len(h.block_slots) * bw / 1e3) for h in inp.halls)
     if need_kw > have_kw:
         raise Unplaceable(f"hall power: the scalable units draw {need_kw:,.0f} kW, the halls "
@@ -193,10 +198,12 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
     pod_building = pod_buildings(inp)
     group_building = ([pod_building[g.pod] for g in leaf_groups(inp.fabric)] if pod_building
                       else [None] * len(inp.group_blocks))
+    first = [sum(inp.group_blocks[:g]) for g in range(len(inp.group_blocks))]
     groups = tuple(Group(b, inp.leaves_per_block * inp.fabric.leaf_uplinks, s,
-                         -(-s // inp.switches_per_rack), round(s * spine_w), where)
-                   for b, s, where in zip(inp.group_blocks, inp.group_spines, group_building,
-                                          strict=True))
+                         -(-s // inp.switches_per_rack), round(s * spine_w), where,
+                         round(short_w(inp, inp.blocks[i:i + b])) if where else 0)
+                   for b, s, where, i in zip(inp.group_blocks, inp.group_spines,
+                                             group_building, first, strict=True))
     upper = []
     pods = inp.fabric.pods
     # a mesh joining the pods has no switches to place: its links join the pod tops of two
@@ -259,7 +266,8 @@ def infeasibility_reason(inp: PlacementInputs) -> str:
     if net_need > net_have:
         return (f"network rows: {net_need} switch racks need positions, the halls' network "
                 f"rows offer {net_have} (short by {net_need - net_have})")
-    need_w = (len(inp.blocks) * p.block_power_w + sum(g.spine_power_w for g in p.groups)
+    need_w = (len(inp.blocks) * p.block_power_w - sum(g.short_w for g in p.groups)
+              + sum(g.spine_power_w for g in p.groups)
               + sum(t.switches * t.switch_power_w for t in p.upper))
     have_w = sum(min(z.power_cap_w, p.building_cap_w[z.building]) for z in p.zones)
     have_w = min(have_w, sum(p.building_cap_w.values()))

@@ -35,7 +35,9 @@ Constraints: ``Σ_h hubs[τ,h] = count_τ``; ``Σ_k loc[τ,h,k] + Σ_i rem[τ,i,
 blocks_τ·hubs[τ,h]``; ring slots
 ``Σ_g loc[g,h,k] ≤ slots[h,k]``; hall slots ``Σ loc + Σ rem ≤ Σ_k slots[h,k]``; network
 positions ``Σ_g hub·spine_racks_g + Σ_t racks[t,h] ≤ net[h]`` with
-``per_rack_t · racks[t,h] ≥ sw[t,h]``; hall and building power [W].
+``per_rack_t · racks[t,h] ≥ sw[t,h]``; hall and building power [W] (every block full,
+less ``short_w_τ·hubs[τ,h]`` for a group bound to the hall or building: its blocks stand
+with its hub there, so its partly filled blocks count the nodes they have).
 
 Objective (integer cost units, e.g. 0.01 USD of lifetime media cost):
 ``Σ loc·links·ring_cost + Σ rem·links·remote + Σ_t Σ_ij p[t,i,j]·round(links_t·cost_t[i][j]
@@ -49,6 +51,7 @@ enumerates the hub distributions instead and its bound enters as ``objective ≥
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -159,14 +162,26 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
         net = (sum(grp.spine_racks * hubs[ty, h] for ty, (grp, _) in enumerate(types))
                + sum(r[h] for r in racks))
         m.Add(net <= z.network_positions)
+    one_hall = {b for b, n in Counter(z.building for z in zones).items() if n == 1}
+
+    def short(sites: set[str], h: int) -> cp_model.LinearExpr:
+        """Power the partly filled blocks of the groups bound to one of ``sites`` and
+        hubbed in zone h draw less than full blocks (Group.short_w)."""
+        return sum(grp.short_w * hubs[ty, h] for ty, (grp, _) in enumerate(types)
+                   if grp.short_w and grp.building in sites)
+
+    # a group bound to a hall, or to a building of one hall, is counted in that hall; one
+    # bound to a building of several halls, in the building
     power = [blocks_in[h] * problem.block_power_w
+             - short({z.name} | ({z.building} & one_hall), h)
              + sum(grp.spine_power_w * hubs[ty, h] for ty, (grp, _) in enumerate(types))
              + sum(tier.switch_power_w * sw[t][h] for t, tier in enumerate(problem.upper))
-             for h in range(nz)]
+             for h, z in enumerate(zones)]
     for h, z in enumerate(zones):
         m.Add(power[h] <= z.power_cap_w)
     for b, cap in sorted(problem.building_cap_w.items()):
-        m.Add(sum(power[h] for h, z in enumerate(zones) if z.building == b) <= cap)
+        m.Add(sum(power[h] - short({b} - one_hall, h) for h, z in enumerate(zones)
+                  if z.building == b) <= cap)
     coef = upper_coefficients(problem)
     objective = (
         sum(types[ty][0].links_per_block * zones[h].ring_cost[k] * v

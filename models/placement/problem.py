@@ -33,6 +33,10 @@ class Group:
     building: str | None = None
     """The building (or hall, ``building/hall``) its hub and blocks must stand in (its
     pod's, when pods are aligned with buildings or halls); None = anywhere."""
+    short_w: int = 0
+    """What its blocks draw less than as many full blocks: a pod's partly filled last
+    block's missing nodes [W]; counted against its site (its hall, or its building's
+    halls together) when it is bound to one, else 0 (its blocks may stand anywhere)."""
 
 
 @dataclass(frozen=True)
