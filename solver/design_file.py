@@ -94,7 +94,7 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
     pc = power_cost(lines, inputs.facility, inputs.years, built)
     rel = evaluators.goodput(inputs, parts, fabric, d.nodes, spares, links)
     return DesignToPlace(parts.gpu.id, parts.switch.id, d.nodes + spares, fabric.tiers,
-                         d.pods, d.oversubscription, d.rail_optimized, d.nic_attachment,
+                         d.pods, d.requested_oversubscription, d.rail_optimized, d.nic_attachment,
                          lost_hours_per_interruption(rel.details),
                          cost_usd_per_hour(pc.tco_usd, pc.years),
                          tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
@@ -106,7 +106,8 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
     """The instance's configuration with the design's decisions."""
     wanted = {"gpu": d.gpu, "switch": d.switch, "nic": d.nic, "pods": d.pods,
-              "oversubscription": d.oversubscription, "rail_optimized": d.rail_optimized,
+              "oversubscription": d.requested_oversubscription,
+              "rail_optimized": d.rail_optimized,
               "nic_attachment": d.nic_attachment, "recovery": d.recovery,
               "pods_in_buildings": d.pods_in_buildings, "pod_join": d.pod_join,
               "pods_in_halls": d.pods_in_halls}

@@ -119,7 +119,8 @@ def fabric_report(gpus: int, fabric: Fabric, parts: FabricParts, media: tuple[Me
         rail_optimized=fabric.spec.rail_optimized, endpoints=fabric.endpoints,
         radix=fabric.radix, tiers=fabric.tiers, pod_tiers=fabric.pod_tiers,
         max_endpoints=fabric.max_endpoints, pods=fabric.pods,
-        oversubscription=fabric.spec.oversubscription,
+        oversubscription=fabric.wired_oversubscription,
+        oversubscription_requested=fabric.spec.oversubscription,
         switches_per_tier=tuple(fabric.switches_per_tier),
         switches_total=fabric.switches_total, links_per_tier=tuple(fabric.links_per_tier),
         link_classes=tuple(

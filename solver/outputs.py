@@ -33,7 +33,7 @@ from solver.errors import InvalidInstance
 from solver.floorplan import floorplan_png
 from solver.forked import forked
 from solver.placement import CableRun, PlacementResult, Rack, cables_table
-from solver.report_html import write_report_html
+from solver.report_html import between_pods, write_report_html
 
 PLACEMENT_FILES = ("placement.csv", "cables.csv", "floorplan.png")
 """The files of a placement (``place``; also part of a solve's set)."""
@@ -201,7 +201,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"{d['spare_nodes']:,} spares) |",
         f"| Fabric | {d['switch']} ({d['nic']}), {d['tiers']} tiers, {d['pods']} pod(s)"
         f"{pods_text(d)}, "
-        f"{d['oversubscription']:g}:1 between pods, "
+        f"{between_pods(d)}, "
         f"{'rail-optimized' if d['rail_optimized'] else 'middle-of-rack'}, "
         f"{d['nic_attachment']}-port NIC cages |",
         f"| Switches per tier | {', '.join(f'{n:,}' for n in d['switches_per_tier'])} |",

@@ -173,8 +173,9 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
     for c in sorted(best.values(), key=lambda c: (-prune.objective_value(data, c), c.key)):
         f = data.configs[c.config]
         rows.append(RunnerUp(
-            f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
-            f.nic_attachment, f.recovery, c.gpus, c.effective_tokens_per_s,
+            f.gpu, f.switch, c.tiers, f.pods, c.extra["wired_oversubscription"],
+            f.oversubscription, f.rail_optimized, f.nic_attachment, f.recovery, c.gpus,
+            c.effective_tokens_per_s,
             prune.capex_usd(data, c), prune.it_power_w(data, c) / 1e6, c.exact,
             0.0, 0.0, 0.0, abs(prune.objective_value(data, c))))
     return compared_runner_ups(tuple(rows[:RUNNER_UPS]), summary.objective, summary.cost)
@@ -262,7 +263,8 @@ def summary_document(inputs: Inputs, design: ChosenDesign, exact: Candidate,
         design=DesignSection(
             gpu=cfg.gpu, gpus=cand.gpus, nodes=cand.nodes, spare_nodes=cand.spare_nodes,
             switch=cfg.switch, nic=cfg.nic, tiers=cand.tiers, pods=cand.extra["pods"],
-            oversubscription=cfg.oversubscription, rail_optimized=cfg.rail_optimized,
+            oversubscription=cand.extra["wired_oversubscription"],
+            oversubscription_requested=cfg.oversubscription, rail_optimized=cfg.rail_optimized,
             nic_attachment=cfg.nic_attachment, recovery=cfg.recovery,
             switches_per_tier=tuple(cand.switches_per_tier),
             links_per_tier=tuple(cand.links_per_tier),

@@ -48,7 +48,8 @@ def report_html(summary: dict[str, Any], folder: Path | None = None,
         loader=jinja2.PackageLoader("solver", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True)
-    env.filters |= {"num": _num, "usd": _usd, "pct": lambda x: f"{x:.1%}"}
+    env.filters |= {"num": _num, "usd": _usd, "pct": lambda x: f"{x:.1%}",
+                    "between_pods": between_pods}
     pictures_folder = pictures_folder or folder
     pictures = [p for p in (found_pictures(pictures_folder) if pictures_folder else [])
                 if p["name"] != FLOORPLAN]
@@ -63,6 +64,14 @@ def report_html(summary: dict[str, Any], folder: Path | None = None,
         causes=_causes(summary), floorplan=floorplan,
         analyses=pictures,
         restart=_restart(summary))
+
+
+def between_pods(design: dict[str, Any]) -> str:
+    """The ratio between a design's pods as wired, and the one asked for where they
+    differ (a pod's uplinks round up): e.g. "2.67:1 between pods (4:1 asked)"."""
+    wired, asked = design["oversubscription"], design["oversubscription_requested"]
+    text = f"{wired:.3g}:1 between pods"
+    return text if abs(wired - asked) <= 1e-9 * asked else f"{text} ({asked:g}:1 asked)"
 
 
 def _png_uri(path: Path) -> str:

@@ -100,7 +100,11 @@ class DesignSection(Document):
     """Switch tiers in all (the tier joining pods included)."""
     pods: int
     oversubscription: float
-    """Between pods [x:1]."""
+    """Between pods as wired [x:1]: a pod's endpoints over the links leaving it
+    (models.fabric.Fabric.wired_oversubscription; 1 without pods)."""
+    oversubscription_requested: float
+    """The ratio the design asked for (its fabric choice's, the decision a design file
+    gives back to ``clusterplan place``); the wired one is at most this."""
     rail_optimized: bool
     nic_attachment: str
     """single | twin (port cages)."""
@@ -329,6 +333,8 @@ class RunnerUp(Document):
     tiers: int
     pods: int
     oversubscription: float
+    """Between pods as wired [x:1] (DesignSection.oversubscription)."""
+    oversubscription_requested: float
     rail_optimized: bool
     nic_attachment: str
     recovery: str
@@ -487,6 +493,9 @@ class FabricDocument(Document):
     """Most endpoints the tiers can serve non-blocking, 2 (k/2)^L."""
     pods: int
     oversubscription: float
+    """Between pods as wired [x:1] (models.fabric.Fabric.wired_oversubscription)."""
+    oversubscription_requested: float
+    """The ratio asked for (``--oversubscription``)."""
     switches_per_tier: tuple[int, ...]
     switches_total: int
     links_per_tier: tuple[int, ...]

@@ -595,3 +595,38 @@ def test_a_pod_of_a_partial_unit_counts_the_nodes_it_has():
     for r in result.placement.racks:
         nodes[r.position.building] += r.nodes
     assert nodes == {"a": 48, "b": 48}
+
+
+def test_the_wired_ratio_between_pods_is_reported_with_the_one_asked_for(cli, tmp_path):
+    """256 H100 (32 nodes x 8 rails) on QM9700 in 4 pods at 7:1. By hand: a pod of 8 nodes
+    has 64 endpoints under 2 pod tops of d = 32 downlinks; each gets ⌈32·64/(7·64)⌉ =
+    ⌈4.57⌉ = 5 uplinks, 10 links leave a pod: wired 64/10 = 6.4:1, not the 7:1 asked for.
+    design.json, summary.md, report.html and ``fabric --json`` report 6.4 as
+    ``oversubscription`` and keep 7 as ``oversubscription_requested`` (the decision a
+    design file gives back to ``place``)."""
+    import json
+
+    d = copy.deepcopy(read_document(TINY))
+    d["choices"].update({"rail_optimized": [True], "recovery": ["storage"], "fabrics": [
+        {"switch": "quantum2-qm9700", "pods": 4, "oversubscription": 7.0}]})
+    d["limits"]["max_gpus"] = 256
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps(d))
+    run = cli("solve", path, "--out", tmp_path / "out", "--json")
+    assert run.exit_code == 0, run.output
+    design = json.loads(run.stdout)["design"]
+    assert (design["gpus"], design["pods"], design["switches_per_tier"]) == (256, 4, [32, 8, 1])
+    assert (design["oversubscription"], design["oversubscription_requested"]) == (6.4, 7.0)
+    written = json.loads((tmp_path / "out" / "design.json").read_text())["design"]
+    assert (written["oversubscription"], written["oversubscription_requested"]) == (6.4, 7.0)
+    for name in ("summary.md", "report.html"):
+        assert "6.4:1 between pods (7:1 asked)" in (tmp_path / "out" / name).read_text()
+    # the design file is placed again with the fabric it asked for
+    again = cli("place", tmp_path / "out" / "design.json", "--instance", path,
+                "--out", tmp_path / "placed", "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["design"]["switches_per_tier"] == [32, 8, 1]
+    doc = json.loads(cli("fabric", "--gpus", "256", "--gpu", "h100-sxm", "--switch",
+                         "quantum2-qm9700", "--pods", "4", "--oversubscription", "7",
+                         "--json").stdout)
+    assert (doc["oversubscription"], doc["oversubscription_requested"]) == (6.4, 7.0)

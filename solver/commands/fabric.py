@@ -12,14 +12,14 @@ from rich.table import Table
 def render(doc: dict[str, Any]) -> None:
     """Readable rich tables of a fabric document on stdout."""
     from solver.cli_common import stdout
+    from solver.report_html import between_pods
 
     head = Table(title=f"{doc['gpus']:,} x {doc['gpu']} on {doc['switch']} + {doc['nic']} "
                        f"at {doc['gbps']}G", show_header=False)
     head.add_row("Endpoints", f"{doc['endpoints']:,} ({doc['nodes']:,} nodes x "
                               f"{doc['ports_per_node']} ports), max {doc['max_endpoints']:,}")
     head.add_row("Structure", f"{doc['tiers']} tiers, radix {doc['radix']}, {doc['pods']} pod(s)"
-                              f" of {doc['pod_tiers']} tiers, {doc['oversubscription']:g}:1 "
-                              f"between pods"
+                              f" of {doc['pod_tiers']} tiers, {between_pods(doc)}"
                               f"{' (meshed)' if doc.get('pod_join') == 'mesh' else ''}, "
                               f"{'rail-optimized' if doc['rail_optimized'] else 'middle-of-rack'}")
     head.add_row("Switches per tier", " / ".join(f"{n:,}" for n in doc["switches_per_tier"])

@@ -29,6 +29,7 @@ from solver.results import Status
 def render(result) -> None:
     """Readable rich tables of a solve on stdout."""
     from solver.outputs import pods_text
+    from solver.report_html import between_pods
 
     s = result.summary
     d, p, c, t = s["design"], s["power"], s["cost"], s["throughput"]
@@ -38,7 +39,7 @@ def render(result) -> None:
                                f"+ {d['spare_nodes']:,} spare nodes")
     head.add_row("Fabric", f"{d['switch']} + {d['nic']}: {d['tiers']} tiers, {d['pods']} pod(s)"
                            f"{pods_text(d)}, "
-                           f"{d['oversubscription']:g}:1 between pods, "
+                           f"{between_pods(d)}, "
                            f"{'rail-optimized' if d['rail_optimized'] else 'middle-of-rack'}, "
                            f"{d['nic_attachment']}-port cages")
     head.add_row("Switches per tier", " / ".join(f"{n:,}" for n in d["switches_per_tier"]))

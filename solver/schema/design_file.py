@@ -70,6 +70,11 @@ class DesignDecisions(DesignFileModel):
     pods: Annotated[int, Field(ge=1, le=MAX_PODS, strict=True)]
     oversubscription: Annotated[float, Field(ge=1, le=MAX_OVERSUBSCRIPTION,
                                              allow_inf_nan=False)]
+    """The ratio between pods as wired (a file written before the wired ratio was reported
+    has the requested one here)."""
+    oversubscription_requested: Annotated[float | None, Field(
+        ge=1, le=MAX_OVERSUBSCRIPTION, allow_inf_nan=False)] = None
+    """The fabric choice's ratio, the decision (None: ``oversubscription`` is it)."""
     rail_optimized: StrictBool
     nic_attachment: Literal["single", "twin"]
     recovery: Literal["storage", "in-memory"] = "storage"
@@ -87,6 +92,12 @@ class DesignDecisions(DesignFileModel):
     switches_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     links_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]
+
+    @property
+    def requested_oversubscription(self) -> float:
+        """The fabric choice's ratio between pods (the decision)."""
+        return (self.oversubscription if self.oversubscription_requested is None
+                else self.oversubscription_requested)
 
 
 class DesignStageEstimate(DesignFileModel):

@@ -55,8 +55,9 @@ JOB_MAPPING = obj({
 
 DESIGN = obj({
     "gpu": STR, "gpus": INT, "nodes": INT, "spare_nodes": INT, "switch": STR, "nic": STR,
-    "tiers": INT, "pods": INT, "oversubscription": NUM, "rail_optimized": BOOL,
-    "nic_attachment": STR, "switches_per_tier": array(INT), "links_per_tier": array(INT),
+    "tiers": INT, "pods": INT, "oversubscription": NUM, "oversubscription_requested": NUM,
+    "rail_optimized": BOOL, "nic_attachment": STR, "switches_per_tier": array(INT),
+    "links_per_tier": array(INT),
     "media": array(obj({"link_class": STR, "medium": STR, "kind": STR, "length_m": NUM,
                         "links": INT})),
     "scalable_units_per_building": {"type": "object", "additionalProperties": INT},
@@ -137,7 +138,8 @@ FABRIC = obj({
     "ports_per_node": INT, "rail_optimized": BOOL, "endpoints": INT, "radix": INT,
     "tiers": INT, "pod_tiers": INT, "max_endpoints": INT, "pods": INT,
     "pod_join": {"enum": ["super", "mesh"]},
-    "oversubscription": NUM, "switches_per_tier": array(INT), "switches_total": INT,
+    "oversubscription": NUM, "oversubscription_requested": NUM,
+    "switches_per_tier": array(INT), "switches_total": INT,
     "links_per_tier": array(INT),
     "link_classes": array(obj({"name": STR, "links": INT, "length_m": NUM, "medium": STR,
                                "kind": STR, "transceivers": INT, "cables": INT,
