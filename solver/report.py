@@ -152,10 +152,11 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
                ) -> tuple[RunnerUp, ...]:
     """The best buildable design of every other technology choice (GPU, switch, tiers,
     pods, oversubscription, rail-optimized, NIC attachment, recovery), best first, with
-    how much it loses on the objective against the chosen design's final figures
-    (``summary``; :func:`compared_runner_ups`) and how much more capex it takes (a tie on
-    the objective goes to the cheaper design); figures of a candidate not evaluated
-    exactly (``exact`` false) are the ladder's interpolation."""
+    how much it loses on the objective against the chosen design and how much more capex
+    it takes (a tie on the objective goes to the cheaper design), like with like: against
+    the chosen design's design-stage figures (``summary`` before placement; placement is
+    not re-compared, its media are not the runner-ups'); figures of a candidate not
+    evaluated exactly (``exact`` false) are the ladder's interpolation."""
     def family(c: Candidate) -> tuple:
         f = data.configs[c.config]
         return (f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
@@ -183,9 +184,9 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
 
 def compared_runner_ups(rows: tuple[RunnerUp, ...], objective: Objective, cost: Cost
                         ) -> tuple[RunnerUp, ...]:
-    """``rows`` compared with the chosen design's final objective and capex: capex_more =
-    capex - capex_chosen; loss = v_chosen - v (maximised) or v - v_chosen (minimised),
-    loss_fraction = loss / |v_chosen|."""
+    """``rows`` compared with the chosen design's design-stage objective and capex:
+    capex_more = capex - capex_chosen; loss = v_chosen - v (maximised) or v - v_chosen
+    (minimised), loss_fraction = loss / |v_chosen|."""
     top, sign = objective.value, 1.0 if objective.unit == "tokens/s" else -1.0
     return tuple(dataclasses.replace(
         r, capex_more_usd=r.capex_usd - cost.capex_usd,
@@ -386,7 +387,6 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
             facility=FacilityBuild.of(built) if built else summary.design.facility,
             spares_pool=pool),
         objective=objective,
-        runner_ups=compared_runner_ups(summary.runner_ups, objective, cost),
         bom=bom_rows(lines), power=Power.of(pc), cost=cost,
         binding=binding,
         throughput=throughput,

@@ -325,8 +325,8 @@ class DesignEstimate(Document):
 class RunnerUp(Document):
     """The best buildable design of another technology choice and what it loses. Its own
     figures are design-stage estimates (it is not placed); ``capex_more_usd``, ``loss``
-    and ``loss_fraction`` compare them with the chosen design's final figures (placed and
-    re-checked when placed: solver.report.compared_runner_ups)."""
+    and ``loss_fraction`` compare them with the chosen design's design-stage estimate,
+    like with like (``design_estimate`` when placed: solver.report.runner_ups)."""
 
     gpu: str
     switch: str
@@ -345,7 +345,7 @@ class RunnerUp(Document):
     exact: bool
     """False: the figures are the size ladder's interpolation, not an exact evaluation."""
     capex_more_usd: float
-    """Its capex minus the chosen design's [USD]."""
+    """Its capex minus the chosen design's, both design-stage estimates [USD]."""
     loss: float
     """What it loses on the objective, in the objective's unit (negative: its estimate
     beats the chosen design's placed figure)."""
