@@ -42,6 +42,7 @@ from models.design.inputs import Inputs
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
 from models.design.prune import elastic_candidates
 from models.design.prune import prune as prune_candidates
+from models.design.prune import within as prune_within
 from models.fabric import design_fabric
 from models.placement.assemble import DesignToPlace
 from solver.backends import SolveOptions
@@ -246,6 +247,66 @@ def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candid
                        tuple(notes), inputs)
 
 
+def design_stage(inputs: Inputs, evaluators: Evaluators, full: DesignData,
+                 options: SolveOptions, extra_constraints: ExtraConstraints | None,
+                 start: float, notes: list[str], it_power_cap_w: float | None = None
+                 ) -> SolveResult:
+    """Prune, the design MILP, the independent check and the report. ``it_power_cap_w``:
+    the design stage's campus critical IT held below ``limits.it_power_mw`` (the checker
+    keeps the instance's limit); then a design stage with no design says so only in its
+    result's missing ``design`` (no diagnosis is run)."""
+    stage = options.deadline.enter
+    held = it_power_cap_w is not None
+    data = prune(dataclasses.replace(full, it_power_cap_w=it_power_cap_w) if held else full,
+                 exact_bound=extra_constraints is None)
+    if not data.candidates:
+        return (SolveResult(Status.INFEASIBLE, None) if held
+                else _infeasible(inputs, evaluators, options, start, notes))
+    stage("the design MILP")
+    milp = design_milp(data, options, inputs, extra_constraints)
+    if milp.design is None and held:
+        return SolveResult(milp.outcome.status, None)
+    if milp.outcome.status == Status.INFEASIBLE:
+        return _infeasible(inputs, evaluators, options, start, notes)
+    if milp.design is None:
+        return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [
+            f"the design MILP found no design within {options.time_limit_s:g} s"])
+    stage("the independent check")
+    exact, verdict = check(inputs, evaluators, full, data, milp.design)
+    stage("the report")
+    return report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
+
+
+PLACED_POWER_ROUNDS = 3
+"""Design-stage re-solves at most when the placed design draws more critical IT than
+``limits.it_power_mw`` (its placed media above the design's estimate of them)."""
+
+
+def placed_power_excess(placed: SolveResult) -> tuple[float, str]:
+    """Critical IT the placed design draws above ``limits.it_power_mw`` [W] (<= 0:
+    within) and a note saying so. The next design stage holds its estimate to the limit
+    less the placed media's surplus, ``cap = P - (placed - estimate)``: below this
+    design's estimate, so each round builds a smaller design."""
+    doc = placed.document
+    if placed.placement is None or doc.design_estimate is None:
+        return 0.0, ""
+    limit_w = placed.inputs.limits.it_power_mw * 1e6
+    placed_w, estimate_w = doc.power.it_mw * 1e6, doc.design_estimate.power.it_mw * 1e6
+    if prune_within(placed_w, limit_w):
+        return 0.0, ""
+    return placed_w - limit_w, (
+        f"the placed design of {doc.design.gpus:,} GPUs draws {placed_w / 1e6:.6f} MW of "
+        f"critical IT, over limits.it_power_mw = {limit_w / 1e6:g} MW by "
+        f"{(placed_w - limit_w) / 1e3:,.1f} kW (its placed media draw "
+        f"{(placed_w - estimate_w) / 1e3:,.1f} kW more than the design stage's estimate)")
+
+
+def with_note(result: SolveResult, note: str) -> SolveResult:
+    notes = (*result.notes, note)
+    return dataclasses.replace(result, notes=notes, document=dataclasses.replace(
+        result.document, notes=(*result.document.notes, note)))
+
+
 def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
     """Place the solved design; the placed media and racks replace the design's estimates
     and the limits are re-checked on them (solver.report.with_placement). A failed
@@ -297,24 +358,28 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
         stage("candidate generation")
         full, notes = candidates(inputs, evaluators, candidates_of,
                                  options.candidate_processes)
-        data = prune(full, exact_bound=extra_constraints is None)
-        if not data.candidates:
-            return _infeasible(inputs, evaluators, options, start, notes)
-        stage("the design MILP")
-        milp = design_milp(data, options, inputs, extra_constraints)
-        if milp.outcome.status == Status.INFEASIBLE:
-            return _infeasible(inputs, evaluators, options, start, notes)
-        if milp.design is None:
-            return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [
-                f"the design MILP found no design within {options.time_limit_s:g} s"])
-        stage("the independent check")
-        exact, verdict = check(inputs, evaluators, full, data, milp.design)
-        stage("the report")
-        result = report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
-        if place:
-            stage("placement")
-            return place_stage(result, options)
-        return result
+        result = design_stage(inputs, evaluators, full, options, extra_constraints, start,
+                              notes)
+        if not place or result.design is None:
+            return result
+        stage("placement")
+        placed = place_stage(result, options)
+        for _ in range(PLACED_POWER_ROUNDS):  # the placed media over the campus limit
+            excess_w, note = placed_power_excess(placed)
+            if excess_w <= 0:
+                break
+            doc = placed.document
+            surplus_w = (doc.power.it_mw - doc.design_estimate.power.it_mw) * 1e6
+            cap_w = full.it_power_cap_w - surplus_w
+            smaller = design_stage(inputs, evaluators, full, options, extra_constraints,
+                                   start, [*notes, note + f"; re-solved with the design "
+                                           f"stage's critical IT held to {cap_w / 1e6:.6f} "
+                                           "MW"], cap_w)
+            if smaller.design is None:
+                return with_note(placed, note + "; no smaller design meets the "
+                                 "requirements, so this one is kept, not verified")
+            placed = place_stage(smaller, options)
+        return placed
     except TimeLimitReached as exc:
         return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [str(exc)])
 

@@ -205,8 +205,11 @@ def evaluate(inst: Instance, config, cand) -> Design:
         violated.append("gpu_range")
     if eff < required_tokens_per_s(inst) * (1 - TOL):
         violated.append("required_throughput")
+    def racks_w(b) -> float:  # placement caps a building's racks at P_b / (1 + f_ns)
+        return b.it_power_mw * 1e6 / (1 + fac.non_server_it_fraction)
+
     room = [min(space.block_slots_by_building().get(b.name, 0),
-                math.floor(b.it_power_mw * 1e6 / space.block_power_w * (1 + TOL)))
+                math.floor(racks_w(b) / space.block_power_w * (1 + TOL)))
             for b in inst.site.buildings]
     # pods aligned with the site: pod i (its block_count / pods blocks with the nodes it
     # has and every block's leaves, the switches above its leaves, every switch at the
@@ -230,7 +233,7 @@ def evaluate(inst: Instance, config, cand) -> Design:
             sites = [(b, h.hall_cap_kw * 1e3, slots) for (b, h), slots
                      in zip(halls, space.block_slots_by_hall(by_power), strict=True)]
         else:
-            sites = [(b.name, min(b.it_power_mw * 1e6, hall_w[b.name]), per_pod)
+            sites = [(b.name, min(racks_w(b), hall_w[b.name]), per_pod)
                      for b in inst.site.buildings]
         leaves_w = per_pod * space.leaves_per_block * space.leaf_power_w
         blocks_w = [max(0, min(size, total - i * size)) * node_w + leaves_w
@@ -245,7 +248,7 @@ def evaluate(inst: Instance, config, cand) -> Design:
             pods_fit &= per_pod * len(mine) <= space.block_slots_by_building(
                 by_power).get(b.name, 0)
             pods_fit &= sum(blocks_w[i] for i in mine) <= min(
-                b.it_power_mw * 1e6, hall_w[b.name]) * (1 + TOL)
+                racks_w(b), hall_w[b.name]) * (1 + TOL)
             pods.append((units * len(mine), sum(max(0, min(size, total - i * size))
                                                 for i in mine) * node_w))
     if not fits_buildings(inst, su_count, su * node_w, su_racks, network_w,

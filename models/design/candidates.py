@@ -659,11 +659,13 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
                  ) -> DesignData:
     fac = inputs.facility
     rack_power = rack_power_by_building(inputs.halls)
+    share = 1 + fac.non_server_it_fraction
     return DesignData(
         configs=configs,
         candidates=tuple(sorted(candidates, key=lambda c: (c.config, c.nodes))),
         buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks,
-                                     rack_power.get(b.name, 0.0),
+                                     min(rack_power.get(b.name, 0.0),
+                                         b.it_power_mw * 1e6 / share),
                                      tuple(h.hall_cap_kw * 1e3 for name, h in inputs.halls
                                            if name == b.name),
                                      tuple(h.name for name, h in inputs.halls if name == b.name))

@@ -143,7 +143,8 @@ class BuildingData:
     max_racks: int | None
     rack_power_w: float = math.inf
     """What its racks may draw, as placement counts them: its halls' power
-    (models.space.rack_power_by_building) [W]."""
+    (models.space.rack_power_by_building), at most its IT power less the non-server IT
+    share, ``P_b / (1 + f)`` (placement's building cap) [W]."""
     hall_power_w: tuple[float, ...] = ()
     """What the racks of each of its halls may draw (site order) [W]."""
     hall_names: tuple[str, ...] = ()

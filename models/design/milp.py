@@ -338,7 +338,7 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     power, which leaves room for the non-server IT share):
 
     sum_b net_rack_mw[b] = network-rack power of the design
-    foreach b: sum_c block_MW_c blocks_in[b,c] + net_rack_mw[b] <= min(P_b, halls_b)  [MW]
+    foreach b: sum_c block_MW_c blocks_in[b,c] + net_rack_mw[b] <= min(P_b / (1+f), halls_b) [MW]
     (net_rack_mw is continuous: placement keeps a group's spines in one hall). With one pod
     per building, building i holds pod i's B/P blocks with the nodes they have
     (pod_blocks_mw, a ladder quantity: a pod of 1.5 units counts 1.5 units of nodes)."""

@@ -27,7 +27,8 @@ Limits per period t:
              sum_b blocks_own[b,p,t] = blocks(own_p,t), sum_b blocks_op[b,p,t] = blocks(op_p,t),
              blocks_own[b,p,t-1] <= blocks_own[b,p,t], blocks_op <= blocks_own,
              blocks_own[b,p,t] <= slots_b(own_p,t);  sum_b net_rack_mw[b,t] = rack MW(op,t)
-             sum_p block_MW_p blocks_op[b,p,t] + net_rack_mw[b,t] <= min(P_{b,t}, halls_b)
+             sum_p block_MW_p blocks_op[b,p,t] + net_rack_mw[b,t]
+                 <= min(P_{b,t} / (1+f), halls_b)
   pods aligned with buildings or halls (models.design.milp's pod families, per period, on
   the rungs owned and operating): node power and block power of the pods standing in b,
   blocks_x[b,p,t] = p_b B/P, su_x[b,p,t] <= p_b ⌈n_pod/su⌉, a pod within its site's
@@ -283,9 +284,15 @@ def add_blocks(m: pyo.ConcreteModel, data: PhasedData) -> None:
 
     @m.Constraint(m.BUILDINGS, m.PERIODS, doc="placement racks within building power [MW]")
     def block_power(m, b, t):
-        cap = min(data.periods[t].building_w[b], halls[b]) / 1e6
+        cap = min(racks_w(data, b, t), halls[b]) / 1e6
         return pyo.quicksum(blocks_mw(b, p, t) for p in m.PLANS
                             ) + m.net_rack_mw[b, t] <= cap
+
+
+def racks_w(data: PhasedData, b: str, t: int) -> float:
+    """What building b's racks may draw in period t, as placement caps them: its energised
+    IT power less the non-server IT share, P_{b,t} / (1 + f)  [W]."""
+    return data.periods[t].building_w[b] / (1 + data.design.non_server_it_fraction)
 
 
 def add_pods_in_buildings(m: pyo.ConcreteModel, data: PhasedData) -> None:
@@ -319,7 +326,7 @@ def add_pod_power(m: pyo.ConcreteModel, data: PhasedData) -> None:
 
     @m.Constraint(sorted(caps), m.PERIODS, doc="a pod within its site's power [MW]")
     def pod_power(m, b, p, t):
-        cap = min(caps[b, p], data.periods[t].building_w[b]) / 1e6
+        cap = min(caps[b, p], racks_w(data, b, t)) / 1e6
         return rung_sum(m, m.op, t, lambda _p, k: k.extra["pod_power_w"] / 1e6,
                         [m.plan[p]]) <= cap
 
