@@ -336,7 +336,9 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
 
     Status: optimal | feasible (limit hit, incumbent kept) | infeasible (with a diagnosis
     in summary['diagnosis']) | no_solution. A placement that fails keeps the design's
-    status; ``summary['placement']`` says why.
+    status; ``summary['placement']`` says why. A placed design that draws more critical IT
+    than ``limits.it_power_mw`` is re-solved smaller (:func:`placed_power_excess`, at most
+    PLACED_POWER_ROUNDS times; a note says so).
     ``extra_constraints(model, inputs)`` adds user constraints to the MILP before it is
     solved (the exact bound is then not applied: every buildable candidate stays in it).
     ``candidates_of``: design data built by ``build_design_data`` for an instance that
