@@ -43,7 +43,9 @@ Objective (integer cost units, e.g. 0.01 USD of lifetime media cost):
 
 Bound: the linear relaxation of the products lets spines and cores pair up inside one
 hall, so CP-SAT's own bound is weak on large sites; :mod:`models.placement.bound`
-enumerates the hub distributions instead and its bound enters as ``objective ≥ bound``.
+enumerates the hub distributions instead and its bound enters as ``objective ≥ bound``;
+where they are too many to enumerate hall by hall, :mod:`models.placement.core_split`
+enumerates the core switches per building instead (the larger bound is used).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from models.placement.bound import hub_bound
+from models.placement.core_split import site_bound
 from models.placement.problem import Group, PlacementProblem, group_types, upper_coefficients
 
 
@@ -244,7 +246,7 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
     """
     model, v = build_model(problem)
     # the enumerated bound is derived for groups and tiers free to use any hall
-    enumerated = None if pods_in_buildings(problem) else hub_bound(problem)
+    enumerated = None if pods_in_buildings(problem) else site_bound(problem)
     if enumerated is not None:
         model.Add(v["objective"] >= enumerated.bound)
     limit = solver.parameters.relative_gap_limit
