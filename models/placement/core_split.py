@@ -21,8 +21,8 @@ switches ``y``: the spine-core cost ``Σ_ij c3_ij·D_i·y_j`` and the core-super
 * **Fixed cores.** For a fixed ``y`` (``n_b = ⌈y_b/p_3⌉`` racks) the rest is a linear
   program over the merged buildings: hubs, blocks by ring and remote, tier-4 switches and
   racks, network positions (less the ``n_b`` core racks), power (less the least the cores
-  of ``n_b`` racks draw), with every integer relaxed. Its value less ``Σ_b U_b(n_b)`` is ``≤`` the cost of every
-  placement with those cores per building.
+  of ``n_b`` racks draw), with every integer relaxed. Its value less ``Σ_b U_b(n_b)`` is
+  ``≤`` the cost of every placement with those cores per building.
 * **Every ``y`` covered.** For fixed racks ``n`` the costs are linear in
   ``y_b = p_3·n_b − e_b`` (``0 ≤ e_b ≤ p_3 − 1``, ``Σ e_b = p_3·Σn − S_3``), so the least
   over ``y`` is at a vertex of that box: at most one ``e_b`` strictly inside, the others
@@ -58,37 +58,24 @@ MAX_SPLITS = 200_000
 CPU)."""
 
 
-def same_hall_saving(problem: PlacementProblem, halls: list[int]) -> list[int]:
+def same_hall_saving(problem: PlacementProblem, halls: list[int]) -> list[int] | None:
     """``U_b(n)`` for ``n = 0 … Σ net_h`` tier-3 racks in the building of ``halls`` (module
-    doc) [cost units]."""
-    coef = upper_coefficients(problem)
-    tier3 = problem.upper[0]
-    per_spine_rack = max((g.spine_switches / g.spine_racks for g in problem.groups
-                          if g.spine_racks), default=0.0)
+    doc) [cost units]; ``None`` when a group's spines take no rack (nothing bounds them
+    per hall)."""
     if any(not g.spine_racks for g in problem.groups):
-        per_spine_rack = math.inf
-
-    def least_other(c) -> int | None:
-        return min((c[i][j] for i in halls for j in halls if i != j), default=None)
-
-    rate = []
-    for h in halls:
-        best = 0.0
-        for t, per_rack in ((0, per_spine_rack),
-                            (1, problem.upper[1].per_rack if len(problem.upper) > 1 else 0)):
-            if t >= len(coef):
-                continue
-            m = least_other(coef[t])
-            delta = 0 if m is None else max(0, m - coef[t][h][h])
-            if delta:
-                best = max(best, delta * per_rack)
-        rate.append(best)
-    if any(math.isinf(r) for r in rate):
         return None
+    coef = upper_coefficients(problem)
+    # switches one rack beside the cores holds: spines (tier 2), tier-4 switches
+    partners = [max(g.spine_switches / g.spine_racks for g in problem.groups),
+                *(tier.per_rack for tier in problem.upper[1:2])]
     table = [0.0]
-    for h, r in zip(halls, rate, strict=True):
+    for h in halls:
+        rate = 0.0
+        for c, per_rack in zip(coef, partners, strict=False):
+            m = min((c[i][j] for i in halls for j in halls if i != j), default=c[h][h])
+            rate = max(rate, max(0, m - c[h][h]) * per_rack)
         net = problem.zones[h].network_positions
-        hall = [tier3.per_rack * n * (net - n) * r for n in range(net + 1)]
+        hall = [problem.upper[0].per_rack * n * (net - n) * rate for n in range(net + 1)]
         table = [max(table[n - k] + hall[k] for k in range(len(hall)) if 0 <= n - k < len(table))
                  for n in range(len(table) + net)]
     return [math.ceil(v) for v in table]
@@ -144,10 +131,12 @@ def _compositions(total: int, caps: list[int]):
 
 
 class FixedCoreLP:
-    """The linear program of a fixed ``y`` on the merged buildings (module doc), built
-    once; :meth:`value` changes the costs and right-hand sides and re-solves."""
+    """The linear program of a fixed ``y`` on the merged buildings (module doc), passed
+    once to ``highs`` (a ``highspy.Highs`` configured by the caller:
+    ``solver.backends.highs.bound_lp``); :meth:`value` changes the costs and right-hand
+    sides and re-solves."""
 
-    def __init__(self, merged: PlacementProblem):
+    def __init__(self, merged: PlacementProblem, highs):
         self.p = merged
         self.types = group_types(merged.groups)
         zones, nz = merged.zones, len(merged.zones)
@@ -204,9 +193,7 @@ class FixedCoreLP:
             if two:
                 terms[self.sw4[h]] = merged.upper[1].switch_power_w
             self.power_rows.append(self._row(terms, -inf, 0))
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
-        self.h.setOptionValue("threads", 1)
+        self.h = highs
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = len(self.cols), len(self.rows)
         lp.col_cost_ = np.array(self.cols)
@@ -270,10 +257,11 @@ class FixedCoreLP:
         return self.h.getInfo().objective_function_value
 
 
-def core_split_bound(problem: PlacementProblem,
+def core_split_bound(problem: PlacementProblem, highs,
                      max_splits: int = MAX_SPLITS) -> HubBound | None:
-    """The bound of the module doc; ``None`` with more than two upper tiers, too many core
-    vectors, or no feasible one."""
+    """The bound of the module doc, its linear programs solved by ``highs``
+    (:class:`FixedCoreLP`); ``None`` with more than two upper tiers, too many core vectors,
+    or no feasible one."""
     if not problem.groups or len(problem.upper) not in (1, 2):
         return None
     groups = buildings(problem)
@@ -301,7 +289,7 @@ def core_split_bound(problem: PlacementProblem,
     vectors = core_vectors(tier3.switches, tier3.per_rack, caps, same)
     if not vectors or len(vectors) > max_splits:
         return None
-    lp = FixedCoreLP(merged)
+    lp = FixedCoreLP(merged, highs)
     best = math.inf
     for y in vectors:
         racks = [-(-v // tier3.per_rack) for v in y]
@@ -312,14 +300,14 @@ def core_split_bound(problem: PlacementProblem,
     return HubBound(math.floor(best), "by core split", len(vectors))
 
 
-def site_bound(problem: PlacementProblem) -> HubBound | None:
+def site_bound(problem: PlacementProblem, highs=None) -> HubBound | None:
     """:func:`models.placement.bound.hub_bound`; where it does not enumerate every hub
-    distribution (by building, or on merged halls), the larger of it and
-    :func:`core_split_bound`."""
+    distribution (by building, or on merged halls) and ``highs`` is given, the larger of
+    it and :func:`core_split_bound`."""
     found = hub_bound(problem)
-    if found is not None and found.method == "exhaustive":
+    if highs is None or (found is not None and found.method == "exhaustive"):
         return found
-    split = core_split_bound(problem)
+    split = core_split_bound(problem, highs)
     if split is not None and (found is None or split.bound > found.bound):
         return split
     return found

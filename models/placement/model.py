@@ -222,7 +222,7 @@ def pods_in_buildings(problem: PlacementProblem) -> bool:
 
 def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
           first: cp_model.CpSolver | None = None,
-          hubbed: cp_model.CpSolver | None = None) -> PlacementSolution:
+          hubbed: cp_model.CpSolver | None = None, bound_lp=None) -> PlacementSolution:
     """Solve with ``solver``, a CP-SAT solver configured by the caller (the project's
     settings: ``solver.backends.cpsat.placement_solver``; with its deterministic workers
     and time the same problem gives the same placement).
@@ -239,6 +239,10 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
     pass; gb200-campus: 0.1 s CPU, 0.6% below what the 30 s search finds). The least
     objective found is returned.
 
+    ``bound_lp``: a ``highspy.Highs`` for the core-split bound's linear programs
+    (``solver.backends.highs.bound_lp``; without it that bound is not computed,
+    :func:`models.placement.core_split.site_bound`).
+
     The hub-enumeration bound (:mod:`models.placement.bound`), when the distributions are
     few enough to enumerate, enters as ``objective ≥ bound`` (valid, and it lets CP-SAT
     stop once within its relative gap limit of it); the reported bound is the larger of
@@ -246,7 +250,7 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
     """
     model, v = build_model(problem)
     # the enumerated bound is derived for groups and tiers free to use any hall
-    enumerated = None if pods_in_buildings(problem) else site_bound(problem)
+    enumerated = None if pods_in_buildings(problem) else site_bound(problem, bound_lp)
     if enumerated is not None:
         model.Add(v["objective"] >= enumerated.bound)
     limit = solver.parameters.relative_gap_limit
