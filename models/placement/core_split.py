@@ -301,13 +301,17 @@ def core_split_bound(problem: PlacementProblem, highs,
 
 
 def site_bound(problem: PlacementProblem, highs=None) -> HubBound | None:
-    """:func:`models.placement.bound.hub_bound`; where it does not enumerate every hub
-    distribution (by building, or on merged halls) and ``highs`` is given, the larger of
-    it and :func:`core_split_bound`."""
-    found = hub_bound(problem)
-    if highs is None or (found is not None and found.method == "exhaustive"):
+    """:func:`models.placement.bound.hub_bound` when it enumerates every hub distribution
+    or ``highs`` is not given; else the larger of its building bound and
+    :func:`core_split_bound`, and its bound on merged halls only when neither exists
+    (gb200-campus: the core split $657.2M in 1.5 s CPU against the merged halls' $636.6M
+    in 10 s)."""
+    if highs is None:
+        return hub_bound(problem)
+    found = hub_bound(problem, merged=False)
+    if found is not None and found.method == "exhaustive":
         return found
     split = core_split_bound(problem, highs)
-    if split is not None and (found is None or split.bound > found.bound):
-        return split
-    return found
+    if split is None:
+        return found or hub_bound(problem)
+    return split if found is None or split.bound > found.bound else found
