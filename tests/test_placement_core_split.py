@@ -14,7 +14,7 @@ import pytest
 from test_placement_bound import gb200_like_problem, proven_optimum, random_problem
 
 from models.placement import core_split
-from models.placement.model import solve
+from models.placement.model import build_model, descend, mixed_upper, solve
 from models.placement.problem import Group, PlacementProblem, UpperTier, Zone
 from solver.backends import SolveOptions
 from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
@@ -118,3 +118,26 @@ def test_the_bound_lp_prints_nothing():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True)
     assert out.stdout == "done\n"
+
+
+def test_mixed_upper_by_hand():
+    """Zones of 5 network positions; tiers of 12 switches (2 a rack: 6 racks) and 3 (1 a
+    rack). Zone 0 takes 5 of the 9 racks in proportion, 5·6//9 = 3 and 5·3//9 = 1, the
+    one left to the first tier: 4 + 1 racks, 8 + 1 switches; zone 1 the rest: 2 + 2 racks,
+    4 + 2 switches."""
+    zones = (Zone("b/h1", "b", (1,), (1,), 5, 10**9), Zone("b/h2", "b", (1,), (1,), 5, 10**9))
+    cost = ((1, 2), (2, 1))
+    upper = (UpperTier("spine-core", 12, 2, 1, 24, cost),
+             UpperTier("core-super", 3, 1, 1, 36, cost))
+    p = PlacementProblem(zones, (Group(1, 1, 2, 1, 1),), 1, ((0, 5), (5, 0)), upper,
+                         {"b": 10**9})
+    assert mixed_upper(p) == ((8, 4), (1, 2))
+
+
+@pytest.mark.parametrize("seed", [0, 5, 7])
+def test_descent_from_mixed_upper_places_no_better_than_the_optimum(seed):
+    p = gb200_like_problem(seed)
+    best = proven_optimum(p)
+    model, v = build_model(p)
+    found = descend(p, model, v, placement_hub_pass(SolveOptions()), None, mixed_upper(p))
+    assert found is None or found.objective >= best
