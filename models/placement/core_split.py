@@ -47,15 +47,16 @@ import numpy as np
 from models.placement.bound import (
     HubBound,
     buildings,
+    count_compositions,
     hub_bound,
     interchangeable,
     merged_halls,
 )
 from models.placement.problem import PlacementProblem, group_types, upper_coefficients
 
-MAX_SPLITS = 200_000
-"""Most core vectors enumerated (gb200-campus: 9,751 after the building symmetry, 1.5 s
-CPU)."""
+MAX_SPLITS = 100_000
+"""Most splits of the tier-3 racks over the buildings enumerated (gb200-campus: 15,139;
+9,751 core vectors after the building symmetry, 1.5 s CPU)."""
 
 
 def same_hall_saving(problem: PlacementProblem, halls: list[int]) -> list[int] | None:
@@ -95,28 +96,34 @@ def split_own(problem: PlacementProblem, merged: PlacementProblem) -> PlacementP
     return dataclasses.replace(merged, upper=tuple(upper))
 
 
+def rack_totals(switches: int, per_rack: int, caps: list[int]) -> range:
+    """The tier-3 rack totals ``Σ n_b`` the vertices of the module doc can have: from
+    ``⌈S_3/p_3⌉`` while ``p_3·Σn − S_3 ≤ nz·(p_3 − 1)`` and the zones hold them."""
+    low = -(-switches // per_rack)
+    high = min(sum(caps), (switches + len(caps) * (per_rack - 1)) // per_rack)
+    return range(low, high + 1)
+
+
 def core_vectors(switches: int, per_rack: int, caps: list[int],
                  same: list[list[int]]) -> list[tuple[int, ...]]:
     """Every vertex ``y`` of the module doc: tier-3 switches per zone, ``⌈y_b/p_3⌉ ≤
-    caps[b]``; zones in one class of ``same`` in non-increasing order only."""
+    caps[b]``; zones in one class of ``same`` in non-increasing order only. A vertex of
+    ``Σ e_b = E`` takes ``e_b = p_3 − 1`` in ``⌊E/(p_3 − 1)⌋`` zones with racks, the rest of
+    ``E`` in one more, 0 elsewhere."""
     out = set()
-    total = -(-switches // per_rack)
-    nz = len(caps)
-    while per_rack * total - switches <= nz * (per_rack - 1) and total <= sum(caps):
+    for total in rack_totals(switches, per_rack, caps):
         spare = per_rack * total - switches
+        full, rest = divmod(spare, per_rack - 1) if per_rack > 1 else (0, spare)
         for racks in _compositions(total, caps):
-            held = [b for b in range(nz) if racks[b]]
-            for order in itertools.permutations(held):
-                e, left = [0] * nz, spare
-                for b in order:
-                    e[b] = min(left, per_rack - 1)
-                    left -= e[b]
-                if left:
-                    continue
-                y = tuple(per_rack * n - x for n, x in zip(racks, e, strict=True))
-                if all(y[a] >= y[b] for cls in same for a, b in itertools.pairwise(cls)):
-                    out.add(y)
-        total += 1
+            held = [b for b in range(len(caps)) if racks[b]]
+            for chosen in itertools.combinations(held, full):
+                partial = [b for b in held if b not in chosen] if rest else [None]
+                for k in partial:
+                    e = [per_rack - 1 if b in chosen else rest if b == k else 0
+                         for b in range(len(caps))]
+                    y = tuple(per_rack * n - x for n, x in zip(racks, e, strict=True))
+                    if all(y[a] >= y[b] for cls in same for a, b in itertools.pairwise(cls)):
+                        out.add(y)
     return sorted(out)
 
 
@@ -260,8 +267,8 @@ class FixedCoreLP:
 def core_split_bound(problem: PlacementProblem, highs,
                      max_splits: int = MAX_SPLITS) -> HubBound | None:
     """The bound of the module doc, its linear programs solved by ``highs``
-    (:class:`FixedCoreLP`); ``None`` with more than two upper tiers, too many core vectors,
-    or no feasible one."""
+    (:class:`FixedCoreLP`); ``None`` with more than two upper tiers, more than
+    ``max_splits`` rack splits, or no feasible one."""
     if not problem.groups or len(problem.upper) not in (1, 2):
         return None
     groups = buildings(problem)
@@ -282,12 +289,12 @@ def core_split_bound(problem: PlacementProblem, highs,
             home.append(b)
     caps = [min(z.network_positions, -(-tier3.switches // tier3.per_rack))
             for z in merged.zones]
-    count = sum(1 for _ in itertools.islice(
-        _compositions(-(-tier3.switches // tier3.per_rack), caps), max_splits + 1))
-    if count > max_splits:
+    racks = sum(count_compositions(n, caps)
+                for n in rack_totals(tier3.switches, tier3.per_rack, caps))
+    if racks > max_splits:
         return None
     vectors = core_vectors(tier3.switches, tier3.per_rack, caps, same)
-    if not vectors or len(vectors) > max_splits:
+    if not vectors:
         return None
     lp = FixedCoreLP(merged, highs)
     best = math.inf
