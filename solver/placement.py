@@ -44,6 +44,7 @@ from models.placement.model import solve as solve_model
 from models.space import split_by_weight
 from solver.backends import SolveOptions
 from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
+from solver.backends.highs import bound_lp
 from solver.fabric_inputs import resolve_fabric_parts
 from solver.placement_check import check_placement, media_changes
 from solver.results import Status
@@ -360,7 +361,8 @@ def place(inputs: Inputs, design: DesignToPlace, options: SolveOptions) -> Place
         inp = placement_inputs(inputs, design, resolve_fabric_parts(
             inputs, design.gpu, design.switch))
         sol = solve_model(inp.problem, placement_solver(options),
-                          placement_first_pass(options), placement_hub_pass(options))
+                          placement_first_pass(options), placement_hub_pass(options),
+                          bound_lp())
         if sol.status == "infeasible":
             return failed_placement(Status.INFEASIBLE, infeasibility_reason(inp))
         if sol.status == "unknown":
@@ -430,7 +432,10 @@ def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layo
                            "the modelled links); media_failure_cost_usd is its failure part. "
                            "objective_bound: CP-SAT's bound or, when higher, the hub bound "
                            "(bound_method exhaustive or by building: every placement of the "
-                           "spine groups enumerated, the rest relaxed; models.placement.bound)."),
+                           "spine groups enumerated, the rest relaxed; models.placement.bound) "
+                           "or the core-split bound (by core split: every split of the core "
+                           "switches over the buildings enumerated, the rest a linear "
+                           "program; models.placement.core_split)."),
         "runtime_s": round(runtime_s, 3),
         "solver": {"backend": "cp-sat", "runtime_s": round(sol.runtime_s, 3),
                    "zones": len(inp.problem.zones), "groups": len(inp.problem.groups)},

@@ -680,14 +680,14 @@ def merged_halls(problem: PlacementProblem) -> PlacementProblem:
                             dict(problem.building_cap_w))
 
 
-def hub_bound(problem: PlacementProblem,
-              max_distributions: int = MAX_DISTRIBUTIONS) -> HubBound | None:
+def hub_bound(problem: PlacementProblem, max_distributions: int = MAX_DISTRIBUTIONS,
+              merged: bool = True) -> HubBound | None:
     """:func:`exhaustive_bound` when the distributions number at most
     ``max_distributions`` (with one upper tier it is never below the building bound: it
     solves the per-hall relaxation exactly; with more, the larger of the two), else
-    :func:`building_bound`, else the bound of :func:`merged_halls` (method "... of merged
-    halls", no hubs); ``None`` when no enumeration fits, or the model has no spine-core
-    tier."""
+    :func:`building_bound`, else (``merged``) the bound of :func:`merged_halls` (method
+    "... of merged halls", no hubs); ``None`` when no enumeration fits, or the model has
+    no spine-core tier."""
     if not problem.upper or not problem.groups:
         return None
     types = group_types(problem.groups)
@@ -698,7 +698,7 @@ def hub_bound(problem: PlacementProblem,
         other = building_bound(problem, types, max_distributions)
         return found if other is None or other.bound <= found.bound else other
     found = building_bound(problem, types, max_distributions)
-    if found is None and len(buildings(problem)) < len(problem.zones):
+    if found is None and merged and len(buildings(problem)) < len(problem.zones):
         found = hub_bound(merged_halls(problem), max_distributions)
         if found is not None:
             found = dataclasses.replace(found, method=f"{found.method} of merged halls",

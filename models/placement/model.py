@@ -45,18 +45,21 @@ Objective (integer cost units, e.g. 0.01 USD of lifetime media cost):
 
 Bound: the linear relaxation of the products lets spines and cores pair up inside one
 hall, so CP-SAT's own bound is weak on large sites; :mod:`models.placement.bound`
-enumerates the hub distributions instead and its bound enters as ``objective ≥ bound``.
+enumerates the hub distributions instead and its bound enters as ``objective ≥ bound``;
+where they are too many to enumerate hall by hall, :mod:`models.placement.core_split`
+enumerates the core switches per building instead (the larger bound is used).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from models.placement.bound import hub_bound
+from models.placement.core_split import site_bound
 from models.placement.problem import Group, PlacementProblem, group_types, upper_coefficients
 
 
@@ -235,7 +238,7 @@ def pods_in_buildings(problem: PlacementProblem) -> bool:
 
 def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
           first: cp_model.CpSolver | None = None,
-          hubbed: cp_model.CpSolver | None = None) -> PlacementSolution:
+          hubbed: cp_model.CpSolver | None = None, bound_lp=None) -> PlacementSolution:
     """Solve with ``solver``, a CP-SAT solver configured by the caller (the project's
     settings: ``solver.backends.cpsat.placement_solver``; with its deterministic workers
     and time the same problem gives the same placement).
@@ -248,9 +251,14 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
     the gap; otherwise ``solver`` solves from scratch (hinted with the first pass's
     placement it ended further from the bound: 0.83% vs 0.55% at the default 30 s). With
     two or more upper tiers (gb200-campus), before that search, :func:`descend` from the
-    first pass's placement and from :func:`packed_upper` (``hubbed`` solving each linear
-    pass; gb200-campus: 0.1 s CPU, 0.6% below what the 30 s search finds). The least
+    first pass's placement, from :func:`packed_upper` and from :func:`mixed_upper`
+    (``hubbed`` solving each linear pass; gb200-campus: 0.1 s CPU each, $662.7M where the
+    30 s search finds $668.3M). The least
     objective found is returned.
+
+    ``bound_lp``: a ``highspy.Highs`` for the core-split bound's linear programs
+    (``solver.backends.highs.bound_lp``; without it that bound is not computed,
+    :func:`models.placement.core_split.site_bound`).
 
     The hub-enumeration bound (:mod:`models.placement.bound`), when the distributions are
     few enough to enumerate, enters as ``objective ≥ bound`` (valid, and it lets CP-SAT
@@ -259,7 +267,7 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
     """
     model, v = build_model(problem)
     # the enumerated bound is derived for groups and tiers free to use any hall
-    enumerated = None if pods_in_buildings(problem) else hub_bound(problem)
+    enumerated = None if pods_in_buildings(problem) else site_bound(problem, bound_lp)
     if enumerated is not None:
         model.Add(v["objective"] >= enumerated.bound)
     limit = solver.parameters.relative_gap_limit
@@ -280,7 +288,7 @@ def solve(problem: PlacementProblem, solver: cp_model.CpSolver,
             return found[-1]
     if hubbed is not None and len(problem.upper) > 1:
         starts = [s for s in found if s.status in ("optimal", "feasible")]
-        for start in [*starts, packed_upper(problem)]:
+        for start in [*starts, packed_upper(problem), mixed_upper(problem)]:
             better = descend(problem, model, v, hubbed, enumerated, start)
             if better is not None:
                 spent += better.runtime_s
@@ -328,6 +336,31 @@ def packed_upper(problem: PlacementProblem) -> tuple[tuple[int, ...], ...]:
             left[h] -= -(-row[h] // tier.per_rack)
         out.append(tuple(row))
     return tuple(out)
+
+
+def mixed_upper(problem: PlacementProblem) -> tuple[tuple[int, ...], ...]:
+    """A start for :func:`descend`: the upper tiers' racks packed into the zones' network
+    positions in zone order, each zone taking every tier's racks in proportion to what is
+    left of them (cores and the tier above mixed in each hall, so each hall's pairs get its
+    own-hall cost; gb200-campus: $662.7M from here, $664.2M from :func:`packed_upper`)."""
+    need = [-(-tier.switches // tier.per_rack) for tier in problem.upper]
+    switches = [tier.switches for tier in problem.upper]
+    out = [[0] * len(problem.zones) for _ in problem.upper]
+    for h, zone in enumerate(problem.zones):
+        total = sum(need)
+        if not total:
+            break
+        room = min(max(0, zone.network_positions), total)
+        share = [room * n // total for n in need]
+        for t in itertools.cycle(range(len(need))):
+            if sum(share) == room:
+                break
+            share[t] += share[t] < need[t]
+        for t, tier in enumerate(problem.upper):
+            out[t][h] = min(switches[t], share[t] * tier.per_rack)
+            switches[t] -= out[t][h]
+            need[t] -= share[t]
+    return tuple(map(tuple, out))
 
 
 DESCENT_ROUNDS = 20

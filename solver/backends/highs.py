@@ -10,7 +10,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import highspy
 import pyomo.environ as pyo
+from pyomo.common.tee import capture_output
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
@@ -70,3 +72,15 @@ def solve_milp(model: pyo.ConcreteModel, options: SolveOptions) -> MilpOutcome:
         gap = abs(bound - obj) / max(abs(obj), 1e-9)
     version = ".".join(str(v) for v in solver.version())
     return MilpOutcome(status, tc.name, obj, bound, gap, runtime, f"highs {version}")
+
+
+def bound_lp() -> highspy.Highs:
+    """A HiGHS instance for the placement bound's small linear programs
+    (``models.placement.core_split``): one thread, fixed seed, no log. Created with the
+    output captured: HiGHS prints its banner at a process's first instance."""
+    with capture_output(capture_fd=True):
+        highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)
+    highs.setOptionValue("random_seed", 0)
+    return highs
