@@ -21,7 +21,7 @@ from models.perf.memory import GIB
 from models.perf.search import (
     Candidates,
     best_index,
-    contenders,
+    timed_contenders,
     degree_checks,
     evaluate_grid,
     feasible,
@@ -136,10 +136,12 @@ def search(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec, 
         raise ValueError(f"no parallel configuration of {workload.name} fits in {gpus} GPUs"
                          + (f" with {dict(fixed)}" if fixed else ""))
     # only configurations that fit memory (if any), and of those, if their step-time
-    # bounds are known, only the ones that can be fastest
-    grid = candidates.grid(None if candidates.step_bound is None else
-                           contenders(arch, system, network, candidates, gpus, profile))
-    res = evaluate_grid(arch, system, network, grid, gpus, profile=profile)
+    # bounds are known, the ones that can be fastest (and some slower)
+    if candidates.step_bound is None:
+        grid = candidates.grid()
+        res = evaluate_grid(arch, system, network, grid, gpus, profile=profile)
+    else:
+        grid, res = timed_contenders(arch, system, network, candidates, gpus, profile)
     return _result(arch, res, grid, best_index(res), gpus, profile)
 
 
