@@ -21,10 +21,10 @@ from models.perf.memory import GIB
 from models.perf.search import (
     Candidates,
     best_index,
-    timed_contenders,
     degree_checks,
     evaluate_grid,
     feasible,
+    timed_contenders,
     with_step_bound,
 )
 from models.perf.types import (
