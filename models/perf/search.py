@@ -31,7 +31,7 @@ import numpy as np
 from models.perf.calibration import DEFAULT_PROFILE, Efficiency, efficiency_for, profile_of
 from models.perf.flops import Arch
 from models.perf.memory import GIB, RC_FULL, RC_NONE, memory_bytes
-from models.perf.timing import step_components
+from models.perf.timing import local_terms, on_network
 from models.perf.types import (
     RECOMPUTE_MODES,
     SHARDING_MODES,
@@ -156,6 +156,9 @@ class Candidates:
     """The smallest step bound not in `first` [s] (inf: `first` holds them all)."""
     first_grid: dict[str, np.ndarray] | None = None
     """grid(first), laid out once per set."""
+    first_terms: dict[str, Any] | None = None
+    """grid_terms of `first_grid` (the step time's network-independent part), computed
+    once per set."""
     first_memory: dict[str, Any] | None = None
     """The memory part of evaluate_grid on `first_grid` (grid_memory): it does not depend
     on the network, so it is computed once per set, not once per search (~a quarter of
@@ -273,6 +276,7 @@ def with_step_bound(arch: Arch, system: GpuSystemLike, cands: Candidates, gpus: 
     m = np.broadcast_to(ideal["m"], step.shape)[first]  # micro-batches: not the network's
     return dataclasses.replace(cands, step_bound=step, first=first, beyond_first=beyond,
                                first_grid=grid,
+                               first_terms=grid_terms(arch, system, grid, profile=profile),
                                first_memory=grid_memory(arch, system, grid, m, profile))
 
 
@@ -288,7 +292,8 @@ def timed_contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     picks the same configuration, ties included, in the same grid order); else the
     contenders (:func:`contenders`) are timed."""
     grid = cands.first_grid
-    res = time_grid(arch, system, network, grid, gpus, profile=profile) | cands.first_memory
+    res = time_grid(arch, system, network, grid, gpus, profile=profile,
+                    local=cands.first_terms) | cands.first_memory
     limit = res["step"].min() * (1.0 + BOUND_MARGIN)
     if limit < cands.beyond_first:
         return grid, res
@@ -302,7 +307,8 @@ def contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec, cands: C
     `network` (a mask over cands.kept): those whose bound is within t* (1 + BOUND_MARGIN),
     t* the best step of the FIRST_CONFIGURATIONS smallest bounds (timed_contenders).
     The fastest configuration and every one tying with it stay."""
-    step = time_grid(arch, system, network, cands.first_grid, gpus, profile=profile)["step"]
+    step = time_grid(arch, system, network, cands.first_grid, gpus, profile=profile,
+                     local=cands.first_terms)["step"]
     return cands.step_bound <= step.min() * (1.0 + BOUND_MARGIN)
 
 
@@ -351,21 +357,15 @@ def grid_memory(arch: Arch, system: GpuSystemLike, grid: Mapping[str, np.ndarray
 def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
               grid: Mapping[str, np.ndarray], gpus: int,
               efficiency: Efficiency | None = None,
-              profile: str = DEFAULT_PROFILE) -> dict[str, np.ndarray]:
+              profile: str = DEFAULT_PROFILE,
+              local: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
     """evaluate_grid without the memory model (the calibration fit, whose grids hold only
-    configurations that fit, calls this thousands of times)."""
+    configurations that fit, calls this thousands of times). `local`: grid_terms of
+    these arguments, if already known (the grid timed on many networks)."""
     prof = profile_of(profile)
-    eff = efficiency or efficiency_for(system.generation, arch.precision, prof.name,
-                                       system_id=getattr(system, "id", None))
-    etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
-    comp = step_components(arch, system, network, grid["tp"], grid["pp"], grid["dp"],
-                           grid["cp"], grid["ep"], grid["vpp"], grid["mb"], grid["rc"],
-                           eff.gemm_max, eff.half_dim, eff.precision_factor, etp=etp, sh=sh,
-                           profile=prof, moe_bytes=eff.moe_bytes,
-                           expert_half_tokens=eff.expert_half_tokens,
-                           expert_fixed_us=eff.expert_fixed_us,
-                           elementwise_bytes=eff.elementwise_bytes,
-                           peak_fraction=eff.peak_fraction)
+    if local is None:
+        local = grid_terms(arch, system, grid, efficiency, prof.name)
+    comp = on_network(arch, system, network, local, prof)
     step = comp["step"]
     tokens = arch.global_batch * arch.seq_len
     peak = peak_tflops(system, arch.precision) * 1e12
@@ -377,6 +377,24 @@ def time_grid(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     per_gpu = model_flops / step / gpus
     return {**comp, "tokens_per_s": tokens / step, "model_tflops_per_gpu": per_gpu / 1e12,
             "mfu": per_gpu / peak, "hfu": hw_flops / step / gpus / peak}
+
+
+def grid_terms(arch: Arch, system: GpuSystemLike, grid: Mapping[str, np.ndarray],
+               efficiency: Efficiency | None = None,
+               profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
+    """The network-independent terms of the step time of every configuration in `grid`
+    (models.perf.timing.local_terms) at the system's calibrated efficiency."""
+    prof = profile_of(profile)
+    eff = efficiency or efficiency_for(system.generation, arch.precision, prof.name,
+                                       system_id=getattr(system, "id", None))
+    etp, sh = grid.get("etp", grid["tp"]), grid.get("sh", SHARDING_MODES.index("optimizer"))
+    return local_terms(arch, system, grid["tp"], grid["pp"], grid["dp"], grid["cp"],
+                       grid["ep"], grid["vpp"], grid["mb"], grid["rc"], eff.gemm_max,
+                       eff.half_dim, eff.precision_factor, etp=etp, sh=sh, profile=prof,
+                       moe_bytes=eff.moe_bytes, expert_half_tokens=eff.expert_half_tokens,
+                       expert_fixed_us=eff.expert_fixed_us,
+                       elementwise_bytes=eff.elementwise_bytes,
+                       peak_fraction=eff.peak_fraction)
 
 
 def fitting(arch: Arch, system: GpuSystemLike, grid: Mapping[str, np.ndarray],
