@@ -540,6 +540,25 @@ def test_search_on_shared_candidates_equals_the_full_search(wl, system, gpus):
         assert 0 < keep.sum() < len(cands) / 2
 
 
+@pytest.mark.parametrize("first", [1, 8, 64])
+def test_search_equals_the_full_search_when_the_first_timing_is_not_enough(monkeypatch,
+                                                                           first):
+    """With few configurations timed first, the contenders often lie beyond them and are
+    timed again (timed_contenders' second path): the answer is still the full search's,
+    numbers and all."""
+    import sys
+
+    from models.perf import feasible_candidates
+
+    search_module = sys.modules["models.perf.search"]
+    monkeypatch.setattr(search_module, "FIRST_CONFIGURATIONS", first)
+    wl = gpt(layers=80, hidden=8192, heads=64, seq=4096, batch=512)
+    cands = feasible_candidates(wl, H100, 1000)
+    assert len(cands.first) == first and cands.beyond_first < float("inf")
+    for net in NETWORKS:
+        assert search(wl, H100, net, 1000, candidates=cands) == search(wl, H100, net, 1000)
+
+
 def test_fp8_is_faster_than_bf16_on_hopper():
     wl = gpt(layers=80, hidden=8192, heads=64, seq=4096, batch=512)
     bf16 = search(wl, H100, IB, 512)
