@@ -530,14 +530,15 @@ def test_search_on_shared_candidates_equals_the_full_search(wl, system, gpus):
     bound leaves) gives exactly the full search's answer, numbers and all; the bound
     does prune. 8 A100s: nothing fits, the least-memory answer."""
     from models.perf import feasible_candidates
-    from models.perf.search import contenders
+    from models.perf.search import timed_contenders
 
     cands = feasible_candidates(wl, system, gpus)
     for net in NETWORKS:
         assert search(wl, system, net, gpus, candidates=cands) == search(wl, system, net, gpus)
     if cands.fits:  # on a fast network most configurations cannot compete
-        keep = contenders(arch_of(wl), system, NETWORKS[0], cands, gpus, DEFAULT_PROFILE)
-        assert 0 < keep.sum() < len(cands) / 2
+        grid, _ = timed_contenders(arch_of(wl), system, NETWORKS[0], cands, gpus,
+                                   DEFAULT_PROFILE)
+        assert 0 < len(grid["tp"]) < len(cands) / 2
 
 
 @pytest.mark.parametrize("first", [1, 8, 64])

@@ -150,8 +150,8 @@ def feasible_candidates(workload: WorkloadLike, system: GpuSystemLike, gpus: int
                         profile: str | None = None) -> Candidates:
     """The configurations `search` times on `gpus` GPUs: those that fit memory (all, if
     none does), with their step time on an ideal network when they fit, which lets
-    `search` time only those that can be fastest (models.perf.search.contenders). The
-    network does not enter."""
+    `search` time only those that can be fastest (models.perf.search.timed_contenders).
+    The network does not enter."""
     arch, profile = arch_of(workload), resolve_profile(workload, profile)
     cands = feasible(arch, system, gpus, fixed, profile)
     return with_step_bound(arch, system, cands, gpus, profile) if cands.fits else cands

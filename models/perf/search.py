@@ -12,8 +12,10 @@ Cost: dp depends on neither recompute nor sharding, so candidates are factored a
 (rc, sh) and memory is computed on that product by broadcasting (`Candidates`); only
 the configurations that fit are laid out and timed. A caller timing one GPU count on
 many networks keeps them (`feasible`) with their step time on an ideal network, a lower
-bound on every network's, and times only the configurations whose bound does not
-exceed the best step found among a few (`contenders`): the answer is unchanged.
+bound on every network's, and the network-independent part of the step time and memory
+of the 1,024 with the smallest bounds; a search times those on its network and, in the
+rare case some other configuration's bound is within the best step found, those too
+(`timed_contenders`): the answer is unchanged.
 """
 
 from __future__ import annotations
@@ -289,8 +291,8 @@ def timed_contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     <= t* (1 + BOUND_MARGIN) (step_i >= step_bound_i). When that limit is below every
     bound left out (cands.beyond_first), the first ones hold all the contenders, and
     the others among them are slower than t* by more than the margin (so best_index
-    picks the same configuration, ties included, in the same grid order); else the
-    contenders (:func:`contenders`) are timed."""
+    picks the same configuration, ties included, in the same grid order); else those
+    contenders are timed."""
     grid = cands.first_grid
     res = time_grid(arch, system, network, grid, gpus, profile=profile,
                     local=cands.first_terms) | cands.first_memory
@@ -299,17 +301,6 @@ def timed_contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
         return grid, res
     grid = cands.grid(cands.step_bound <= limit)
     return grid, evaluate_grid(arch, system, network, grid, gpus, profile=profile)
-
-
-def contenders(arch: Arch, system: GpuSystemLike, network: NetworkSpec, cands: Candidates,
-               gpus: int, profile: str = DEFAULT_PROFILE) -> np.ndarray:
-    """Which configurations of `cands` (with step_bound) can be the fastest on
-    `network` (a mask over cands.kept): those whose bound is within t* (1 + BOUND_MARGIN),
-    t* the best step of the FIRST_CONFIGURATIONS smallest bounds (timed_contenders).
-    The fastest configuration and every one tying with it stay."""
-    step = time_grid(arch, system, network, cands.first_grid, gpus, profile=profile,
-                     local=cands.first_terms)["step"]
-    return cands.step_bound <= step.min() * (1.0 + BOUND_MARGIN)
 
 
 def data_parallel_degree(global_batch: int, gpus: int,
