@@ -80,6 +80,8 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     for r in result.racks:
         by_building[r.position.building].append(r)
     geo = {h.key: h for h in halls}
+    # parsed once per role, not once per rack (to_rgba re-parses each call: ~0.3 s)
+    role_rgba = {r.role: to_rgba(ROLE_COLOURS.get(r.role, "black")) for r in result.racks}
     longest = sorted(result.runs, key=lambda c: (-c.length_m, c.link_class, c.a, c.b))
     where = {r.id: r.position for r in result.racks}
     between = result.inputs.inputs.site.cable_lengths.between_buildings_m
@@ -93,7 +95,7 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
         faces = cmap(0.15 + 0.85 * norm(kw))
         for i, r in enumerate(racks):
             if r.role != "compute":
-                faces[i] = to_rgba(ROLE_COLOURS.get(r.role, "black"))
+                faces[i] = role_rgba[r.role]
         # free positions, faint
         taken = {(r.position.hall, r.position.row, r.position.slot) for r in racks}
         free_at = [(h.position(row, slot), h.hall.rack_pitch_m)

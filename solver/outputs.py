@@ -272,11 +272,11 @@ def write_solve_outputs(result, out_dir: Path) -> list[Path]:
     analysis pictures already in ``out_dir``); one set (``output_set``)."""
     summary = result.to_dict()
     with output_set(out_dir, replaces=SOLVE_FILES) as stage:
-        (stage / "design.json").write_text(json.dumps(summary, indent=2) + "\n",
-                                           encoding="utf-8")
-        pd.DataFrame(summary["bom"]).to_csv(stage / "bom.csv", index=False)
-        (stage / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
-        with beside(lambda: write_bom_xlsx(result, stage)):
+        with beside(lambda: write_bom_xlsx(result, stage)):  # the longest: started first
+            (stage / "design.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                               encoding="utf-8")
+            pd.DataFrame(summary["bom"]).to_csv(stage / "bom.csv", index=False)
+            (stage / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
             if result.placement is not None and result.placement.status.has_solution:
                 _write_placement(result.placement, stage)
             write_report_html(result, stage, pictures=out_dir)

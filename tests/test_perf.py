@@ -530,14 +530,34 @@ def test_search_on_shared_candidates_equals_the_full_search(wl, system, gpus):
     bound leaves) gives exactly the full search's answer, numbers and all; the bound
     does prune. 8 A100s: nothing fits, the least-memory answer."""
     from models.perf import feasible_candidates
-    from models.perf.search import contenders
+    from models.perf.search import timed_contenders
 
     cands = feasible_candidates(wl, system, gpus)
     for net in NETWORKS:
         assert search(wl, system, net, gpus, candidates=cands) == search(wl, system, net, gpus)
     if cands.fits:  # on a fast network most configurations cannot compete
-        keep = contenders(arch_of(wl), system, NETWORKS[0], cands, gpus, DEFAULT_PROFILE)
-        assert 0 < keep.sum() < len(cands) / 2
+        grid, _ = timed_contenders(arch_of(wl), system, NETWORKS[0], cands, gpus,
+                                   DEFAULT_PROFILE)
+        assert 0 < len(grid["tp"]) < len(cands) / 2
+
+
+@pytest.mark.parametrize("first", [1, 8, 64])
+def test_search_equals_the_full_search_when_the_first_timing_is_not_enough(monkeypatch,
+                                                                           first):
+    """With few configurations timed first, the contenders often lie beyond them and are
+    timed again (timed_contenders' second path): the answer is still the full search's,
+    numbers and all."""
+    import sys
+
+    from models.perf import feasible_candidates
+
+    search_module = sys.modules["models.perf.search"]
+    monkeypatch.setattr(search_module, "FIRST_CONFIGURATIONS", first)
+    wl = gpt(layers=80, hidden=8192, heads=64, seq=4096, batch=512)
+    cands = feasible_candidates(wl, H100, 1000)
+    assert len(cands.first) == first and cands.beyond_first < float("inf")
+    for net in NETWORKS:
+        assert search(wl, H100, net, 1000, candidates=cands) == search(wl, H100, net, 1000)
 
 
 def test_fp8_is_faster_than_bf16_on_hopper():

@@ -434,3 +434,22 @@ def test_poisson_interval_quantile_by_hand_and_against_scipy():
     for k in (3, 7, 46, 64, 500):
         for q in (0.025, 0.975):
             assert half_chi2_quantile(k, q) == pytest.approx(chi2.ppf(q, 2 * k) / 2, rel=1e-11)
+
+
+def test_binomial_cdfs_equal_binomial_cdf_to_the_bit():
+    """The shared-prefix CDFs job_availability sums are exactly binomial_cdf's, over
+    random k lists (negative, inside and past n) and edge probabilities; and they are
+    the CDF: scipy agrees to 1e-9 where it is installed."""
+    import random
+
+    from models.reliability.spares import binomial_cdf, binomial_cdfs
+
+    rng = random.Random(7)
+    for _ in range(500):
+        n = rng.choice([1, 2, 50, 12_000, rng.randint(1, 30_000)])
+        p = rng.choice([0.0, 1.0, 1e-6, 0.01, 0.999, rng.random() * 0.05])
+        ks = [rng.randint(-3, min(n + 3, 400)) for _ in range(rng.randint(1, 8))]
+        assert binomial_cdfs(ks, n, p) == [binomial_cdf(k, n, p) for k in ks]
+    stats = pytest.importorskip("scipy.stats")
+    assert binomial_cdfs([3, 10, 40], 12_000, 0.001) == pytest.approx(
+        [stats.binom.cdf(k, 12_000, 0.001) for k in (3, 10, 40)], abs=1e-9)

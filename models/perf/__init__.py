@@ -21,10 +21,10 @@ from models.perf.memory import GIB
 from models.perf.search import (
     Candidates,
     best_index,
-    contenders,
     degree_checks,
     evaluate_grid,
     feasible,
+    timed_contenders,
     with_step_bound,
 )
 from models.perf.types import (
@@ -136,10 +136,12 @@ def search(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec, 
         raise ValueError(f"no parallel configuration of {workload.name} fits in {gpus} GPUs"
                          + (f" with {dict(fixed)}" if fixed else ""))
     # only configurations that fit memory (if any), and of those, if their step-time
-    # bounds are known, only the ones that can be fastest
-    grid = candidates.grid(None if candidates.step_bound is None else
-                           contenders(arch, system, network, candidates, gpus, profile))
-    res = evaluate_grid(arch, system, network, grid, gpus, profile=profile)
+    # bounds are known, the ones that can be fastest (and some slower)
+    if candidates.step_bound is None:
+        grid = candidates.grid()
+        res = evaluate_grid(arch, system, network, grid, gpus, profile=profile)
+    else:
+        grid, res = timed_contenders(arch, system, network, candidates, gpus, profile)
     return _result(arch, res, grid, best_index(res), gpus, profile)
 
 
@@ -148,8 +150,8 @@ def feasible_candidates(workload: WorkloadLike, system: GpuSystemLike, gpus: int
                         profile: str | None = None) -> Candidates:
     """The configurations `search` times on `gpus` GPUs: those that fit memory (all, if
     none does), with their step time on an ideal network when they fit, which lets
-    `search` time only those that can be fastest (models.perf.search.contenders). The
-    network does not enter."""
+    `search` time only those that can be fastest (models.perf.search.timed_contenders).
+    The network does not enter."""
     arch, profile = arch_of(workload), resolve_profile(workload, profile)
     cands = feasible(arch, system, gpus, fixed, profile)
     return with_step_bound(arch, system, cands, gpus, profile) if cands.fits else cands

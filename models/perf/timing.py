@@ -73,6 +73,8 @@ only a leaf's own GPUs); above `pod_gpus` it crosses the oversubscribed inter-po
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from models.perf.flops import Arch
@@ -247,6 +249,22 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     bytes each GPU sends per step for each parallel dimension (tp, cp, ep, pp, dp).
     `peak_fraction` scales the system's spec peaks (GEMMs and attention core) to what it
     delivers relative to its generation's fit (calibration's per-system 'delivered')."""
+    return on_network(arch, system, network, local_terms(
+        arch, system, tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
+        low_precision_factor, etp, sh, profile, moe_bytes, expert_half_tokens,
+        expert_fixed_us, elementwise_bytes, peak_fraction), profile)
+
+
+def local_terms(arch: Arch, system: GpuSystemLike,
+                tp, pp, dp, cp, ep, vpp, mb, rc, gemm_max, half_dim,
+                low_precision_factor=1.0, etp=None, sh=SH_OPTIMIZER,
+                profile=None, moe_bytes=16.0, expert_half_tokens=256.0, expert_fixed_us=0.0,
+                elementwise_bytes=ELEMENTWISE_BYTES_PER_TOKEN_HIDDEN,
+                peak_fraction=1.0) -> dict[str, Any]:
+    """The terms of :func:`step_components` that do not depend on the network: compute
+    per layer, bytes per transfer, parameters, micro-batches (same arguments, without
+    the network); a grid timed on many networks computes them once (:func:`on_network`
+    finishes the step)."""
     tp, pp, dp, cp, ep, vpp, mb, rc, sh = (np.asarray(x) for x in (tp, pp, dp, cp, ep, vpp,
                                                                     mb, rc, sh))
     etp = tp if etp is None else np.asarray(etp)
@@ -308,17 +326,13 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     n_coll = np.where(full, 12.0, 8.0)
     tp_bytes = n_coll * (tp - 1) / tp * act_bytes
     tp_exposed = TP_EXPOSED if profile is None else profile.tp_exposed
-    t_tp = tp_exposed * _link_time(tp_bytes, tp, system, network)
-
     kv_bytes = 2.0 * arch.kv_ratio * act_bytes / tp
     cp_bytes = 3.0 * (cp - 1) * kv_bytes
-    t_cp = np.maximum(_link_time(cp_bytes, tp * cp, system, network) - t_core, 0.0)
-
+    t_core_alone = t_core  # before an overlapped schedule slows it (t_cp hides behind it)
     ep_bytes = (4.0 * moe_share * (tokens_mb / (cp * tp)) * arch.top_k * h * 2.0
                 * (ep - 1) / ep)
     span_ep = etp * cp * ep
-    t_ep_wire = _link_time(ep_bytes * all_to_all_off_domain(span_ep, system), span_ep,
-                           system, network)
+    ep_wire_bytes = ep_bytes * all_to_all_off_domain(span_ep, system)
     overlapped = arch.schedule != "1f1b"
     # overlapped schedules hide a micro-batch's all-to-all behind another's compute,
     # which runs on the SMs the all-to-all kernels leave
@@ -329,17 +343,44 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     t_gemm = t_gemm + (expert_fixed_us * 1e-6 * moe_share * arch.experts / ep
                        * np.where(full, 4.0 / 3.0, 1.0))     # t_expert, per layer
     t_layer_compute = t_gemm + t_core + t_elementwise
-    t_ep = (np.maximum(t_ep_wire - t_layer_compute, 0.0) if overlapped
+    pp_bytes = np.where(pp > 1, 2.0 * vpp * act_bytes / tp, 0.0)
+    dense, expert = params_per_gpu(arch, tp, pp, ep, etp)
+    n_dp, n_edp = replica_groups(tp, dp, cp, ep, etp)
+    ring_params = dense * (n_dp - 1) / n_dp + expert * (n_edp - 1) / n_edp
+    owned = dense / n_dp + expert / n_edp
+    return {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vpp": vpp, "sh": sh, "m": m,
+            "t_output": t_output, "t_gemm": t_gemm, "t_core": t_core,
+            "t_core_alone": t_core_alone, "t_elementwise": t_elementwise,
+            "t_layer_compute": t_layer_compute, "tp_bytes": tp_bytes,
+            "tp_exposed": tp_exposed, "cp_bytes": cp_bytes, "ep_bytes": ep_bytes,
+            "ep_wire_bytes": ep_wire_bytes, "span_ep": span_ep, "overlapped": overlapped,
+            "pp_bytes": pp_bytes, "ring_params": ring_params, "used": shard * dp,
+            "inner": tp * cp * pp, "t_opt": owned * OPTIMIZER_BYTES_PER_PARAM / hbm}
+
+
+def on_network(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
+               local: dict[str, Any], profile=None) -> dict[str, np.ndarray]:
+    """:func:`step_components` from its :func:`local_terms` (`profile` the same) on
+    `network`: the transfers, the pipeline and the data-parallel exchange."""
+    tp, pp, cp, vpp, sh, m = (local[k] for k in ("tp", "pp", "cp", "vpp", "sh", "m"))
+    ep, t_output, t_layer_compute = local["ep"], local["t_output"], local["t_layer_compute"]
+    tp_bytes, cp_bytes, ep_bytes = local["tp_bytes"], local["cp_bytes"], local["ep_bytes"]
+    t_tp = local["tp_exposed"] * _link_time(tp_bytes, tp, system, network)
+    t_cp = np.maximum(_link_time(cp_bytes, tp * cp, system, network) - local["t_core_alone"],
+                      0.0)
+    t_ep_wire = _link_time(local["ep_wire_bytes"], local["span_ep"], system, network)
+    t_ep = (np.maximum(t_ep_wire - t_layer_compute, 0.0) if local["overlapped"]
             else EP_EXPOSED * t_ep_wire)
 
     t_layer = t_layer_compute + t_tp + t_cp + t_ep
     layers_stage, output_share = paced_stage(arch.layers, pp, vpp, t_layer, t_output,
                                              profile is not None and profile.balanced_pipeline)
-    t_compute = layers_stage * (t_gemm + t_core + t_elementwise) + output_share * t_output
+    t_compute = (layers_stage * (local["t_gemm"] + local["t_core"] + local["t_elementwise"])
+                 + output_share * t_output)
     t_tp, t_cp, t_ep = (layers_stage * t for t in (t_tp, t_cp, t_ep))
     tp_bytes, cp_bytes, ep_bytes = (layers_stage * b for b in (tp_bytes, cp_bytes, ep_bytes))
 
-    pp_bytes = np.where(pp > 1, 2.0 * vpp * act_bytes / tp, 0.0)
+    pp_bytes = local["pp_bytes"]
     t_pp = _link_time(pp_bytes, tp * cp * ep * pp, system, network)
     if arch.schedule == "dualpipe":  # point-to-point hidden behind the compute left over
         t_pp = np.maximum(t_pp - np.maximum(t_compute - layers_stage * t_ep_wire, 0.0), 0.0)
@@ -347,14 +388,10 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     t_mb = t_compute + t_tp + t_cp + t_ep + t_pp
     bubble = pipeline_bubble(arch.schedule, pp, vpp) * t_mb
 
-    dense, expert = params_per_gpu(arch, tp, pp, ep, etp)
-    n_dp, n_edp = replica_groups(tp, dp, cp, ep, etp)
-    ring_params = dense * (n_dp - 1) / n_dp + expert * (n_edp - 1) / n_edp
     per_step, per_mb = dp_bytes_per_param(profile, arch.precision, sh,
                                           network.in_network_reduction)
-    dp_bytes = ring_params * (per_step + m * per_mb)
-    used = shard * dp
-    inner = tp * cp * pp
+    dp_bytes = local["ring_params"] * (per_step + m * per_mb)
+    used, inner = local["used"], local["inner"]
     t_dp = dp_bytes / np.where(used <= system.nvlink_domain_gpus,
                                system.nvlink_gbytes_per_s / 2.0 * 1e9 * NVLINK_EFFICIENCY,
                                _nic_bandwidth(used, network))
@@ -365,12 +402,10 @@ def step_components(arch: Arch, system: GpuSystemLike, network: NetworkSpec,
     overlap = DP_OVERLAP if profile is None or profile.dp_overlap else 0.0
     window = overlap * t_mb * np.where(sh == SH_FULL, m, 1.0 + (pp - 1) / vpp)
     t_dp_exposed = np.maximum(t_dp - window, 0.0)
-    owned = dense / n_dp + expert / n_edp
-    t_opt = owned * OPTIMIZER_BYTES_PER_PARAM / hbm
 
     out = {"compute": m * t_compute, "tp_comm": m * t_tp, "cp_comm": m * t_cp,
            "ep_comm": m * t_ep, "pp_comm": m * t_pp, "pipeline_bubble": bubble,
-           "dp_comm": t_dp_exposed, "optimizer": t_opt}
+           "dp_comm": t_dp_exposed, "optimizer": local["t_opt"]}
     step = sum(np.broadcast_arrays(*out.values()))
     traffic = {"tp": m * tp_bytes, "cp": m * cp_bytes, "ep": m * ep_bytes,
                "pp": m * pp_bytes, "dp": dp_bytes}

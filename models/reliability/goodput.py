@@ -59,7 +59,7 @@ from models.reliability.rates import (
     scaled_rates,
 )
 from models.reliability.spares import (
-    binomial_cdf,
+    binomial_cdfs,
     repair_probability,
     spare_availability,
     spares_needed,
@@ -126,8 +126,9 @@ def job_availability(inputs: ReliabilityInputs, rates: ReliabilityRates, spares:
             pmf.append(pmf[-1] * mean / len(pmf))
         dist = {k + y * c.nodes_lost: p * q for k, p in dist.items()
                 for y, q in enumerate(pmf) if k + y * c.nodes_lost <= spares}
-    return sum(p * binomial_cdf(spares - k, n + spares, repair_probability(
-        lam, rates.node_repair_h)) for k, p in dist.items())
+    cdfs = binomial_cdfs([spares - k for k in dist], n + spares,
+                         repair_probability(lam, rates.node_repair_h))
+    return sum(p * cdf for p, cdf in zip(dist.values(), cdfs, strict=True))
 
 
 def _exp(x: float) -> float:

@@ -40,6 +40,26 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     return float(min(1.0, np.exp(top) * np.exp(log_pmf - top).sum()))
 
 
+def binomial_cdfs(ks: list[int], n: int, p: float) -> list[float]:
+    """[binomial_cdf(k, n, p) for k in ks], the log-pmf summed once up to the largest k
+    (each k's sum is then taken over its prefix exactly as binomial_cdf takes it, so
+    the values are the same to the bit)."""
+    inside = [k for k in ks if 0 <= k < n]
+    if not inside or p <= 0.0 or p >= 1.0:
+        return [binomial_cdf(k, n, p) for k in ks]
+    j = np.arange(max(inside) + 1, dtype=float)
+    steps = np.log(n - j[:-1]) - np.log(j[:-1] + 1.0) + (log(p) - log1p(-p))
+    log_pmf = n * log1p(-p) + np.concatenate(([0.0], np.cumsum(steps)))
+
+    def cdf(k: int) -> float:
+        if not 0 <= k < n:
+            return binomial_cdf(k, n, p)
+        head = log_pmf[:k + 1]
+        top = head.max()
+        return float(min(1.0, np.exp(top) * np.exp(head - top).sum()))
+    return [cdf(k) for k in ks]
+
+
 def spare_availability(nodes: int, spares: int, node_failure_rate_per_h: float,
                        repair_h: float) -> float:
     """A(s) = P(at most `spares` of the nodes + spares nodes are in repair)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -153,7 +154,7 @@ def register(app: typer.Typer) -> None:
         """Solve an instance: the optimal design with BOM, power, cost and throughput."""
         deadline = Deadline(time_limit)  # imports below count against it
         from solver.api import solve as solve_instance
-        from solver.forked import usable_cores
+        from solver.forked import gc_paused, usable_cores
         from solver.loading import load_instance
         from solver.outputs import check_out_location, default_out_dir, write_solve_outputs
 
@@ -164,23 +165,29 @@ def register(app: typer.Typer) -> None:
             inst = load_instance(instance)
             target = out or default_out_dir(inst.name)
             check_out_location(target)
-            result = solve_instance(inst, place=not no_place, options=SolveOptions(
-                time_limit, gap, threads, deadline=deadline,
-                placement_time_limit_s=placement_limit(time_limit),
-                placement_gap=placement_gap, candidate_processes=min(2, usable_cores())))
-            fail_on_status(result, as_json, time_limit)
-            deadline.enter("writing the output files")
-            if "periods" in result.summary:  # a phased build-out (solver.phased)
-                from solver.phased_outputs import render_phased, write_phased_outputs
+            # a single design's command holds ~1M candidate objects to its end, which
+            # every full collection would rescan (1-2 s of the default solve, its
+            # pictures and reports); its few cycles are freed when it exits. A phased
+            # build-out keeps the collector: it builds a MILP per period.
+            with contextlib.nullcontext() if inst.periods else gc_paused():
+                result = solve_instance(inst, place=not no_place, options=SolveOptions(
+                    time_limit, gap, threads, deadline=deadline,
+                    placement_time_limit_s=placement_limit(time_limit),
+                    placement_gap=placement_gap, candidate_processes=min(2, usable_cores())))
+                fail_on_status(result, as_json, time_limit)
+                deadline.enter("writing the output files")
+                if "periods" in result.summary:  # a phased build-out (solver.phased)
+                    from solver.phased_outputs import render_phased, write_phased_outputs
 
-                written = write_phased_outputs(result, target)
-                if as_json:
-                    emit_json(result.to_dict())
-                else:
-                    render_phased(result.summary, stdout)
-                stderr.print(f"wrote {', '.join(str(w) for w in written)}", highlight=False)
-                return
-            written = write_solve_outputs(result, target)
+                    written = write_phased_outputs(result, target)
+                    if as_json:
+                        emit_json(result.to_dict())
+                    else:
+                        render_phased(result.summary, stdout)
+                    stderr.print(f"wrote {', '.join(str(w) for w in written)}",
+                                 highlight=False)
+                    return
+                written = write_solve_outputs(result, target)
             if as_json:
                 emit_json(result.to_dict())
             else:
