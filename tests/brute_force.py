@@ -47,6 +47,20 @@ from solver.schema import Instance
 TOL = 1e-9
 """Relative tolerance of a limit (floating-point noise only)."""
 
+PER_NODE_SUPPORT = {"support_networks": "per-node", "non_server_it_fraction": 0.07,
+                    "checkpoint_storage_usd_per_gbyte_s": 0.0,
+                    "checkpoint_storage_w_per_gbyte_s": 0.0}
+"""The catalog facility overlay this enumeration re-derives: the 'per-node' support
+shortcut (a storage and front-end share per node at 0 W, 7% of unitemised IT) with the
+checkpoint storage at no cost. The support networks sized from the design
+(models.support) are checked in tests/test_support.py, not here."""
+
+
+def per_node_support(doc: dict) -> dict:
+    """Instance document ``doc`` (changed in place and returned) on PER_NODE_SUPPORT."""
+    doc.setdefault("catalog", {}).setdefault("facility", {}).update(PER_NODE_SUPPORT)
+    return doc
+
 
 @dataclass(frozen=True)
 class Design:
@@ -188,6 +202,7 @@ def cold_spares_usd(inst: Instance, gpu, nic, switch, total: int, fabric,
 def evaluate(inst: Instance, config, cand) -> Design:
     """One candidate re-derived from the catalog, with the limits it violates."""
     cat, fac, lim = inst.catalog, inst.catalog.facility, inst.limits
+    assert fac.support_networks == "per-node", "the brute force prices the per-node shortcut"
     gpu, switch, nic = cat.gpu[config.gpu], cat.switch[config.switch], cat.nic[config.nic]
     assert nic.id == (switch.required_nic or gpu.default_nic)
     spares = math.ceil(inst.reliability.spare_fraction * cand.nodes)
