@@ -34,14 +34,15 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from scipy.stats import poisson
+
 from models.design.candidates import build_design_data
 from models.design.data import DesignData
 from models.design.evaluate import default_evaluators
 from models.fabric import FabricSpec, design_fabric
 from models.space import space_layout
-from scipy.stats import poisson
-from solver.reliability_inputs import reliability_rates
 from solver.prepare import prepare, site_halls
+from solver.reliability_inputs import reliability_rates
 from solver.schema import Instance
 
 TOL = 1e-9

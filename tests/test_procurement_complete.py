@@ -53,7 +53,8 @@ def test_every_shipped_bom_is_procurement_complete(instance):
     assert s["verified"], s["verification"]
 
 
-@pytest.mark.parametrize("instance", sorted(INSTANCES_DIR.glob("tiny/*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("instance", sorted(INSTANCES_DIR.glob("tiny/*.toml")),
+                         ids=lambda p: p.stem)
 def test_every_tiny_instance_buys_the_support_networks_and_the_spares_pool(instance):
     """The tiny instances too (infeasible-power included, which has no design to check):
     the support networks sized from the design, and failure rates for the cold-spare pool
