@@ -5,7 +5,8 @@ workload, limits, site (its halls generated where none are given), choices, obje
 reliability settings; the catalog items (GPU systems, switches, NICs, media, facility);
 every allowed hardware configuration with its NIC chosen by the one rule
 ``solver.fabric_inputs.backend_nic``; and the failure rates per GPU generation with the
-instance's what-if multipliers. After this stage nothing reads the raw instance or a
+instance's what-if multipliers (under either reliability model: they also size the
+cold-spare pool). After this stage nothing reads the raw instance or a
 catalog file again. Invalid combinations found here (duplicate hall names) raise
 InvalidInstance naming the field.
 """
@@ -33,9 +34,12 @@ def prepare(inst: Instance) -> Inputs:
     cat = inst.catalog
     configs, notes = enumerate_configs(inst)
     rates: dict[str, ReliabilityRates] = {}
-    if inst.objective.reliability_model == "model":
-        m = inst.reliability.failure_rate_multipliers
-        for gen in sorted({p.gpu.generation for p in configs}):
+    m = inst.reliability.failure_rate_multipliers
+    for gen in sorted({p.gpu.generation for p in configs}):
+        # The cold-spare pool is procurement: sized from the failure rates whichever way
+        # goodput is modelled. Under the 'overhead' model a generation without rates in
+        # the catalog buys no pool (the reliability model needs them and says so).
+        if inst.objective.reliability_model == "model" or gen in cat.reliability.gpu:
             rates[gen] = scaled_rates(
                 reliability_rates(cat.reliability, gen, inst.reliability.profile),
                 gpu=m.gpu, host=m.node, nic=m.nic, optics=m.optics, copper=m.copper,

@@ -12,11 +12,14 @@ not trusted either. For every candidate this module recomputes, from the catalog
   media       per link: 2 * price_per_end / links_per_module + fibre  [USD],
               2 * power_per_end / links_per_module  [W]; reach >= the class's length
   equipment   total * (node + NICs + storage) + racks * rack_usd + switches + media
-              + checkpoint GB/s * usd per GB/s [USD]
+              + checkpoint GB/s * usd per GB/s + the cold-spare pool [USD]
               total * (GPUs * gpu_w + rest + NICs * nic_w) + switches * switch_w + media
               + checkpoint GB/s * W per GB/s [W]
   facility    IT = (1 + f_ns) * equipment W; capex = equipment + build_usd_per_mw * IT MW;
               TCO = capex + years * IT * PUE * 8760 h * price/kWh
+  spares      per part class (GPUs, NIC ports, switches, cables, transceivers) the
+              smallest stock s with P(Poisson(units * rate * lead time) <= s) >= fill
+              (scipy), at the part's price (no power)
   throughput  GPUs * dense peak * assumed_mfu / FLOPs per token, times (1 - overhead)
   buildings   every split of the scalable units (k/2 nodes, both layouts) over the
               buildings (SU power and racks whole), network power and racks filling the
@@ -31,16 +34,33 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from scipy.stats import poisson
+
 from models.design.candidates import build_design_data
 from models.design.data import DesignData
 from models.design.evaluate import default_evaluators
 from models.fabric import FabricSpec, design_fabric
 from models.space import space_layout
 from solver.prepare import prepare, site_halls
+from solver.reliability_inputs import reliability_rates
 from solver.schema import Instance
 
 TOL = 1e-9
 """Relative tolerance of a limit (floating-point noise only)."""
+
+PER_NODE_SUPPORT = {"support_networks": "per-node", "non_server_it_fraction": 0.07,
+                    "checkpoint_storage_usd_per_gbyte_s": 0.0,
+                    "checkpoint_storage_w_per_gbyte_s": 0.0}
+"""The catalog facility overlay this enumeration re-derives: the 'per-node' support
+shortcut (a storage and front-end share per node at 0 W, 7% of unitemised IT) with the
+checkpoint storage at no cost. The support networks sized from the design
+(models.support) are checked in tests/test_support.py, not here."""
+
+
+def per_node_support(doc: dict) -> dict:
+    """Instance document ``doc`` (changed in place and returned) on PER_NODE_SUPPORT."""
+    doc.setdefault("catalog", {}).setdefault("facility", {}).update(PER_NODE_SUPPORT)
+    return doc
 
 
 @dataclass(frozen=True)
@@ -141,9 +161,49 @@ def fits_buildings(inst: Instance, su_count: int, su_w: float, su_racks: int,
     return False
 
 
+def cold_spares_usd(inst: Instance, gpu, nic, switch, total: int, fabric,
+                    media: dict, twin: bool) -> float:
+    """The cold-spare pool of ``total`` nodes and the fabric (``media``: the medium of each
+    link class): per class the Poisson stock at the fill rate over the lead time; a
+    cable's rate is its link's, a transceiver's half its link's, two a link (a twin-port
+    NIC cage serves two node links)."""
+    fac = inst.catalog.facility
+    if gpu.generation not in inst.catalog.reliability.gpu:
+        return 0.0
+    rates = reliability_rates(inst.catalog.reliability, gpu.generation,
+                              inst.reliability.profile)
+    m = inst.reliability.failure_rate_multipliers
+    hours = 24 * fac.spare_lead_time_days
+    pool = [(total * gpu.gpus_per_node, rates.gpu.per_h * m.gpu,
+             gpu.node_price_usd / gpu.gpus_per_node),
+            (total * gpu.nics_per_node, rates.nic.per_h * m.nic, nic.price_usd),
+            (fabric.switches_total, rates.switch.per_h * m.switch, switch.price_usd)]
+    for lc in fabric.link_classes:
+        med = media[lc.name]
+        if med.kind not in rates.link:
+            continue
+        optical = med.kind in ("multimode", "singlemode", "coherent")
+        per_h = rates.link[med.kind].per_h * (
+            m.copper if med.kind in ("dac", "acc", "aec") else m.optics)
+        end_usd = med.price_usd_per_end / med.links_per_module
+        switch_usd = end_usd if med.switch_end_price_usd is None else med.switch_end_price_usd
+        usd = lc.links * (switch_usd + (end_usd if lc.tier == 1 else switch_usd))
+        if optical:
+            switch_modules = math.ceil(lc.links / med.links_per_module)
+            node_modules = (math.ceil(lc.links / 2) if twin else lc.links) \
+                if lc.tier == 1 else switch_modules
+            units, per_h = switch_modules + node_modules, per_h / 2
+        else:
+            units = math.ceil(lc.links / med.links_per_module)
+        pool.append((units, per_h, usd / units))
+    return sum(poisson.ppf(fac.spare_fill_rate, units * rate * hours) * usd
+               for units, rate, usd in pool if units * rate > 0)
+
+
 def evaluate(inst: Instance, config, cand) -> Design:
     """One candidate re-derived from the catalog, with the limits it violates."""
     cat, fac, lim = inst.catalog, inst.catalog.facility, inst.limits
+    assert fac.support_networks == "per-node", "the brute force prices the per-node shortcut"
     gpu, switch, nic = cat.gpu[config.gpu], cat.switch[config.switch], cat.nic[config.nic]
     assert nic.id == (switch.required_nic or gpu.default_nic)
     spares = math.ceil(inst.reliability.spare_fraction * cand.nodes)
@@ -186,7 +246,9 @@ def evaluate(inst: Instance, config, cand) -> Design:
     equipment_usd = (total * (gpu.node_price_usd + gpu.nics_per_node * nic.price_usd
                               + fac.storage_usd_per_node)
                      + racks * fac.rack_usd + switches * switch.price_usd + media_usd
-                     + checkpoint * fac.checkpoint_storage_usd_per_gbyte_s)
+                     + checkpoint * fac.checkpoint_storage_usd_per_gbyte_s
+                     + cold_spares_usd(inst, gpu, nic, switch, total, fabric, media,
+                                       config.nic_attachment == "twin"))
     equipment_w = total * node_w + network_w
     it_w = (1 + fac.non_server_it_fraction) * equipment_w
     capex = equipment_usd + fac.build_usd_per_mw * it_w / 1e6

@@ -116,13 +116,19 @@ def test_2n_is_bought_only_when_the_availability_target_asks_for_it():
         (6.6e6 - 3.3e6) * it_mw, rel=1e-6)
 
 
+CHEAP_FLOOR = {"cooling_max_rack_kw": {"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
+               "white_space_usd_per_m2": 100.0, "rack_usd": 10_000.0}
+"""Air at 25 kW a rack, and floor and racks cheap enough that air's 8 more racks for 32
+nodes ($10,000 + 3 m2 x $100 + a management switch with its 2 uplinks, $8,600: $151,200)
+cost less than rear doors ($0.5M/MW more cooling for ~0.36 MW of IT, ~$179,000)."""
+
+
 def test_liquid_cooling_is_chosen_when_floor_space_binds():
     """Air at 25 kW per rack holds 2 of the 10.4 kW nodes, rear doors and liquid 4. With
-    cheap floor space air is the cheapest cooling; 32 nodes + spares need 16 air racks (8
-    with rear doors) plus the network: a 14-rack hall forces denser cooling."""
-    cheap_floor = {"cooling_max_rack_kw": {"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
-                   "white_space_usd_per_m2": 100.0}
-    doc = parts_doc(**cheap_floor)
+    cheap floor space air is the cheapest cooling (CHEAP_FLOOR); 32 nodes + spares need
+    16 air racks (8 with rear doors) plus the network and support: a 14-rack hall forces
+    denser cooling."""
+    doc = parts_doc(**CHEAP_FLOOR)
     open_floor = solved(doc)
     assert open_floor["design"]["facility"]["cooling"] == "air"
     doc["site"]["buildings"][0]["max_racks"] = 14
@@ -148,14 +154,13 @@ def test_an_air_cooled_system_never_gets_direct_liquid_cooling():
 
 def test_denser_cooling_is_chosen_when_the_halls_floor_binds():
     """The cooling sets the rack power of the one space model (design stage and
-    placement): air at 25 kW per rack holds 2 of the 10.4 kW nodes, so a 4-node
+    placement): air at 25 kW per rack (CHEAP_FLOOR) holds 2 of the 10.4 kW nodes, so a 4-node
     middle-of-rack block is 2 racks wide; rear doors at 75 kW hold the block in one rack.
     One row of 12 positions (the other row holds the network) takes 6 air blocks, fewer
     than the ~9 the 32 nodes and their spares need, but 12 rear-door blocks; with 40
     positions air fits and, cheapest, is chosen. The placement on the narrow hall uses
     the same racks."""
-    doc = parts_doc(cooling_max_rack_kw={"air": 25.0, "rdhx": 75.0, "dlc": 140.0},
-                    white_space_usd_per_m2=100.0)
+    doc = parts_doc(**CHEAP_FLOOR)
     hall = {"name": "hall-1", "rows": 2, "positions_per_row": 40, "rack_power_kw": 25.0,
             "power_kw": 1900.0}
     doc["site"]["buildings"][0]["halls"] = [hall]

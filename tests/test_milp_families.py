@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
-from brute_force import brute_force, design_data, loosened
+from brute_force import brute_force, design_data, loosened, per_node_support
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,9 @@ from solver.loading import instance_from_dict, read_document
 from solver.prepare import prepare
 
 TINY = Path(__file__).resolve().parents[1] / "instances" / "tiny"
-BASE = read_document(TINY / "power-bound.toml")
+# on the support shortcut the brute force re-derives (brute_force.PER_NODE_SUPPORT); the
+# shipped instance sizes its support networks (tests/test_support.py checks them)
+BASE = per_node_support(read_document(TINY / "power-bound.toml"))
 ALL_CHOICES = {"fabrics": [{"switch": "quantum2-qm9700"}, {"switch": "tomahawk5"},
                            {"switch": "spectrum4-sn5600"}],
                "rail_optimized": [True, False], "nic_attachment": ["single", "twin"]}

@@ -221,7 +221,10 @@ def test_checker_re_derives_each_buildings_pod():
         {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
     result = solve(instance_from_dict(d), place=False)
     design, inputs = result.design, result.inputs
-    assert design.blocks_per_building == {"a": 4, "b": 4}
+    # a pod of 4 blocks of 32 nodes (4 x 346,456 W, 8 rail leaves a block at the
+    # conservative 1,707 W) and its 32 spines draw 1,440,448 W <= 1.5 MW / 1.01 (the
+    # unitemised IT share kept) = 1,485,148.5 W; 5 blocks would draw 1,732,280 W
+    assert design.blocks_per_building == {"a": 4, "b": 4}  # 256 nodes: 2 pods of 4 blocks
     data, _ = build_design_data(inputs, default_evaluators(inputs))
     exact = exact_candidate(inputs, default_evaluators(inputs), data, design.candidate)
     assert checker.check_design(inputs, design, data, exact).ok
@@ -252,14 +255,15 @@ def test_pods_per_site_of_one_is_skipped_with_a_note(per):
 
 
 def test_a_pod_too_big_for_its_building_is_diagnosed():
-    """256 nodes need two pods of 4 full blocks (4 x 346.5 kW) and 32 spines each (+54.6
-    kW at the conservative 1,707 W a switch): 1.440 MW in halls that feed 1.402 MW (1.5 MW
-    less the non-server share), short by ~0.04 MW in each building. (224 nodes, pods of
-    3.5 units, now fit: their half-full blocks count the nodes they have.)"""
+    """256 nodes need two pods of 4 full blocks (4 x 346,456 W) and 32 spines each
+    (+54,624 W at the conservative 1,707 W a switch): 1,440,448 W in halls that feed
+    1,400,990 W (1.415 MW less the 1% non-server share), short by 39,458 W ~ 0.04 MW in
+    each building. (224 nodes, pods of 3.5 units, fit: their half-full blocks count the
+    nodes they have.)"""
     d = copy.deepcopy(read_document(TINY))
     d["limits"].update({"it_power_mw": 3.0, "min_gpus": 2048})
-    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.5},
-                              {"name": "b", "it_power_mw": 1.5}]
+    d["site"]["buildings"] = [{"name": "a", "it_power_mw": 1.415},
+                              {"name": "b", "it_power_mw": 1.415}]
     d["choices"].update({"rail_optimized": [True], "fabrics": [
         {"switch": "quantum2-qm9700", "pods_per": "building", "oversubscription": 4.0}]})
     s = solve(instance_from_dict(d), place=False).summary

@@ -12,6 +12,7 @@ import pytest
 from solver import load_instance, solve
 from solver.checker import check_design
 from solver.loading import INSTANCES_DIR
+from solver.prepare import prepare
 
 SUPPORT = ("frontend", "storage", "management", "spares")
 """BOM categories every design buys besides servers and the back-end fabric."""
@@ -20,21 +21,12 @@ REDERIVED = ("support[frontend]", "support[storage]", "support[management]", "co
 """The checker's checks of those lines and of the facility's parts."""
 
 
-HAND_WORKED = pytest.mark.xfail(strict=True, reason=(
-    "open (issue 15): the hand-worked tiny instances keep support_networks = 'per-node' "
-    "(one storage and front-end lump, no management lines) and reliability_model = "
-    "'overhead' (no failure rates, so no cold-spare pool), so that their headers work "
-    "every figure out by hand"))
-
-
 def shipped_instances() -> list:
     """Every shipped instance with one design (the infeasible example has none; a phased
-    build-out prices its facility per period, tests/test_phased.py); the hand-worked tiny
-    ones are marked HAND_WORKED."""
+    build-out prices its facility per period, tests/test_phased.py)."""
     paths = sorted(p for p in [*INSTANCES_DIR.glob("*.toml"), *INSTANCES_DIR.glob("tiny/*.toml")]
                    if "infeasible" not in p.name and "phased" not in p.name)
-    return [pytest.param(p, id=p.stem, marks=HAND_WORKED if p.parent.name == "tiny" else ())
-            for p in paths]
+    return [pytest.param(p, id=p.stem) for p in paths]
 
 
 @pytest.mark.slow
@@ -59,3 +51,15 @@ def test_every_shipped_bom_is_procurement_complete(instance):
     assert set(REDERIVED) <= {c.name for c in verdict.checks}
     assert verdict.ok, verdict.failures
     assert s["verified"], s["verification"]
+
+
+@pytest.mark.parametrize("instance", sorted(INSTANCES_DIR.glob("tiny/*.toml")),
+                         ids=lambda p: p.stem)
+def test_every_tiny_instance_buys_the_support_networks_and_the_spares_pool(instance):
+    """The tiny instances too (infeasible-power included, which has no design to check):
+    the support networks sized from the design, and failure rates for the cold-spare pool
+    although their goodput is a fixed overhead."""
+    inputs = prepare(load_instance(instance))
+    assert inputs.facility.support_networks == "sized"
+    assert inputs.objective.reliability_model == "overhead"
+    assert {p.gpu.generation for p in inputs.configs} <= set(inputs.rates)

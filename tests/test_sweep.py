@@ -208,12 +208,14 @@ def test_readme_dask_variables_are_the_housekeeping_the_sweep_sets():
 
 def test_tornado_node_price_is_a_hand_result_and_ranked(tmp_path):
     """With min capex for a fixed throughput the design does not change when the node
-    price moves, so capex moves by exactly delta x price x (nodes + spares)."""
+    price moves, so capex moves by exactly delta x price x (nodes + spares + the cold-spare
+    GPUs, each priced at the node's price / 8)."""
     doc = read_document(SMALL)
     doc["objective"] |= {"kind": "min_capex", "required_tokens_per_s": 2.0e5}
     base = solve(instance_from_dict(doc), place=False).summary
     price = 292400.0
-    nodes = base["design"]["nodes"] + base["design"]["spare_nodes"]
+    nodes = (base["design"]["nodes"] + base["design"]["spare_nodes"]
+             + base["design"]["spares_pool"]["parts"]["cold spare h100-sxm GPU"] / 8)
     table = tornado(doc, 0.2, ["catalog.gpu.h100-sxm.node_price_usd",
                                "catalog.switch.quantum2-qm9700.price_usd",
                                "limits.it_power_mw"], out=tmp_path)

@@ -193,8 +193,9 @@ def base_lines(inputs: Inputs, p: ConfigParts, nodes: int, spares: int,
 
 def cold_spares(inputs: Inputs, p: ConfigParts, total_nodes: int, switches: int,
                 links: list[MediaLine], cache: dict | None = None) -> list[BomLine]:
-    """The cold-spare parts pool (models.spares_pool) from the failure rates of the
-    reliability model (none under reliability_model = 'overhead'). ``cache``: a dict
+    """The cold-spare parts pool (models.spares_pool) from the catalog's failure rates
+    (under either reliability model; none for a GPU generation the catalog has no rates
+    for under reliability_model = 'overhead'). ``cache``: a dict
     kept across the candidates of one instance."""
     if p.gpu.generation not in inputs.rates:
         return []

@@ -98,7 +98,8 @@ class Inputs:
     """Combinations of the choices the hardware or the limits rule out."""
     rates: Mapping[str, ReliabilityRates]
     """Failure rates [1/h] per GPU generation of `configs` under reliability.profile, times
-    the what-if multipliers (empty when objective.reliability_model = 'overhead')."""
+    the what-if multipliers: goodput's under objective.reliability_model = 'model', and
+    the cold-spare pool's under either model."""
     reliability_catalog: Any
     """The instance's reliability catalog (solver.schema.reliability): rates by profile,
     restart parts, recovery costs (host_memory_usd_per_gb)."""
