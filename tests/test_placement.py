@@ -707,18 +707,20 @@ def two_buildings() -> dict:
 
 
 def test_a_hall_larger_than_its_building_holds_its_racks_to_the_buildings_power():
-    """tiny/two-buildings with hall-a declared as 4 rows x 12 positions x 45 kW = 2,160 kW
-    (2,018.7 kW less the 7% non-server share), far more than its 0.75 MW building. By
-    hand (the instance's comment): 1,024 GPUs are 32 blocks of 43,307 W and 16 spines of
-    1,707 W, 1,413.1 kW, more than placement lets the two buildings' racks draw, 2 x 750
-    / 1.07 = 1,401.9 kW. The design stage capped hall-a's racks at min(750, 2,018.7) kW,
-    so it built them and placement refused them (exit 4, short by 11 kW); a building's
-    racks are now held to P_b / 1.07 at the design stage too: 768 GPUs, placed and
-    verified."""
+    """tiny/two-buildings at 0.712 MW a building, with hall-a declared as 4 rows x 12
+    positions x 45 kW = 2,160 kW (2,138.6 kW less the 1% non-server share), far more than
+    its building. By hand: 1,024 GPUs are 32 blocks of 43,307 W and 16 spines of 1,707 W,
+    1,413.1 kW, more than placement lets the two buildings' racks draw, 2 x 712 / 1.01 =
+    1,409.9 kW. The design stage capped hall-a's racks at min(712, 2,138.6) kW, so it
+    built them and placement refused them (exit 4); a building's racks are now held to
+    P_b / 1.01 at the design stage too: 768 GPUs, placed and verified."""
     from solver import solve
     from solver.loading import instance_from_dict
 
     d = two_buildings()
+    d["limits"]["it_power_mw"] = 1.424
+    for building in d["site"]["buildings"]:
+        building["it_power_mw"] = 0.712
     d["site"]["buildings"][0]["halls"] = [
         {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
     s = solve(instance_from_dict(d), place=True).summary
@@ -728,22 +730,22 @@ def test_a_hall_larger_than_its_building_holds_its_racks_to_the_buildings_power(
 
 def test_a_design_placed_over_the_campus_limit_is_re_solved_smaller():
     """tiny/two-buildings with limits.it_power_mw at its optimum's design-stage estimate,
-    1.113572112 MW (768 GPUs, hand-worked in the instance). Placed, its media draw 1.99
-    kW more than estimated (1.115558 MW): over the limit, so it was returned unverified.
+    1.4185551 MW (1,024 GPUs, hand-worked in the instance). Placed, its media draw 3.7
+    kW more than estimated (1.422240 MW): over the limit, so it was returned unverified.
     The design stage is re-solved with its critical IT held to the limit less that
-    surplus, and the next size down, 512 GPUs (0.740250 MW estimated), is returned placed
-    and verified within the limit, with a note saying why."""
+    surplus, and the next size down, 768 GPUs, is returned placed and verified within the
+    limit, with a note saying why."""
     from solver import solve
     from solver.loading import instance_from_dict
 
     d = two_buildings()
-    d["limits"]["it_power_mw"] = 1.113572112
+    d["limits"]["it_power_mw"] = 1.4185551
     s = solve(instance_from_dict(d), place=True).summary
-    assert s["design"]["gpus"] == 512 and s["verified"] is True
-    assert s["power"]["it_mw"] <= 1.113572112
-    assert any("the placed design of 768 GPUs draws 1.115558 MW" in n
+    assert s["design"]["gpus"] == 768 and s["verified"] is True
+    assert s["power"]["it_mw"] <= 1.4185551
+    assert any("the placed design of 1,024 GPUs draws 1.422240 MW" in n
                and "re-solved" in n for n in s["notes"])
-    d["limits"]["min_gpus"] = 768  # no smaller design: this one is kept, and says so
+    d["limits"]["min_gpus"] = 1024  # no smaller design: this one is kept, and says so
     s = solve(instance_from_dict(d), place=True).summary
-    assert s["design"]["gpus"] == 768 and s["verified"] is False
+    assert s["design"]["gpus"] == 1024 and s["verified"] is False
     assert "no smaller design meets the requirements" in s["notes"][-1]
