@@ -17,10 +17,13 @@ exact throughput, goodput and spares depend on the workload, catalog and reliabi
 inputs, never on limits), so each scenario's exact refinement reuses earlier work.
 
 Execution. The shared candidates are built once per sweep, in parts over groups of
-configurations (`shared_candidates`): the coordinator builds one part while each worker
-builds another, the coordinator merges them (the same data as one build) and hands the
-result to every worker once, as pickle bytes (a file for process workers, a broadcast
-scatter on Dask); each process keeps it and its evaluators under `Shared.key` (`_kept`).
+configurations (`shared_parts`): each worker builds one part and keeps it, with the
+evaluators that built it (warm for its scenarios), and the coordinator builds the parts
+left over (on a machine with a core to spare); the coordinator hands every part, as the
+pickle bytes it received, to every worker once (a file per part for process workers, a
+broadcast scatter on Dask), and each worker merges its own part with the others' when
+its first scenario needs them (the same data as one build), keeping the result under
+`Shared.key` (`_kept`).
 Building, pickling and unpickling run with Python's garbage collector paused
 (`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections. Scenarios go to workers in batches
@@ -82,7 +85,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 from pyomo.common import dependencies as pyomo_dependencies
@@ -146,6 +149,7 @@ _ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?"
 
 
 SCENARIO_LIMIT_FLAG = "--time-limit (per scenario)"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,9 @@ class _Kept:
 
     evaluators: Evaluators
     data: DesignData | None = None
+    parts: dict[int, DesignData] = dataclasses.field(default_factory=dict)
+    """The parts of the shared candidates this process built (`build_part`), by their
+    index in `config_groups` order: kept, so only the other parts are sent to it."""
 
 
 _CACHE: dict[str, _Kept] = {}
@@ -224,68 +231,94 @@ def _part(inputs: Inputs, evaluators: Evaluators, configs: tuple[str, ...]) -> D
     return build_design_data(part, evaluators)[0]
 
 
-def build_part(shared: Shared, configs: tuple[str, ...]) -> bytes:
-    """A worker task: the candidate designs of the configurations `configs` (keys) of
-    `shared` (pickled, `dumps`), built with the evaluators the worker keeps for its
-    scenarios (`shared_candidates` merges the parts)."""
+def build_part(shared: Shared, index: int, configs: tuple[str, ...]) -> bytes:
+    """A worker task: part `index` of the shared candidates, the candidate designs of the
+    configurations `configs` (keys) of `shared`, built with the evaluators the worker
+    keeps for its scenarios (warm for these configurations) and kept by the worker
+    (`_Kept.parts`); returned pickled (`dumps`) for the other workers (`shared_parts`)."""
     tune_worker_process()
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
-        return dumps(_part(inputs, _kept(shared.key, lambda: inputs).evaluators, configs))
+        kept = _kept(shared.key, lambda: inputs)
+        kept.parts[index] = _part(inputs, kept.evaluators, configs)
+        return dumps(kept.parts[index])
 
 
 def local_parts(workers: int) -> int:
     """Parts to build the shared candidates in with `workers` worker processes on this
-    machine: one for the coordinator and one per worker, at most one per core (more
-    parts than cores only repeat the evaluations that parts share)."""
+    machine: one per worker and one for the coordinator, at most one per core (more
+    parts than cores only repeat the evaluations that parts share; the workers' parts
+    come first, `shared_parts`)."""
     return max(1, min(workers + 1, os.cpu_count() or 1))
 
 
-PartBuilder = Callable[[Shared, tuple[str, ...]], Callable[[], bytes]]
-"""Starts building one part on a worker; returns the call that waits for it (the part
-pickled, `build_part`)."""
+PartBuilder = Callable[[Shared, int, tuple[str, ...]], Callable[[], bytes]]
+"""Starts building part `index` (`build_part`) on a worker; returns the call that waits
+for it (the part pickled)."""
 
 
-def shared_candidates(shared: Shared, parts: int = 1, start_part: PartBuilder | None = None
-                      ) -> DesignData:
-    """The candidate designs of `shared`, built once per process (`_kept`). With
-    `start_part`, the configurations are cut into `parts` groups
-    (models.design.candidates.config_groups): every group but the first is built by a
-    worker while this process builds the first, and the parts are merged (equal to one
-    build). The collector is paused throughout (`gc_paused`)."""
+def shared_candidates(shared: Shared) -> DesignData:
+    """The candidate designs of `shared`, built once per process (`_kept`), with the
+    collector paused (`gc_paused`)."""
     with gc_paused():
-        return _shared_candidates(shared, parts, start_part)
+        inputs = prepare(instance_from_dict(shared.doc, shared.source))
+        kept = _kept(shared.key, lambda: inputs)
+        if kept.data is None:
+            kept.data = build_design_data(inputs, kept.evaluators)[0]
+        return kept.data
 
 
-def _shared_candidates(shared: Shared, parts: int, start_part: PartBuilder | None
-                       ) -> DesignData:
-    inputs = prepare(instance_from_dict(shared.doc, shared.source))
-    kept = _kept(shared.key, lambda: inputs)
-    if kept.data is None:
-        groups = config_groups(inputs, parts if start_part is not None else 1)
-        waits = [start_part(shared, tuple(p.key for p in g)) for g in groups[1:]]
-        mine = _part(inputs, kept.evaluators, tuple(p.key for p in groups[0]))
-        kept.data = merge_design_data(inputs, [mine, *(loads(wait()) for wait in waits)])
-    return kept.data
+def shared_parts(shared: Shared, parts: int, workers: int, start_part: PartBuilder
+                 ) -> list[bytes]:
+    """The candidate designs of `shared` in `parts` parts, pickled (`dumps`), in
+    `config_groups` order (models.design.candidates: merged, equal to one build). The
+    first `workers` parts are built by workers (`start_part`), which keep them; this
+    process builds the rest meanwhile. Nothing is unpickled or merged here: each worker
+    merges the parts when its first scenario needs them (`_received`)."""
+    with gc_paused():
+        inputs = prepare(instance_from_dict(shared.doc, shared.source))
+        groups = [tuple(p.key for p in g) for g in config_groups(inputs, parts)]
+        waits = [start_part(shared, i, keys) for i, keys in enumerate(groups[:workers])]
+        evaluators = default_evaluators(inputs) if len(groups) > workers else None
+        mine = [dumps(_part(inputs, evaluators, keys)) for keys in groups[workers:]]
+        return [wait() for wait in waits] + mine
 
 
-def _received(shared: DesignData | bytes | str) -> DesignData:
-    """The shared candidates a worker is given: the data itself (local), its pickle
-    (Dask) or the path of its pickle (processes). Unpickled data is then frozen out of
-    the collector (`gc.freeze`): it lives as long as the worker, and each scenario's
+@dataclass(frozen=True)
+class SharedParts:
+    """The shared candidates as a worker is given them: the `Shared` they were built for
+    and their parts in `config_groups` order, each pickled (Dask) or the path of its
+    pickle (processes)."""
+
+    shared: Shared
+    parts: tuple[bytes | str, ...]
+
+
+def _received(given: DesignData | SharedParts) -> DesignData:
+    """The shared candidates from what a worker is given: the data itself (local), or
+    its parts, merged (`merge_design_data`; the parts this worker built are its own,
+    `_Kept.parts`, the others unpickled). The merged data is then frozen out of the
+    collector (`gc.freeze`): it lives as long as the worker, and each scenario's
     collections would otherwise scan its ~1M objects again."""
-    if isinstance(shared, DesignData):
-        return shared
-    data = loads(shared if isinstance(shared, bytes) else Path(shared).read_bytes())
+    if isinstance(given, DesignData):
+        return given
+    shared = given.shared
+    with gc_paused():
+        inputs = prepare(instance_from_dict(shared.doc, shared.source))
+        built = _kept(shared.key, lambda: inputs).parts
+        parts = [built[i] if i in built else
+                 loads(part if isinstance(part, bytes) else Path(part).read_bytes())
+                 for i, part in enumerate(given.parts)]
+        data = merge_design_data(inputs, parts)
     gc.freeze()
     return data
 
 
-def solve_task(task: Task, shared: DesignData | bytes | str | None = None
+def solve_task(task: Task, shared: DesignData | SharedParts | None = None
                ) -> dict[str, Any]:
     """Solve one scenario into its table row, on the shared candidate designs when the
-    task has a shared key and `shared` gives them (the data, its pickle or the path of
-    its pickle, read once per process, `_received`). Any failure becomes a row with status
+    task has a shared key and `shared` gives them (the data or its parts, merged once per
+    process, `_received`). Any failure becomes a row with status
     'error' and the reason: one bad scenario never stops a sweep. ``time_limit_s`` is the
     scenario's whole budget (solver.deadline: every stage, the infeasibility diagnosis
     included; the shared candidates are built outside it): a scenario that spends it is a failed row
@@ -612,12 +645,14 @@ def batches(tasks: list[Task], workers: int) -> list[list[Task]]:
     return cut
 
 
-def solve_batch(batch: list[Task], shared: DesignData | bytes | str | None = None
-                ) -> list[dict[str, Any]]:
-    """The rows of a batch of scenarios, solved one after the other in a worker
-    (`shared`: the shared candidates, their pickle or its path, see `solve_task`)."""
+def solve_batch(batch: list[Task], shared: Shared | None = None,
+                parts: list[bytes | str] | tuple[()] = ()) -> list[dict[str, Any]]:
+    """The rows of a batch of scenarios, solved one after the other in a worker, on the
+    shared candidates of `shared` given as `parts` (pickles or their paths, see
+    `SharedParts`; a list, so that Dask hands over the scattered parts themselves)."""
     tune_worker_process()
-    return [solve_task(task, shared) for task in batch]
+    given = SharedParts(shared, tuple(parts)) if shared is not None and parts else None
+    return [solve_task(task, given) for task in batch]
 
 
 MALLOC_MMAP_THRESHOLD = 32 * 2**20
@@ -664,8 +699,8 @@ def _rows_or_errors(result: Callable[[], list[dict[str, Any]]], batch: list[Task
         return _lost(batch, exc)
 
 
-def _with_shared(tasks: list[Task], shared: Shared | None, build: Callable[[], DesignData]
-                 ) -> tuple[DesignData | None, list[dict[str, Any]], list[Task]]:
+def _with_shared(tasks: list[Task], shared: Shared | None, build: Callable[[], T]
+                 ) -> tuple[T | None, list[dict[str, Any]], list[Task]]:
     """The shared candidates (`build()`), when some task uses them; when building them
     fails, error rows of those tasks (with the reason; the next run retries them). Also
     the tasks left to solve."""
@@ -725,9 +760,9 @@ def worker_context() -> multiprocessing.context.BaseContext:
 def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
                    shared: Shared | None) -> Iterator[dict[str, Any]]:
     """A process pool of batches; a worker that dies fails its scenarios (status 'error').
-    The shared candidates are built in parts, one by the coordinator and one by each
-    worker (`shared_candidates`), and given to the workers once, as a file each reads
-    when its first batch needs it."""
+    The shared candidates are built in parts, one by each worker and one by the
+    coordinator when a core is left (`shared_parts`), and given to the workers once, as
+    a file per part that each reads when its first batch needs it."""
     if not tasks:
         return
     size = min(workers, len(batches(tasks, workers)))
@@ -737,17 +772,17 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
             tempfile.TemporaryDirectory(prefix="clusterplan-sweep-") as tmp:
         futures: dict[Any, list[Task]] = {}
         try:
-            data, failed, tasks = _with_shared(tasks, shared, lambda: shared_candidates(
-                shared, local_parts(size),
-                lambda s, keys: pool.submit(build_part, s, keys).result))
+            parts, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
+                shared, local_parts(size), size,
+                lambda s, i, keys: pool.submit(build_part, s, i, keys).result))
             yield from failed
-            path = None
-            if data is not None:
-                path = str(Path(tmp) / "candidates.pickle")
-                Path(path).write_bytes(dumps(data))
+            paths = []
+            for i, part in enumerate(parts or []):
+                paths.append(str(Path(tmp) / f"candidates-{i}.pickle"))
+                Path(paths[-1]).write_bytes(part)
             for batch in batches(tasks, workers):
                 try:
-                    futures[pool.submit(solve_batch, batch, path)] = batch
+                    futures[pool.submit(solve_batch, batch, shared, paths)] = batch
                 except BrokenProcessPool as exc:
                     yield from _lost(batch, exc)
             for fut in as_completed(futures):
@@ -801,9 +836,9 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
               shared: Shared | None) -> Iterator[dict[str, Any]]:
     """On a dask.distributed cluster: `scheduler` address, or a LocalCluster on loopback
     with `workers` single-threaded worker processes. Batches of scenarios are the tasks.
-    The shared candidates are built in parts, one by the coordinator and one by each
-    worker (`shared_candidates`), and scattered to every worker once; later batches find
-    them there. Tasks are retried once
+    The shared candidates are built in parts, one by each worker (pinned to it by
+    address) and the rest by the coordinator (`shared_parts`), and each part is scattered
+    to every worker once; later batches find them there. Tasks are retried once
     when a worker is lost, then fail their scenarios. Workers must be processes with one
     thread: Pyomo captures solver output by swapping the process's file descriptors, so
     concurrent solves in threads of one process hang. A scheduler that does not answer
@@ -837,14 +872,15 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
         # when its first batch arrives (the futures must live until then)
         warm = [client.submit(tune_worker_process, pure=False, workers=[a]) for a in addresses]
         try:
-            parts = local_parts(size) if cluster is not None else size + 1
-            data, failed, tasks = _with_shared(tasks, shared, lambda: shared_candidates(
-                shared, parts, lambda s, keys: client.submit(
-                    build_part, s, keys, pure=False, retries=1).result))
+            count = local_parts(size) if cluster is not None else size + 1
+            parts, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
+                shared, count, size, lambda s, i, keys: client.submit(
+                    build_part, s, i, keys, pure=False, retries=1,
+                    workers=addresses[i:i + 1] or None, allow_other_workers=True).result))
             yield from failed
-            scattered = (client.scatter(dumps(data), broadcast=True, hash=False)
-                         if data is not None else None)
-            futures = {client.submit(solve_batch, b, scattered,
+            scattered = (client.scatter(parts, broadcast=True, hash=False)
+                         if parts is not None else [])
+            futures = {client.submit(solve_batch, b, shared, scattered,
                                      key=f"scenarios-{b[0].id}-{len(b)}", pure=False,
                                      retries=1): b
                        for b in batches(tasks, max(size, 1))}

@@ -139,7 +139,7 @@ def test_hot_spares_follow_the_chosen_node_link_medium():
 @pytest.mark.parametrize("parts", [1, 2, 3, 50])
 def test_candidates_built_in_parts_and_merged_equal_one_build(parts):
     """Sweeps build the shared candidates in parts on several processes
-    (solver.sweeps.shared_candidates): every configuration lands in exactly one group, and
+    (solver.sweeps.shared_parts): every configuration lands in exactly one group, and
     the merged parts equal one build, to the order of configurations and candidates."""
     import dataclasses
 

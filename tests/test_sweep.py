@@ -109,6 +109,43 @@ def test_shared_candidates_equal_rebuilt(tmp_path):
     assert_rows_equal(shared, rebuilt)
 
 
+def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(tmp_path):
+    """The process and Dask back-ends (sweeps.shared_parts): workers build the first parts
+    and keep them, the coordinator builds the rest, and a worker merges its own parts
+    with the pickles of the others (bytes or a file): the same data as one build, also
+    for a worker that built none."""
+    import gc
+
+    from solver.loading import INSTANCES_DIR
+
+    doc = read_document(INSTANCES_DIR / "llama3-16k.toml")
+    doc["limits"]["it_power_mw"] = doc["site"]["buildings"][0]["it_power_mw"] = 12.0
+    shared = sweeps.Shared(doc, "llama", sweeps.resolved_sha256(doc, "llama"))
+    sweeps._CACHE.clear()
+    whole = sweeps.shared_candidates(shared)
+    sweeps._CACHE.clear()
+    started = []
+
+    def start_part(s, index, keys):
+        started.append(index)
+        return lambda: sweeps.build_part(s, index, keys)
+
+    parts = sweeps.shared_parts(shared, 3, 2, start_part)
+    try:
+        assert started == [0, 1] and len(parts) == 3  # the third built by the coordinator
+        assert set(sweeps._CACHE[shared.key].parts) == {0, 1}  # kept by the "worker"
+        (tmp_path / "part-2").write_bytes(parts[2])
+        for given in [(b"", b"", str(tmp_path / "part-2")), tuple(parts)]:
+            merged = sweeps._received(sweeps.SharedParts(shared, given))
+            assert merged == whole
+            assert list(merged.configs) == list(whole.configs)
+            assert [k.key for k in merged.candidates] == [k.key for k in whole.candidates]
+            sweeps._CACHE.clear()  # next: a worker that built no part
+    finally:
+        sweeps._CACHE.clear()
+        gc.unfreeze()
+
+
 def test_monotone_in_power_and_budget(tmp_path):
     for path, spec in (("limits.it_power_mw", "1:8:8"), ("limits.budget_usd", "5e7:3e8:8")):
         table = sweep(SMALL, {path: spec}, out=tmp_path / path)
