@@ -335,6 +335,8 @@ def plot_tornado(table: pd.DataFrame, objective: str, delta: float, path: Path) 
     """Horizontal bars of the objective at -delta and +delta around the base, largest
     swing on top."""
     plt = _pyplot()
+    from matplotlib.ticker import EngFormatter, MaxNLocator
+
     rows = table.iloc[::-1]
     base = float(table["objective_base"].iloc[0]) if len(table) else 0.0
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5))
@@ -346,6 +348,8 @@ def plot_tornado(table: pd.DataFrame, objective: str, delta: float, path: Path) 
     ax.axvline(base, color="black", linewidth=0.8)
     ax.margins(x=0.15)
     ax.set_yticks(ypos, rows["parameter"])
+    ax.xaxis.set_major_formatter(EngFormatter(places=2))  # "18.90 M", not a 1e7 offset
+    ax.xaxis.set_major_locator(MaxNLocator(4))
     ax.set_xlabel(objective)
     ax.set_title(f"Tornado: each input moved ±{delta:.0%} alone")
     ax.legend(loc="lower right")
