@@ -19,6 +19,7 @@ millions of USD (M$); the named expressions keep those units in their names.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pyomo.environ as pyo
@@ -366,6 +367,19 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
                             ) + m.net_rack_mw[b] <= caps[b] + slack(b)
 
 
+def hub_room(data: DesignData, k: Candidate, bw: float) -> bool:
+    """Some building keeps room for candidate k's largest spine group G beside as many of
+    its blocks as it can take (block slots, or ⌊cap / u_B⌋ at its ladder's largest block
+    power ``bw`` = u_B [W], as add_block_power counts them): ``cap_h - u_B n_h >= G``.
+    Then any plan without add_spine_hub meets it once G of the network racks' power moves
+    into that building, so the family is left out (the default instance: ≥ 415 kW spare a
+    building beside 183 kW of spines)."""
+    hub_w = prune.spine_hub_w(data, k)
+    return any(b.block_power_cap_w - bw * min(k.extra["block_slots"].get(b.name, 0),
+                                              math.floor(b.block_power_cap_w / bw)) >= hub_w
+               for b in data.buildings)
+
+
 def add_spine_hub(m: pyo.ConcreteModel, data: DesignData) -> None:
     """Placement stands a tier-2 group's spine racks in one hall, so the block_power
     family's network-rack power is not split freely: one building, the hub, holds the
@@ -373,9 +387,12 @@ def add_spine_hub(m: pyo.ConcreteModel, data: DesignData) -> None:
     largest):
 
     hub[b] in {0,1};  sum_b hub[b] = 1;  net_rack_mw[b] >= G - M (1 - hub[b])   [MW]
-    (with one building net_rack_mw holds all of the network racks, G among them)."""
+    (with one building net_rack_mw holds all of the network racks, G among them; left out
+    when :func:`hub_room` holds for every candidate)."""
     big = max(prune.spine_hub_w(data, k) for k in data.candidates) / 1e6
-    if len(data.buildings) < 2 or big <= 0:
+    block_w = {c: max(k.extra["block_power_w"] for k in m.ladders[c]) for c in m.CONFIGS}
+    if len(data.buildings) < 2 or big <= 0 or all(
+            hub_room(data, k, block_w[k.config]) for k in data.candidates):
         return
     m.spine_hub = pyo.Var(m.BUILDINGS, domain=pyo.Binary, doc="the building of the hub")
     m.one_spine_hub = pyo.Constraint(expr=pyo.quicksum(m.spine_hub[b] for b in m.BUILDINGS)
