@@ -426,8 +426,9 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
                 "is kept, not verified"))
         placed = place_stage(again, options)
     if unplaceable(placed):
-        return with_note(first_unplaced or placed, f"no design placed in {RESOLVE_ROUNDS} re-solves "
-                         f"(refused: {', '.join(refused + [placed.design.candidate.key])})")
+        return with_note(first_unplaced or placed, f"no design placed in {RESOLVE_ROUNDS} "
+                         f"re-solves (refused: "
+                         f"{', '.join(refused + [placed.design.candidate.key])})")
     return placed
 
 

@@ -706,6 +706,18 @@ def two_buildings() -> dict:
     return read_instance_document(INSTANCES_DIR / "tiny" / "two-buildings.toml")
 
 
+def big_hall_site(building_mw: float) -> dict:
+    """tiny/two-buildings with ``building_mw`` a building (limits.it_power_mw both) and
+    hall-a declared 4 rows x 12 positions x 45 kW, more than its building."""
+    d = two_buildings()
+    d["limits"]["it_power_mw"] = 2 * building_mw
+    for building in d["site"]["buildings"]:
+        building["it_power_mw"] = building_mw
+    d["site"]["buildings"][0]["halls"] = [
+        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
+    return d
+
+
 def test_a_hall_larger_than_its_building_holds_its_racks_to_the_buildings_power():
     """tiny/two-buildings at 0.712 MW a building, with hall-a declared as 4 rows x 12
     positions x 45 kW = 2,160 kW (2,138.6 kW less the 1% non-server share), far more than
@@ -717,13 +729,7 @@ def test_a_hall_larger_than_its_building_holds_its_racks_to_the_buildings_power(
     from solver import solve
     from solver.loading import instance_from_dict
 
-    d = two_buildings()
-    d["limits"]["it_power_mw"] = 1.424
-    for building in d["site"]["buildings"]:
-        building["it_power_mw"] = 0.712
-    d["site"]["buildings"][0]["halls"] = [
-        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
-    s = solve(instance_from_dict(d), place=True).summary
+    s = solve(instance_from_dict(big_hall_site(0.712)), place=True).summary
     assert s["placement"]["status"] == "optimal" and s["verified"] is True
     assert s["design"]["gpus"] == 768
 
@@ -751,28 +757,17 @@ def test_a_design_placed_over_the_campus_limit_is_re_solved_smaller():
     assert "no smaller design meets the requirements" in s["notes"][-1]
 
 
-def spine_split_site() -> dict:
-    """tiny/two-buildings at 0.716 MW a building (1.432 MW in all), hall-a declared 4 rows
-    x 12 x 45 kW: 1,024 GPUs' 32 blocks fit the buildings' racks only with their one
-    spine group's 27.3 kW split over both (milp.add_spine_hub's docstring and
-    tests/test_milp_families.py::check_spine_hub work it by hand)."""
-    d = two_buildings()
-    d["limits"]["it_power_mw"] = 1.432
-    for building in d["site"]["buildings"]:
-        building["it_power_mw"] = 0.716
-    d["site"]["buildings"][0]["halls"] = [
-        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
-    return d
-
-
 def test_the_design_stage_holds_a_spine_group_in_one_building():
-    """The design stage split the spine group's power over the buildings and returned
-    1,024 GPUs that placement refused (exit 4); it now keeps the group whole in one
-    building, as placement does: 768 GPUs, placed and verified, with no re-solve."""
+    """tiny/two-buildings at 0.716 MW a building (1.432 MW in all), hall-a larger than
+    its building: 1,024 GPUs' 32 blocks fit the buildings' racks only with their one spine
+    group's 27.3 kW split over both (tests/test_milp_families.py::check_spine_hub works
+    it by hand). The design stage split it and returned them; placement refused them
+    (exit 4). It now keeps the group whole in one building, as placement does: 768 GPUs,
+    placed and verified, with no re-solve."""
     from solver import solve
     from solver.loading import instance_from_dict
 
-    s = solve(instance_from_dict(spine_split_site()), place=True).summary
+    s = solve(instance_from_dict(big_hall_site(0.716)), place=True).summary
     assert s["design"]["gpus"] == 768 and s["verified"] is True
     assert s["placement"]["status"] == "optimal" and s["notes"] == []
 
@@ -789,7 +784,7 @@ def test_a_design_placement_cannot_place_is_re_solved_without_it(monkeypatch):
     from solver.loading import instance_from_dict
 
     monkeypatch.setattr(prune, "spine_hub_w", lambda data, k: 0.0)
-    inst = instance_from_dict(spine_split_site())
+    inst = instance_from_dict(big_hall_site(0.716))
     s = solve(inst, place=True).summary
     assert s["design"]["gpus"] == 768 and s["verified"] is True
     refused = [n for n in s["notes"] if "cannot be placed" in n]
