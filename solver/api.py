@@ -413,8 +413,9 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
             refused.append(placed.design.candidate.key)
             said.append(refusal + "; re-solved without it")
         else:
-            doc = placed.document
-            cap_w -= (doc.power.it_mw - doc.design_estimate.power.it_mw) * 1e6
+            doc = placed.document  # never raised again: no design comes back
+            cap_w = min(cap_w, full.it_power_cap_w - (
+                doc.power.it_mw - doc.design_estimate.power.it_mw) * 1e6)
             said.append(over + "; re-solved with the design stage's critical IT held to "
                         f"{cap_w / 1e6:.6f} MW")
         again = design_stage(inputs, evaluators, without_candidates(full, refused), options,
