@@ -304,6 +304,15 @@ class SpaceLayout:
         spines = self.fabric.pods * sum(s * n for _, s, n in leaf_group_sizes(self.fabric))
         return (spines + sum(self.fabric.switches_per_tier[2:])) * self.leaf_power_w
 
+    @property
+    def group_spine_power_w(self) -> float:
+        """The largest tier-2 group's spines at the conservative switch power [W] (0
+        without tier 2): placement stands a group's spine racks in one hall (its hub,
+        models.placement.model), so this much network power cannot be split over
+        buildings (the design MILP's spine_hub family)."""
+        return max((s for _, s, _ in leaf_group_sizes(self.fabric)), default=0) * (
+            self.leaf_power_w)
+
     def block_slots_by_hall(self, by_power: bool = True) -> tuple[int, ...]:
         """Blocks each hall can take (site order): its block slots and, ``by_power``,
         ``⌊hall kW / block kW⌋`` (every block full)."""

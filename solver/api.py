@@ -277,9 +277,10 @@ def design_stage(inputs: Inputs, evaluators: Evaluators, full: DesignData,
     return report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
 
 
-PLACED_POWER_ROUNDS = 3
-"""Design-stage re-solves at most when the placed design draws more critical IT than
-``limits.it_power_mw`` (its placed media above the design's estimate of them)."""
+RESOLVE_ROUNDS = 3
+"""Design-stage re-solves at most after placement: when the placed design draws more
+critical IT than ``limits.it_power_mw`` (:func:`placed_power_excess`), or cannot be
+placed at all (:func:`unplaceable`)."""
 
 
 def placed_power_excess(placed: SolveResult) -> tuple[float, str]:
@@ -299,6 +300,24 @@ def placed_power_excess(placed: SolveResult) -> tuple[float, str]:
         f"critical IT, over limits.it_power_mw = {limit_w / 1e6:g} MW by "
         f"{(placed_w - limit_w) / 1e3:,.1f} kW (its placed media draw "
         f"{(placed_w - estimate_w) / 1e3:,.1f} kW more than the design stage's estimate)")
+
+
+def unplaceable(placed: SolveResult) -> str:
+    """A note naming the design and why placement found it infeasible ("" when it was
+    placed, or ran out of time: another search might place it)."""
+    if placed.placement is None or placed.placement.status != Status.INFEASIBLE:
+        return ""
+    cand = placed.design.candidate
+    return (f"the design of {cand.gpus:,} GPUs ({cand.key}) cannot be placed: "
+            f"{placed.placement.summary.get('diagnosis', 'no placement exists')}")
+
+
+def without_candidates(full: DesignData, refused: list[str]) -> DesignData:
+    """``full`` less the candidates whose keys are ``refused``: a no-good cut on each
+    (placement depends on the candidate alone, not on its split over buildings), applied
+    before pruning, so the candidates they beat come back."""
+    return dataclasses.replace(full, candidates=tuple(
+        k for k in full.candidates if k.key not in refused))
 
 
 def with_note(result: SolveResult, note: str) -> SolveResult:
@@ -337,8 +356,8 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
     Status: optimal | feasible (limit hit, incumbent kept) | infeasible (with a diagnosis
     in summary['diagnosis']) | no_solution. A placement that fails keeps the design's
     status; ``summary['placement']`` says why. A placed design that draws more critical IT
-    than ``limits.it_power_mw`` is re-solved smaller (:func:`placed_power_excess`, at most
-    PLACED_POWER_ROUNDS times; a note says so).
+    than ``limits.it_power_mw`` is re-solved smaller, and a design placement finds
+    infeasible is re-solved without it (:func:`placed_and_re_solved`; a note says so).
     ``extra_constraints(model, inputs)`` adds user constraints to the MILP before it is
     solved (the exact bound is then not applied: every buildable candidate stays in it).
     ``candidates_of``: design data built by ``build_design_data`` for an instance that
@@ -365,25 +384,53 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
         if not place or result.design is None:
             return result
         stage("placement")
-        placed = place_stage(result, options)
-        for _ in range(PLACED_POWER_ROUNDS):  # the placed media over the campus limit
-            excess_w, note = placed_power_excess(placed)
-            if excess_w <= 0:
-                break
-            doc = placed.document
-            surplus_w = (doc.power.it_mw - doc.design_estimate.power.it_mw) * 1e6
-            cap_w = full.it_power_cap_w - surplus_w
-            smaller = design_stage(inputs, evaluators, full, options, extra_constraints,
-                                   start, [*notes, note + f"; re-solved with the design "
-                                           f"stage's critical IT held to {cap_w / 1e6:.6f} "
-                                           "MW"], cap_w)
-            if smaller.design is None:
-                return with_note(placed, note + "; no smaller design meets the "
-                                 "requirements, so this one is kept, not verified")
-            placed = place_stage(smaller, options)
-        return placed
+        return placed_and_re_solved(place_stage(result, options), inputs, evaluators, full,
+                                    options, extra_constraints, start, notes)
     except TimeLimitReached as exc:
         return _without_design(inputs, Status.NO_SOLUTION, options, start, notes, [str(exc)])
+
+
+def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evaluators,
+                         full: DesignData, options: SolveOptions,
+                         extra_constraints: ExtraConstraints | None, start: float,
+                         notes: list[str]) -> SolveResult:
+    """The placed design, re-solved at most RESOLVE_ROUNDS times while placement
+    contradicts it: over the campus limit once placed (the next design stage's critical
+    IT held lower, :func:`placed_power_excess`), or not placeable (its candidate refused,
+    :func:`without_candidates`). Each re-solve's optimum is the best design left, so the
+    first that places is the best that places. A design with no smaller or other design
+    to replace it is returned as it is, with a note; so is the first unplaceable design
+    when the rounds run out (its placement's diagnosis stands)."""
+    cap_w, refused, said = full.it_power_cap_w, [], list(notes)
+    first_unplaced = None
+    for _ in range(RESOLVE_ROUNDS):
+        excess_w, over = placed_power_excess(placed)
+        refusal = unplaceable(placed)
+        if excess_w <= 0 and not refusal:
+            return placed
+        if refusal:
+            first_unplaced = first_unplaced or placed
+            refused.append(placed.design.candidate.key)
+            said.append(refusal + "; re-solved without it")
+        else:
+            doc = placed.document  # never raised again: no design comes back
+            cap_w = min(cap_w, full.it_power_cap_w - (
+                doc.power.it_mw - doc.design_estimate.power.it_mw) * 1e6)
+            said.append(over + "; re-solved with the design stage's critical IT held to "
+                        f"{cap_w / 1e6:.6f} MW")
+        again = design_stage(inputs, evaluators, without_candidates(full, refused), options,
+                             extra_constraints, start, list(said), cap_w)
+        if again.design is None:
+            return with_note(first_unplaced or placed, (refusal or over) + (
+                "; no other design meets the requirements, so this one is kept"
+                if refusal else "; no smaller design meets the requirements, so this one "
+                "is kept, not verified"))
+        placed = place_stage(again, options)
+    if unplaceable(placed):
+        return with_note(first_unplaced or placed, f"no design placed in {RESOLVE_ROUNDS} "
+                         f"re-solves (refused: "
+                         f"{', '.join(refused + [placed.design.candidate.key])})")
+    return placed
 
 
 def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = None,

@@ -313,9 +313,17 @@ def evaluate(inst: Instance, config, cand) -> Design:
                 racks_w(b), hall_w[b.name]) * (1 + TOL)
             pods.append((units * len(mine), sum(max(0, min(size, total - i * size))
                                                 for i in mine) * node_w))
+    # the largest tier-2 group's spines stand whole in one building h (placement hubs
+    # them in one hall), which then takes ⌊(cap_h - G) / block W⌋ blocks by power
+    hub_w = max(space.blocks()[2]) * space.leaf_power_w
+    caps = [min(racks_w(b), hall_w[b.name]) for b in inst.site.buildings]
+    hub_room = max((sum(room) - r + min(r, math.floor((cap - hub_w) / space.block_power_w
+                                                       * (1 + TOL)))
+                    for r, cap in zip(room, caps, strict=True)
+                    if hub_w <= cap * (1 + TOL)), default=-1)
     if not fits_buildings(inst, su_count, su * node_w, su_racks, network_w,
                           network_racks, pods) \
-            or (space.block_count > sum(room) and not config.pods_in_buildings) \
+            or (space.block_count > hub_room and not config.pods_in_buildings) \
             or not pods_fit:
         violated.append("buildings")
     return Design(config.key, gpu.id, switch.id, config.rail_optimized, cand.nodes, spares,

@@ -706,6 +706,18 @@ def two_buildings() -> dict:
     return read_instance_document(INSTANCES_DIR / "tiny" / "two-buildings.toml")
 
 
+def big_hall_site(building_mw: float) -> dict:
+    """tiny/two-buildings with ``building_mw`` a building (limits.it_power_mw both) and
+    hall-a declared 4 rows x 12 positions x 45 kW, more than its building."""
+    d = two_buildings()
+    d["limits"]["it_power_mw"] = 2 * building_mw
+    for building in d["site"]["buildings"]:
+        building["it_power_mw"] = building_mw
+    d["site"]["buildings"][0]["halls"] = [
+        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
+    return d
+
+
 def test_a_hall_larger_than_its_building_holds_its_racks_to_the_buildings_power():
     """tiny/two-buildings at 0.712 MW a building, with hall-a declared as 4 rows x 12
     positions x 45 kW = 2,160 kW (2,138.6 kW less the 1% non-server share), far more than
@@ -717,13 +729,7 @@ def test_a_hall_larger_than_its_building_holds_its_racks_to_the_buildings_power(
     from solver import solve
     from solver.loading import instance_from_dict
 
-    d = two_buildings()
-    d["limits"]["it_power_mw"] = 1.424
-    for building in d["site"]["buildings"]:
-        building["it_power_mw"] = 0.712
-    d["site"]["buildings"][0]["halls"] = [
-        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
-    s = solve(instance_from_dict(d), place=True).summary
+    s = solve(instance_from_dict(big_hall_site(0.712)), place=True).summary
     assert s["placement"]["status"] == "optimal" and s["verified"] is True
     assert s["design"]["gpus"] == 768
 
@@ -749,3 +755,47 @@ def test_a_design_placed_over_the_campus_limit_is_re_solved_smaller():
     s = solve(instance_from_dict(d), place=True).summary
     assert s["design"]["gpus"] == 1024 and s["verified"] is False
     assert "no smaller design meets the requirements" in s["notes"][-1]
+
+
+def test_the_design_stage_holds_a_spine_group_in_one_building():
+    """tiny/two-buildings at 0.716 MW a building (1.432 MW in all), hall-a larger than
+    its building: 1,024 GPUs' 32 blocks fit the buildings' racks only with their one spine
+    group's 27.3 kW split over both (tests/test_milp_families.py::check_spine_hub works
+    it by hand). The design stage split it and returned them; placement refused them
+    (exit 4). It now keeps the group whole in one building, as placement does: 768 GPUs,
+    placed and verified, with no re-solve."""
+    from solver import solve
+    from solver.loading import instance_from_dict
+
+    s = solve(instance_from_dict(big_hall_site(0.716)), place=True).summary
+    assert s["design"]["gpus"] == 768 and s["verified"] is True
+    assert s["placement"]["status"] == "optimal" and s["notes"] == []
+
+
+def test_a_design_placement_cannot_place_is_re_solved_without_it(monkeypatch):
+    """With the design stage's spine_hub family withdrawn (its G = 0, as before it), the
+    MILP builds 1,024 GPUs again; placement finds them infeasible, so the design stage is
+    re-solved without that candidate: its twin with in-memory recovery (the same racks)
+    is refused the same way, then 768 GPUs, the next size down, are placed and verified,
+    with a note per refusal. With one re-solve allowed the loop stops at the twin and
+    keeps today's answer: the first design, its placement's diagnosis, exit 4."""
+    from models.design import prune
+    from solver import api, solve
+    from solver.loading import instance_from_dict
+
+    monkeypatch.setattr(prune, "spine_hub_w", lambda data, k: 0.0)
+    inst = instance_from_dict(big_hall_site(0.716))
+    s = solve(inst, place=True).summary
+    assert s["design"]["gpus"] == 768 and s["verified"] is True
+    refused = [n for n in s["notes"] if "cannot be placed" in n]
+    assert len(refused) == 2 and all(
+        n.startswith("the design of 1,024 GPUs (") and "re-solved without it" in n
+        and "halls cannot hold the scalable units" in n for n in refused)
+    assert "/storage/" in refused[0] and "/in-memory/" in refused[1]
+
+    monkeypatch.setattr(api, "RESOLVE_ROUNDS", 1)
+    s = solve(inst, place=True).summary
+    assert s["design"]["gpus"] == 1024 and s["placement"]["status"] == "infeasible"
+    assert "/storage/" in s["notes"][-1].split("refused: ")[1].split(",")[0]
+    assert s["notes"][-1].startswith("no design placed in 1 re-solves (refused: ")
+    assert s["notes"][-1].count("@128") == 2

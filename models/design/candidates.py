@@ -594,6 +594,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
                "pod_blocks_power_w": space.pod_blocks_power_w,
                "network_rack_power_w": space.network_power_w,
+               "group_spine_power_w": space.group_spine_power_w,
                **({"support": support.summary()} if support else {})},
         facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
     )

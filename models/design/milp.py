@@ -19,6 +19,7 @@ millions of USD (M$); the named expressions keep those units in their names.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pyomo.environ as pyo
@@ -339,7 +340,8 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
 
     sum_b net_rack_mw[b] = network-rack power of the design
     foreach b: sum_c block_MW_c blocks_in[b,c] + net_rack_mw[b] <= min(P_b / (1+f), halls_b) [MW]
-    (net_rack_mw is continuous: placement keeps a group's spines in one hall). With one pod
+    (net_rack_mw is continuous but for the largest group's spines, which stand whole in
+    one building: add_spine_hub). With one pod
     per building, building i holds pod i's B/P blocks with the nodes they have
     (pod_blocks_mw, a ladder quantity: a pod of 1.5 units counts 1.5 units of nodes)."""
     # a block is a scalable unit, or a whole pod smaller than one (models.space.block_size):
@@ -363,6 +365,43 @@ def add_block_power(m: pyo.ConcreteModel, data: DesignData) -> None:
     def block_power(m, b):
         return pyo.quicksum(blocks_mw(b, c) for c in m.CONFIGS
                             ) + m.net_rack_mw[b] <= caps[b] + slack(b)
+
+
+def hub_room(data: DesignData, k: Candidate, bw: float) -> bool:
+    """Some building keeps room for candidate k's largest spine group G beside as many of
+    its blocks as it can take (block slots, or ⌊cap / u_B⌋ at its ladder's largest block
+    power ``bw`` = u_B [W], as add_block_power counts them): ``cap_h - u_B n_h >= G``.
+    Then any plan without add_spine_hub meets it once G of the network racks' power moves
+    into that building, so the family is left out (the default instance: ≥ 415 kW spare a
+    building beside 183 kW of spines)."""
+    hub_w = prune.spine_hub_w(data, k)
+    return any(b.block_power_cap_w - bw * min(k.extra["block_slots"].get(b.name, 0),
+                                              math.floor(b.block_power_cap_w / bw)) >= hub_w
+               for b in data.buildings)
+
+
+def add_spine_hub(m: pyo.ConcreteModel, data: DesignData) -> None:
+    """Placement stands a tier-2 group's spine racks in one hall, so the block_power
+    family's network-rack power is not split freely: one building, the hub, holds the
+    largest group's spines G whole (G = prune.spine_hub_w, a ladder quantity; M its
+    largest):
+
+    hub[b] in {0,1};  sum_b hub[b] = 1;  net_rack_mw[b] >= G - M (1 - hub[b])   [MW]
+    (with one building net_rack_mw holds all of the network racks, G among them; left out
+    when :func:`hub_room` holds for every candidate)."""
+    big = max(prune.spine_hub_w(data, k) for k in data.candidates) / 1e6
+    block_w = {c: max(k.extra["block_power_w"] for k in m.ladders[c]) for c in m.CONFIGS}
+    if len(data.buildings) < 2 or big <= 0 or all(
+            hub_room(data, k, block_w[k.config]) for k in data.candidates):
+        return
+    m.spine_hub = pyo.Var(m.BUILDINGS, domain=pyo.Binary, doc="the building of the hub")
+    m.one_spine_hub = pyo.Constraint(expr=pyo.quicksum(m.spine_hub[b] for b in m.BUILDINGS)
+                                     == 1)
+    hub_mw = ladder_sum(m, lambda k: prune.spine_hub_w(data, k) / 1e6)
+
+    @m.Constraint(m.BUILDINGS, doc="the largest group's spines whole in its hub's building")
+    def spine_hub_power(m, b):
+        return m.net_rack_mw[b] >= hub_mw - big * (1 - m.spine_hub[b])
 
 
 def add_budget(m: pyo.ConcreteModel, data: DesignData) -> None:
@@ -408,6 +447,7 @@ FAMILIES: tuple[tuple[str, Callable, bool], ...] = (
     ("block_slots", add_block_slots, True),
     ("pod_hall_slots", add_pod_hall_slots, True),
     ("block_power", add_block_power, True),
+    ("spine_hub", add_spine_hub, False),
     ("pods_in_buildings", add_pods_in_buildings, False),
     ("pod_power", add_pod_power, True),
     ("budget", add_budget, True),

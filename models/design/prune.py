@@ -8,11 +8,13 @@ candidate k can be built is decided by closed forms:
   buildings      U_k <= sum_b min(floor(P_b / ((1+f) u_P)), floor(R_b / u_R))
                  (1+f) (U_k u_P + N_k) <= sum_b P_b;   U_k u_R + NR_k <= sum_b R_b
                  B_k <= sum_b min(S_{k,b}, floor(P_b / u_B))   (placement blocks of
-                 u_B watts in the halls' block slots and the buildings' power)
+                 u_B watts in the halls' block slots and the buildings' power; the
+                 building holding the largest spine group G whole, floor((P_h - G)/u_B),
+                 :func:`hub_fits`)
                  pods in buildings: building i takes pod i (:func:`pods_fit`), its nodes
                  counted as they are (a pod smaller than one unit is not a whole unit)
 with U_k scalable units of u_P watts and u_R racks, N_k / NR_k the network power and
-racks, which the MILP may split across buildings continuously. The building conditions
+racks, which the MILP may split across buildings continuously (but for G). The building conditions
 are exact: the leftover of every building sums to the same total whatever the integer
 SU placement, and network equipment can fill any leftover.
 
@@ -137,12 +139,35 @@ def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
         slots_ok = not space or k.extra["blocks"] <= sum(slots.values())
         units_ok = pods_fit(data, k, power, space)
     else:
-        slots_ok = k.extra["blocks"] <= sum(
-            min(slots.get(b, 0) if space else by_power[b], by_power[b]) for b in by_power)
+        slots_ok = hub_fits(data, k, {b: min(slots.get(b, 0) if space else by_power[b],
+                                              by_power[b]) for b in by_power}, power)
         units_ok = k.su_count <= sum(per_building)
     racks_powered = not power or blocks_w + k.extra["network_rack_power_w"] <= sum(
         b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
     return units_ok and power_ok and space_ok and slots_ok and racks_powered
+
+
+def hub_fits(data: DesignData, k: Candidate, room: dict[str, int], power: bool) -> bool:
+    """k's blocks fit the buildings' ``room`` (blocks each takes) with its largest
+    tier-2 group's spines, G (:func:`spine_hub_w`), whole in some building h (the MILP's
+    spine_hub family), which then takes ``⌊(cap_h - G) / u_B⌋`` blocks by power:
+    ``B_k <= max_h sum_b room'_b``. Exact with the block_power total: the other network
+    racks may fill any building's leftover."""
+    hub_w = spine_hub_w(data, k)
+    blocks, bw = k.extra["blocks"], k.extra["block_power_w"]
+    if not power or hub_w <= 0 or len(data.buildings) < 2:
+        return blocks <= sum(room.values())
+    return any(blocks <= sum(room.values()) - room[h.name] + min(room[h.name], math.floor(
+        (h.block_power_cap_w - hub_w) / bw * (1 + REL_TIE)))
+        for h in data.buildings if within(hub_w, h.block_power_cap_w))
+
+
+def spine_hub_w(data: DesignData, k: Candidate) -> float:
+    """Network-rack power of candidate k that stands whole in one building [W]: its
+    largest tier-2 group's spines (placement's hub, models.space.SpaceLayout.
+    group_spine_power_w); 0 with pods aligned with the site (milp.add_pod_power holds
+    each pod's spines in its own site)."""
+    return 0.0 if data.configs[k.config].pods_in_buildings else k.extra["group_spine_power_w"]
 
 
 def pods_fit(data: DesignData, k: Candidate, power: bool, space: bool) -> bool:
