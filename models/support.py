@@ -22,7 +22,10 @@ Out-of-band management: one 1 GbE switch per rack (compute, back-end network and
 support racks here), u uplinks each to aggregation switches of q ports:
   M = racks,   aggregation = ceil(u M / q).
 Support racks: ceil((front-end switches x U_sw + A U_a + control servers x 1 U) / 42);
-the 1U aggregation switches sit in their spare space.
+the 1U aggregation switches sit in their spare space. Placement stands them in network
+rows as racks of their own, each drawing an equal share of the support design's power
+(every line above, the per-rack management switches included, as the design stage counts
+it in the network's power).
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ from typing import Any
 from models.fabric import Fabric, FabricSpec, MediaLine, MediumLike, choose_media, design_fabric
 from models.power_cost import BomLine
 from models.space import RACK_UNITS
+
+SUPPORT_CATEGORIES = ("frontend", "storage", "control-plane", "management", "rack-support")
+"""BOM categories of a support design's lines (:func:`with_management`)."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ def check_placement(inputs: Inputs, result) -> list[str]:
     node_w = (gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w
               + gpu.nics_per_node * inp.parts.nic.power_w)
     power = {r.id: r.nodes * node_w + r.switches * sw.power_w for r in result.racks}
+    problems += _support(inp.design, result.racks, power)
     links_by_class: Counter[str] = Counter()
     for run in result.runs:
         m = inputs.medium[run.medium]
@@ -62,7 +63,7 @@ def check_placement(inputs: Inputs, result) -> list[str]:
     for r in result.racks:
         p, hall = pos[r.id]
         w = power[r.id]
-        if w > hall.rack_power_kw * 1e3 + 1e-6:
+        if w > hall.rack_power_kw * 1e3 + 1e-6 and r.role != "support":
             problems.append(f"{r.id}: draws {w / 1e3:.2f} kW, positions of {p.hall} take "
                             f"{hall.rack_power_kw:g} kW")
         if r.nodes and gpu.liquid_cooled and hall.cooling != "liquid":
@@ -106,6 +107,20 @@ def check_placement(inputs: Inputs, result) -> list[str]:
         problems.append(f"placement built links per tier {list(placed[1])}, the design has "
                         f"{list(designed[1])}")
     return problems
+
+
+def _support(design, racks, power: dict[str, float]) -> list[str]:
+    """The design's support racks placed, in network rows' positions like any switch rack,
+    each drawing its share of the support design's power (set in ``power``; counted in its
+    row, hall and building, not held to a position's rack power: models.support sizes
+    these racks by rack units, and their share carries the per-rack management switches
+    and front-end link ends that stand in the other racks)."""
+    placed = [r for r in racks if r.role == "support"]
+    for r in placed:
+        power[r.id] = design.support_power_w / design.support_racks
+    if len(placed) != design.support_racks:
+        return [f"{len(placed)} support racks placed, the design has {design.support_racks}"]
+    return []
 
 
 def _pods_in_buildings(inputs: Inputs, result, pos: dict) -> list[str]:

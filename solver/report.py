@@ -347,7 +347,8 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                    placed_media: list[MediaLine], racks: int,
                    placement: dict[str, Any]) -> SolveSummary:
     """The summary after placement: the placed media (``placed_media``, by routed length),
-    the cold-spare pool sized for them and the rack count replace the design's estimates
+    the cold-spare pool sized for them and the compute and network rack count (``racks``;
+    the support racks stay their own BOM line) replace the design's estimates
     in the BOM, media, power and cost are rolled up again, and every limit is re-checked
     and re-stated on them (placed_limits; the pool by the checker's own arithmetic); the
     design's estimate is kept beside in ``design_estimate``."""
