@@ -63,7 +63,7 @@ def check_placement(inputs: Inputs, result) -> list[str]:
     for r in result.racks:
         p, hall = pos[r.id]
         w = power[r.id]
-        if w > hall.rack_power_kw * 1e3 + 1e-6 and r.role != "support":
+        if w > hall.rack_power_kw * 1e3 + 1e-6:
             problems.append(f"{r.id}: draws {w / 1e3:.2f} kW, positions of {p.hall} take "
                             f"{hall.rack_power_kw:g} kW")
         if r.nodes and gpu.liquid_cooled and hall.cooling != "liquid":
@@ -110,11 +110,10 @@ def check_placement(inputs: Inputs, result) -> list[str]:
 
 
 def _support(design, racks, power: dict[str, float]) -> list[str]:
-    """The design's support racks placed, in network rows' positions like any switch rack,
-    each drawing its share of the support design's power (set in ``power``; counted in its
-    row, hall and building, not held to a position's rack power: models.support sizes
-    these racks by rack units, and their share carries the per-rack management switches
-    and front-end link ends that stand in the other racks)."""
+    """The design's support racks all placed, each drawing an equal share of the support
+    design's power (set in ``power``: held to its position's rack power and counted in
+    its row, hall and building; the share carries the per-rack management switches and
+    the front-end link ends, as the design stage counts them)."""
     placed = [r for r in racks if r.role == "support"]
     for r in placed:
         power[r.id] = design.support_power_w / design.support_racks
