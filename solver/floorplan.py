@@ -25,7 +25,7 @@ RACK_DEPTH_M = 1.2
 """Depth of a rack drawn on the plan [m] (a 1200 mm rack; the rest of the row pitch is
 the hot and cold aisles)."""
 ROLE_COLOURS = {"leaf": "#1f77b4", "spine": "#2ca02c", "core": "#9467bd", "super": "#8c564b",
-                "hyper": "#e377c2", "apex": "#7f7f7f", "support": "#ff7f0e"}
+                "hyper": "#e377c2", "apex": "#7f7f7f", "support": "#17becf"}
 ROLE_LABELS = {"support": "support rack (front-end, storage, control plane)"}
 LONGEST_LINKS = 5
 """Cable runs drawn and listed (the longest first)."""
