@@ -289,7 +289,9 @@ def test_solve_replaces_the_media_estimate_with_the_placed_cabling(tmp_path):
     media = [b for b in s["bom"] if b["category"] in ("optics", "cable")]
     assert sum(b["cost_usd"] for b in media) == pytest.approx(placed["optics_capex_usd"], abs=0.1)
     racks = next(b for b in s["bom"] if b["category"] == "rack")
-    assert racks["quantity"] == placed["racks_total"]
+    support = next(b for b in s["bom"] if b["category"] == "rack-support")
+    assert support["quantity"] == placed["racks"]["support"] == 1
+    assert racks["quantity"] + support["quantity"] == placed["racks_total"]
     assert s["cost"]["equipment_capex_usd"] == pytest.approx(sum(b["cost_usd"] for b in s["bom"]))
     assert s["design_estimate"]["cost"]["capex_usd"] > 0
     assert s["verified"] == all(placed["within_limits"].values())
