@@ -207,17 +207,23 @@ def _support_lines(fac: Any, core: SupportCore, racks: int, support_racks: int
                    ) -> list[BomLine]:
     """``core``'s lines, the management network of ``racks + support_racks`` racks and
     the support racks."""
-    uplinks = fac.management_uplinks_per_switch
-    mgmt = racks + support_racks
-    aggregation = _aggregation(fac, mgmt)
     return [
         *core.lines,
-        BomLine("out-of-band management switch (1 per rack)", "management", mgmt,
-                fac.management_switch_usd, fac.management_switch_w),
-        BomLine("management aggregation switch", "management", aggregation,
-                fac.management_aggregation_usd, fac.management_aggregation_w),
-        BomLine("management uplink", "management", uplinks * mgmt,
-                fac.management_uplink_usd),
+        *management_lines(fac, racks + support_racks),
         BomLine("support rack (front-end/storage/control plane)", "rack-support",
                 support_racks, fac.rack_usd),
+    ]
+
+
+def management_lines(fac: Any, racks: int) -> list[BomLine]:
+    """The out-of-band management network of ``racks`` racks (every rack, the support
+    racks included): a switch per rack, its uplinks and the aggregation switches."""
+    uplinks = fac.management_uplinks_per_switch
+    return [
+        BomLine("out-of-band management switch (1 per rack)", "management", racks,
+                fac.management_switch_usd, fac.management_switch_w),
+        BomLine("management aggregation switch", "management", _aggregation(fac, racks),
+                fac.management_aggregation_usd, fac.management_aggregation_w),
+        BomLine("management uplink", "management", uplinks * racks,
+                fac.management_uplink_usd),
     ]

@@ -621,6 +621,12 @@ def test_placed_racks_are_held_to_each_buildings_max_racks():
                           two_more).to_dict()
     assert over["placement"]["within_limits"]["site.buildings[hall].max_racks"] is False
     assert over["verified"] is False
+    # a management switch in every placed rack: 27 + the support rack, 2 uplinks each
+    mgmt = {b["item"]: b["quantity"] for b in over["bom"] if b["category"] == "management"}
+    assert mgmt == {"out-of-band management switch (1 per rack)": 28,
+                    "management aggregation switch": 1, "management uplink": 56}
+    assert over["cost"]["equipment_capex_usd"] - s["cost"]["equipment_capex_usd"] == \
+        pytest.approx(2 * (15_000 + 8_000 + 2 * 300))
 
 
 def test_support_racks_stand_in_network_rows_with_the_support_designs_power():
