@@ -167,6 +167,8 @@
 #             41.140 MW; llama3-16k 5 -> 6 support racks (+$71k); sweep-small 1 -> 2
 #             (+$25k); no size or throughput moved. campus-phased (3% gap) takes another
 #             path: 912.48T -> 912.88T discounted tokens, H100 bridge 5,120 -> 6,656 GPUs.
+#             Then the placed BOM takes a management switch in every placed rack (3,506,
+#             was the design stage's 3,505): placed capex +$9,593 ($6.011026B), IT +101 W.
 SOLVE = {'gb200-campus': {'binding': [('limits.it_power_mw', False),
                               ('limits.budget_usd', False),
                               ('site.buildings[bldg-1].it_power_mw', False),
@@ -2451,7 +2453,7 @@ PLACEMENT = {'bom_media': [{'cables': 49408,
              'max_length_m': 1002.0,
              'medium': 'fr4-400g',
              'total_length_m': 62075904.0}],
- 'capex_usd': 6011016282.129883,
+ 'capex_usd': 6011025874.959883,
  'gap_usd': 1117516.8,
  'halls': [{'hall': 'hall-a/hall-1',
             'network_rows': [18, 19],
@@ -2519,7 +2521,7 @@ PLACEMENT = {'bom_media': [{'cables': 49408,
                 'hall-b/hall-2',
                 'hall-c/hall-1',
                 'hall-c/hall-2'],
- 'it_mw': 136.932902108,
+ 'it_mw': 136.933003108,
  'max_link_m': 1002.0,
  'media_failure_cost_usd': 30418446.77,
  'media_lifetime_cost_usd': 375681988.36,
