@@ -21,8 +21,16 @@ Control plane: max(m, ceil(N / n_cp)) servers (schedulers, head and login nodes)
 Out-of-band management: one 1 GbE switch per rack (compute, back-end network and the
 support racks here), u uplinks each to aggregation switches of q ports:
   M = racks,   aggregation = ceil(u M / q).
-Support racks: ceil((front-end switches x U_sw + A U_a + control servers x 1 U) / 42);
-the 1U aggregation switches sit in their spare space.
+Support racks: enough for the rack units and for the power,
+  S = max(ceil((front-end switches x U_sw + A U_a + control servers x 1 U) / 42),
+          ceil(W(S) / P)),
+W(S) the support design's power with M = racks + S management switches (every line
+above), P the smallest rack power of the halls the design stands in: the least S that
+holds (W grows with S by a management switch and its share of an aggregation switch, far
+less than P, so counting up from the rack-unit bound ends at once). The 1U aggregation
+switches sit in their spare space. Placement stands them in network rows as racks of
+their own, each drawing W(S) / S (as the design stage counts W in the network's power:
+the per-rack management switches and the front-end link ends included).
 """
 
 from __future__ import annotations
@@ -35,6 +43,9 @@ from typing import Any
 from models.fabric import Fabric, FabricSpec, MediaLine, MediumLike, choose_media, design_fabric
 from models.power_cost import BomLine
 from models.space import RACK_UNITS
+
+SUPPORT_CATEGORIES = ("frontend", "storage", "control-plane", "management", "rack-support")
+"""BOM categories of a support design's lines (:func:`with_management`)."""
 
 
 @dataclass(frozen=True)
@@ -102,15 +113,17 @@ def support_design(fac: Any, switch: Any, media: Sequence[MediumLike],
                    lengths_m: Any, nodes: int, gpus: int, frontend_gbps_per_node: float,
                    write_gbytes_per_s_per_node: float, peak_tflops: float,
                    flops_per_token: float, checkpoint_gb: float,
-                   train_tokens: float | None, racks: int) -> SupportDesign:
+                   train_tokens: float | None, racks: int,
+                   rack_power_w: float = math.inf) -> SupportDesign:
     """Front-end/storage network, storage, management and control plane of a design with
     `nodes` nodes (spares included), `gpus` training GPUs and `racks` compute and
-    back-end network racks. `switch`: the front-end switch (catalog Switch);
-    `lengths_m(fabric)`: routed length of each link class of a fabric [m]."""
+    back-end network racks, in racks of at most `rack_power_w` [W]. `switch`: the
+    front-end switch (catalog Switch); `lengths_m(fabric)`: routed length of each link
+    class of a fabric [m]."""
     return with_management(fac, support_core(
         fac, switch, media, lengths_m, nodes, gpus, frontend_gbps_per_node,
         write_gbytes_per_s_per_node, peak_tflops, flops_per_token, checkpoint_gb,
-        train_tokens), racks)
+        train_tokens), racks, rack_power_w)
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,7 @@ class SupportCore:
     frontend_media: tuple[MediaLine, ...]
     control_plane_servers: int
     support_racks: int
+    """The racks their rack units take (:func:`with_management` adds racks for power)."""
     lines: tuple[BomLine, ...]
     """Front-end switches and links, storage and control plane (the management network's
     lines go after them, the support racks last)."""
@@ -166,23 +180,50 @@ def support_core(fac: Any, switch: Any, media: Sequence[MediumLike], lengths_m: 
                        lines)
 
 
-def with_management(fac: Any, core: SupportCore, racks: int) -> SupportDesign:
+def with_management(fac: Any, core: SupportCore, racks: int,
+                    rack_power_w: float = math.inf) -> SupportDesign:
     """The support design of ``core`` with the management network of ``racks`` compute
-    and back-end network racks and the support racks."""
-    uplinks = fac.management_uplinks_per_switch
-    mgmt = racks + core.support_racks
-    aggregation = math.ceil(uplinks * mgmt / fac.management_aggregation_ports)
-    lines = [
-        *core.lines,
-        BomLine("out-of-band management switch (1 per rack)", "management", mgmt,
-                fac.management_switch_usd, fac.management_switch_w),
-        BomLine("management aggregation switch", "management", aggregation,
-                fac.management_aggregation_usd, fac.management_aggregation_w),
-        BomLine("management uplink", "management", uplinks * mgmt,
-                fac.management_uplink_usd),
-        BomLine("support rack (front-end/storage/control plane)", "rack-support",
-                core.support_racks, fac.rack_usd),
-    ]
+    and back-end network racks and the support racks, as many as its rack units and its
+    power at ``rack_power_w`` a rack [W] need (module doc)."""
+    support_racks = core.support_racks
+    while True:
+        lines = _support_lines(fac, core, racks, support_racks)
+        need = math.ceil(sum(x.power_w for x in lines) / rack_power_w - 1e-9)
+        if need <= support_racks:
+            break
+        support_racks = need
+    mgmt = racks + support_racks
     return SupportDesign(core.storage, core.frontend, core.frontend_ports_per_node,
-                         core.frontend_media, core.control_plane_servers, mgmt, aggregation,
-                         core.support_racks, tuple(line for line in lines if line.quantity > 0))
+                         core.frontend_media, core.control_plane_servers, mgmt,
+                         _aggregation(fac, mgmt), support_racks,
+                         tuple(line for line in lines if line.quantity > 0))
+
+
+def _aggregation(fac: Any, mgmt: int) -> int:
+    return math.ceil(fac.management_uplinks_per_switch * mgmt / fac.management_aggregation_ports)
+
+
+def _support_lines(fac: Any, core: SupportCore, racks: int, support_racks: int
+                   ) -> list[BomLine]:
+    """``core``'s lines, the management network of ``racks + support_racks`` racks and
+    the support racks."""
+    return [
+        *core.lines,
+        *management_lines(fac, racks + support_racks),
+        BomLine("support rack (front-end/storage/control plane)", "rack-support",
+                support_racks, fac.rack_usd),
+    ]
+
+
+def management_lines(fac: Any, racks: int) -> list[BomLine]:
+    """The out-of-band management network of ``racks`` racks (every rack, the support
+    racks included): a switch per rack, its uplinks and the aggregation switches."""
+    uplinks = fac.management_uplinks_per_switch
+    return [
+        BomLine("out-of-band management switch (1 per rack)", "management", racks,
+                fac.management_switch_usd, fac.management_switch_w),
+        BomLine("management aggregation switch", "management", _aggregation(fac, racks),
+                fac.management_aggregation_usd, fac.management_aggregation_w),
+        BomLine("management uplink", "management", uplinks * racks,
+                fac.management_uplink_usd),
+    ]

@@ -336,9 +336,9 @@ def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
         return dataclasses.replace(
             result, document=dataclasses.replace(result.document, placement=placed.summary),
             placement=placed)
+    racks = placed.summary["racks_total"] - placed.summary["racks"].get("support", 0)
     summary = with_placement(result.inputs, result.document, result.design,
-                             placed_media_lines(placed), placed.summary["racks_total"],
-                             placed.summary)
+                             placed_media_lines(placed), racks, placed.summary)
     return dataclasses.replace(result, document=summary,
                                tables=tables(summary),
                                placement=placed)

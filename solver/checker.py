@@ -425,11 +425,20 @@ def support_networks(inputs: Inputs, parts, training_nodes: int, n: int, racks: 
                    and sw.family in m.switch_families)
         fe_usd += lc.links * best[0]
         fe_w += lc.links * best[1]
+    # racks for the rack units, then one more while the support power exceeds what the
+    # halls' smallest rack power feeds
+    rack_w = min(h.rack_power_kw for _, h in inputs.halls_for(parts.cooling)) * 1e3
     support_racks = math.ceil((fe.switches_total * sw.rack_units + control
                                + appliances * fac.storage_appliance_rack_units) / 42)
-    mgmt = racks + support_racks
-    aggregation = math.ceil(fac.management_uplinks_per_switch * mgmt
-                            / fac.management_aggregation_ports)
+    while True:
+        mgmt = racks + support_racks
+        aggregation = math.ceil(fac.management_uplinks_per_switch * mgmt
+                                / fac.management_aggregation_ports)
+        watts = (fe_w + appliances * fac.storage_appliance_w + control * fac.control_plane_w
+                 + mgmt * fac.management_switch_w + aggregation * fac.management_aggregation_w)
+        if watts <= support_racks * rack_w:
+            break
+        support_racks += 1
     by_cat = {
         "frontend": fe_usd,
         "storage": appliances * fac.storage_appliance_usd,
@@ -439,8 +448,6 @@ def support_networks(inputs: Inputs, parts, training_nodes: int, n: int, racks: 
                        + aggregation * fac.management_aggregation_usd),
         "rack-support": support_racks * fac.rack_usd,
     }
-    watts = (fe_w + appliances * fac.storage_appliance_w + control * fac.control_plane_w
-             + mgmt * fac.management_switch_w + aggregation * fac.management_aggregation_w)
     return {"usd": sum(by_cat.values()), "w": watts, "usd_by_category": by_cat,
             "racks": support_racks}
 

@@ -100,7 +100,9 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
                          tuple(fabric.switches_per_tier), tuple(fabric.links_per_tier),
                          parts.recovery, parts.pods_in_buildings,
                          tuple((m.link_class, m.medium) for m in media), parts.cooling,
-                         d.pod_join, d.pods_in_halls)
+                         d.pod_join, d.pods_in_halls,
+                         support.support_racks if support else 0,
+                         support.power_w if support else 0.0)
 
 
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:

@@ -25,7 +25,8 @@ RACK_DEPTH_M = 1.2
 """Depth of a rack drawn on the plan [m] (a 1200 mm rack; the rest of the row pitch is
 the hot and cold aisles)."""
 ROLE_COLOURS = {"leaf": "#1f77b4", "spine": "#2ca02c", "core": "#9467bd", "super": "#8c564b",
-                "hyper": "#e377c2", "apex": "#7f7f7f"}
+                "hyper": "#e377c2", "apex": "#7f7f7f", "support": "#17becf"}
+ROLE_LABELS = {"support": "support rack (front-end, storage, control plane)"}
 LONGEST_LINKS = 5
 """Cable runs drawn and listed (the longest first)."""
 
@@ -148,8 +149,8 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     cbar.set_label("compute rack power [kW]", fontsize=8)
     cbar.ax.tick_params(labelsize=7)
     roles = sorted({r.role for r in result.racks} - {"compute"})
-    legend = [Patch(color=ROLE_COLOURS.get(x, "black"), label=f"{x} switch rack")
-              for x in roles]
+    legend = [Patch(color=ROLE_COLOURS.get(x, "black"), label=ROLE_LABELS.get(
+        x, f"{x} switch rack")) for x in roles]
     legend += [Patch(color="#ececec", label="free position")]
     handles = legend + [plt.Line2D([], [], marker="o", ls="", color="black", markersize=3,
                                    label="leaf switches inside the compute rack")]

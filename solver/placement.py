@@ -42,6 +42,7 @@ from models.placement.halls import HallGeo, max_length, routing
 from models.placement.model import PlacementSolution
 from models.placement.model import solve as solve_model
 from models.space import split_by_weight
+from models.support import SUPPORT_CATEGORIES
 from solver.backends import SolveOptions
 from solver.backends.cpsat import placement_first_pass, placement_hub_pass, placement_solver
 from solver.backends.highs import bound_lp
@@ -55,6 +56,7 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
     (facility, years)."""
     c, cand = design.config, design.candidate
     pc = design.power_cost(inputs) if inputs is not None else None
+    support_racks = cand.extra.get("support", {}).get("support_racks", 0)
     return DesignToPlace(c.gpu, c.switch, cand.nodes + cand.spare_nodes, cand.tiers, c.pods,
                          c.oversubscription, c.rail_optimized, c.nic_attachment,
                          lost_hours_per_interruption(cand.extra.get("reliability", {})),
@@ -63,14 +65,17 @@ def design_to_place(design, inputs: Inputs | None = None) -> DesignToPlace:
                          cand.extra.get("reliability", {}).get("recovery", "storage"),
                          c.pods_in_buildings,
                          tuple((m["link_class"], m["medium"]) for m in design.media()),
-                         c.cooling, c.pod_join, c.pods_in_halls)
+                         c.cooling, c.pod_join, c.pods_in_halls, support_racks,
+                         sum(x.power_w for x in cand.lines if x.category in SUPPORT_CATEGORIES)
+                         if support_racks else 0.0)
 
 
 @dataclass(frozen=True)
 class Rack:
     id: str
     role: str
-    """compute | leaf | spine | core | super | ..."""
+    """compute | leaf | spine | core | super | ... | support (front-end/storage switches,
+    storage appliances, control plane)."""
     position: Position
     contents: str
     power_w: float
@@ -172,7 +177,20 @@ def concrete_layout(inp: PlacementInputs, sol: PlacementSolution) -> Layout:
         lower = upper
     if inp.fabric.mesh:
         bundles += _mesh(inp, inp.fabric.link_classes[-1], lower)
+    racks += _support_racks(inp, sol, net_free)
     return Layout(racks, bundles, blocks_info)
+
+
+def _support_racks(inp: PlacementInputs, sol: PlacementSolution,
+                   net_free: dict[int, list[Position]]) -> list[Rack]:
+    """The zone solution's support racks per hall on its next free network positions
+    (beside the switch racks), each drawing an equal share of the support design's power
+    [W]."""
+    d = inp.design
+    share = d.support_power_w / d.support_racks if d.support_racks else 0.0
+    return [Rack(f"support-h{h}-{i}", "support", net_free[h].pop(0),
+                 "front-end/storage switches, storage, control plane", share)
+            for h, n in enumerate(sol.support) for i in range(n)]
 
 
 def _site(inp: PlacementInputs, rack: Rack) -> str:

@@ -40,6 +40,7 @@ def check_placement(inputs: Inputs, result) -> list[str]:
     node_w = (gpu.gpus_per_node * gpu.gpu_power_w + gpu.node_other_power_w
               + gpu.nics_per_node * inp.parts.nic.power_w)
     power = {r.id: r.nodes * node_w + r.switches * sw.power_w for r in result.racks}
+    problems += _support(inp.design, result.racks, power)
     links_by_class: Counter[str] = Counter()
     for run in result.runs:
         m = inputs.medium[run.medium]
@@ -106,6 +107,19 @@ def check_placement(inputs: Inputs, result) -> list[str]:
         problems.append(f"placement built links per tier {list(placed[1])}, the design has "
                         f"{list(designed[1])}")
     return problems
+
+
+def _support(design, racks, power: dict[str, float]) -> list[str]:
+    """The design's support racks all placed, each drawing an equal share of the support
+    design's power (set in ``power``: held to its position's rack power and counted in
+    its row, hall and building; the share carries the per-rack management switches and
+    the front-end link ends, as the design stage counts them)."""
+    placed = [r for r in racks if r.role == "support"]
+    for r in placed:
+        power[r.id] = design.support_power_w / design.support_racks
+    if len(placed) != design.support_racks:
+        return [f"{len(placed)} support racks placed, the design has {design.support_racks}"]
+    return []
 
 
 def _pods_in_buildings(inputs: Inputs, result, pos: dict) -> list[str]:

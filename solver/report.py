@@ -19,6 +19,7 @@ from models.fabric import MediaLine, design_fabric
 from models.facility import RACK_CATEGORIES, FacilityCost, facility_cost
 from models.power_cost import BomLine, PowerCost, it_power_w, power_cost
 from models.reliability import placed_media
+from models.support import management_lines
 from models.tco import AnnualCost, annual_cost
 from solver.backends.highs import MilpOutcome
 from solver.checker import CheckResult, placed_spares_check
@@ -347,7 +348,9 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                    placed_media: list[MediaLine], racks: int,
                    placement: dict[str, Any]) -> SolveSummary:
     """The summary after placement: the placed media (``placed_media``, by routed length),
-    the cold-spare pool sized for them and the rack count replace the design's estimates
+    the cold-spare pool sized for them, the compute and network rack count (``racks``;
+    the support racks stay their own BOM line) and a management switch in every placed
+    rack replace the design's estimates
     in the BOM, media, power and cost are rolled up again, and every limit is re-checked
     and re-stated on them (placed_limits; the pool by the checker's own arithmetic); the
     design's estimate is kept beside in ``design_estimate``."""
@@ -355,6 +358,8 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
                                                                       "spares")]
     lines = [BomLine(x.item, x.category, racks, x.unit_cost_usd, x.unit_power_w)
              if x.category == "rack" else x for x in lines]
+    lines = with_placed_management(inputs, lines,
+                                   racks + placement.get("racks", {}).get("support", 0))
     lines += [line for m in placed_media
               for line in media_lines(m, inputs.medium[m.medium_id].fiber_usd_per_link)]
     c = design.candidate
@@ -398,6 +403,18 @@ def with_placement(inputs: Inputs, summary: SolveSummary, design: ChosenDesign,
             failures=summary.verification.failures + tuple(spares_check.failures)),
         placement=placement | {"within_limits": within},
         verified=summary.verified and all(within.values()) and spares_check.ok)
+
+
+def with_placed_management(inputs: Inputs, lines: list[BomLine], racks: int
+                           ) -> list[BomLine]:
+    """``lines`` with the management network (sized mode) re-stated on the ``racks``
+    racks placed, a switch in every one, in place of the design stage's."""
+    if not any(x.category == "management" for x in lines):
+        return lines
+    placed = [x for x in management_lines(inputs.facility, racks) if x.quantity > 0]
+    at = next(i for i, x in enumerate(lines) if x.category == "management")
+    rest = [x for x in lines if x.category != "management"]
+    return rest[:at] + placed + rest[at:]
 
 
 def placed_facility(inputs: Inputs, design: ChosenDesign, lines: list[BomLine]

@@ -289,7 +289,9 @@ def test_solve_replaces_the_media_estimate_with_the_placed_cabling(tmp_path):
     media = [b for b in s["bom"] if b["category"] in ("optics", "cable")]
     assert sum(b["cost_usd"] for b in media) == pytest.approx(placed["optics_capex_usd"], abs=0.1)
     racks = next(b for b in s["bom"] if b["category"] == "rack")
-    assert racks["quantity"] == placed["racks_total"]
+    support = next(b for b in s["bom"] if b["category"] == "rack-support")
+    assert support["quantity"] == placed["racks"]["support"] == 1
+    assert racks["quantity"] + support["quantity"] == placed["racks_total"]
     assert s["cost"]["equipment_capex_usd"] == pytest.approx(sum(b["cost_usd"] for b in s["bom"]))
     assert s["design_estimate"]["cost"]["capex_usd"] > 0
     assert s["verified"] == all(placed["within_limits"].values())
@@ -602,10 +604,13 @@ def test_placed_racks_are_held_to_each_buildings_max_racks():
     s = r.summary
     (row,) = [b for b in s["binding"] if b["name"] == "site.buildings[hall].max_racks"]
     assert row["basis"] == "placed" and row["limit"] == 26
-    # the placed compute and network racks; the design stage counted the support rack
-    # too (26), which placement does not stand up (open: the placed row leaves it out)
-    assert row["value"] == s["placement"]["racks_total"] == len(r.placement.racks) == 25
+    # by hand (the instance's header): 24 compute racks (96 nodes, 4 a rack, leaves
+    # inside) + 1 spine rack + 1 support rack = 26, as the design stage counts them
+    assert row["value"] == s["placement"]["racks_total"] == len(r.placement.racks) == 26
+    assert s["placement"]["racks"] == {"compute": 24, "spine": 1, "support": 1}
     assert s["design"]["support"]["support_racks"] == 1
+    racks = {b["item"]: b["quantity"] for b in s["bom"] if b["category"].startswith("rack")}
+    assert list(racks.values()) == [25, 1]  # the support rack is its own BOM line, once
     assert s["placement"]["within_limits"]["site.buildings[hall].max_racks"] is True
     assert s["verified"] is True
     # the same placement with two more racks in the building: over max_racks, not verified
@@ -616,6 +621,63 @@ def test_placed_racks_are_held_to_each_buildings_max_racks():
                           two_more).to_dict()
     assert over["placement"]["within_limits"]["site.buildings[hall].max_racks"] is False
     assert over["verified"] is False
+    # a management switch in every placed rack: 27 + the support rack, 2 uplinks each
+    mgmt = {b["item"]: b["quantity"] for b in over["bom"] if b["category"] == "management"}
+    assert mgmt == {"out-of-band management switch (1 per rack)": 28,
+                    "management aggregation switch": 1, "management uplink": 56}
+    assert over["cost"]["equipment_capex_usd"] - s["cost"]["equipment_capex_usd"] == \
+        pytest.approx(2 * (15_000 + 8_000 + 2 * 300))
+
+
+def test_support_racks_stand_in_network_rows_with_the_support_designs_power():
+    """Was: the design stage counted the support rack (and its watts) against max_racks and
+    the building's power, placement never stood it up. space-bound by hand (its header,
+    96 nodes): support 12,834.8 W = front-end 934.8 + storage 2,400 x 2 + control plane
+    5 x 800 + management 26 x 100 + 1 x 500 (sr4/dac ends included in the front-end)."""
+    from solver import load_instance, solve
+    from solver.loading import INSTANCES_DIR
+
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "space-bound.toml"))
+    s = r.summary
+    (rack,) = [x for x in r.placement.racks if x.role == "support"]
+    assert rack.power_w == pytest.approx(934.8 + 2 * 2400 + 5 * 800 + 26 * 100 + 500)
+    support_w = sum(b["power_w"] for b in s["bom"] if b["category"] in (
+        "frontend", "storage", "control-plane", "management"))
+    assert rack.power_w == pytest.approx(support_w, rel=1e-12)  # the design stage's figure
+    (hall,) = r.placement.inputs.halls
+    assert rack.position.row in hall.network_rows
+    placed_w = sum(x.power_w for x in r.placement.racks)
+    (placed_hall,) = s["placement"]["halls"]
+    assert placed_hall["power_kw"] == pytest.approx(placed_w / 1e3, abs=0.05)
+    assert placed_w - rack.power_w == pytest.approx(
+        sum(x.power_w for x in r.placement.racks if x.role != "support"))
+    f = 1 + r.inputs.facility.non_server_it_fraction
+    (row,) = [b for b in s["binding"] if b["name"] == "site.buildings[hall].it_power_mw"]
+    assert row["value"] == pytest.approx(f * placed_hall["power_kw"] / 1e3)
+
+
+def test_the_placement_checker_fails_a_dropped_or_overdrawn_support_rack():
+    """The checker counts the design's support racks and gives each its share of the
+    support power in its hall: a placement without it, or a support design drawing more
+    than the hall takes, is refused."""
+    import dataclasses
+
+    from solver import load_instance, solve
+    from solver.loading import INSTANCES_DIR
+    from solver.placement_check import check_placement
+
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / "space-bound.toml"))
+    placed = r.placement
+    assert check_placement(r.inputs, placed) == []
+    dropped = dataclasses.replace(placed, racks=tuple(
+        x for x in placed.racks if x.role != "support"))
+    assert check_placement(r.inputs, dropped) == [
+        "0 support racks placed, the design has 1"]
+    inp = placed.inputs
+    heavy = dataclasses.replace(placed, inputs=dataclasses.replace(
+        inp, design=dataclasses.replace(inp.design, support_power_w=1.0e6)))
+    problems = check_placement(r.inputs, heavy)
+    assert any("kW in a 1980.2 kW hall" in p for p in problems), problems
 
 
 @pytest.mark.parametrize("name", ["two-buildings", "space-bound"])

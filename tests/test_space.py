@@ -110,11 +110,14 @@ def test_every_fabric_option_places_the_fabric_and_racks_it_was_designed_with(in
     # (models.space) differ only by the upper-tier switch racks, which the design packs
     # site-wide and placement hall by hall: sum_h ceil(S_h / p) - ceil(S / p) per tier
     (bom_racks,) = [b["quantity"] for b in s["bom"] if b["category"] == "rack"]
-    assert bom_racks == placed["racks_total"] == len(result.placement.racks)
+    (support,) = [b["quantity"] for b in s["bom"] if b["category"] == "rack-support"]
+    assert support == placed["racks"]["support"] == design["support"]["support_racks"]
+    assert bom_racks + support == placed["racks_total"] == len(result.placement.racks)
     (designed,) = [b["quantity"] for b in s["design_estimate"]["bom"]
                    if b["category"] == "rack"]
     per_rack = result.placement.inputs.switches_per_rack
-    upper_roles = {r.role for r in result.placement.racks} - {"compute", "leaf", "spine"}
+    upper_roles = {r.role for r in result.placement.racks} - {"compute", "leaf", "spine",
+                                                              "support"}
     by_hall: dict[tuple[str, str], int] = {}
     for r in result.placement.racks:
         if r.role in upper_roles:

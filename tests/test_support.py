@@ -62,6 +62,23 @@ def test_support_design_small_by_hand():
     assert d.power_w == pytest.approx(watts)
 
 
+@pytest.mark.parametrize(("rack_power_w", "racks"), [
+    (10_000.0, 1), (9_900.0, 2), (5_000.0, 3)])
+def test_support_racks_are_as_many_as_their_power_needs(rack_power_w, racks):
+    """The design above draws W(S) = 9,927.6 W with its one rack-unit-bound support rack,
+    and 100 W more (a management switch; aggregation stays 1) per support rack added.
+    At 10 kW a rack, 1 holds; at 9.9 kW, ceil(9,927.6 / 9,900) = 2, W(2) = 10,027.6 fits
+    in 2 racks; at 5 kW, 2 then ceil(10,027.6 / 5,000) = 3, W(3) = 10,127.6 <= 15,000."""
+    cat = load_catalog()
+    d = support_design(FAC, cat.switch["tomahawk5"], list(cat.medium.values()),
+                       lambda f: {lc.name: 3.0 for lc in f.link_classes}, 64, 512, 400.0,
+                       1.0, 989.4, 1.2e8, 100.0, 1e12, 20, rack_power_w)
+    assert d.support_racks == racks and d.management_switches == 20 + racks
+    assert d.power_w == pytest.approx(9_927.6 + 100 * (racks - 1))
+    assert d.power_w <= racks * rack_power_w
+    assert sum(x.quantity for x in d.lines if x.category == "rack-support") == racks
+
+
 @pytest.fixture(scope="module")
 def llama_solved():
     return solve(load_instance("instances/llama3-16k.toml"), place=False)

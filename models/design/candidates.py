@@ -126,9 +126,10 @@ def su_racks(inputs: Inputs, p: ConfigParts, fabric: Fabric, su: int) -> int:
 def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: int,
                cache: dict | None = None) -> SupportDesign | None:
     """Front-end/storage network, storage, management and control plane of a candidate
-    whose compute and back-end network take ``racks`` racks (models.support); None in the
-    'per-node' shortcut mode. ``cache``: a dict kept across the candidates of one
-    instance (of the part that does not depend on the racks)."""
+    whose compute and back-end network take ``racks`` racks, in support racks of at most
+    :func:`support_rack_power_w` (models.support); None in the 'per-node' shortcut mode.
+    ``cache``: a dict kept across the candidates of one instance (of the part that does
+    not depend on the racks)."""
     fac = inputs.facility
     if fac.support_networks != "sized":
         return None
@@ -136,7 +137,7 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
     total = nodes + spares
     key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total)
     if cache is not None and key in cache:
-        return with_management(fac, cache[key], racks)
+        return with_management(fac, cache[key], racks, support_rack_power_w(inputs, p))
     switch = inputs.switch[fac.frontend_switch]
     core = support_core(
         fac, switch, media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
@@ -149,7 +150,13 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
         inputs.workload.train_tokens)
     if cache is not None:
         cache[key] = core
-    return with_management(fac, core, racks)
+    return with_management(fac, core, racks, support_rack_power_w(inputs, p))
+
+
+def support_rack_power_w(inputs: Inputs, p: ConfigParts) -> float:
+    """What a support rack may draw: the smallest rack power of the halls the
+    configuration's cooling equips (placement may stand it in any of them) [W]."""
+    return min(h.rack_power_kw for _, h in inputs.halls_for(p.cooling)) * 1e3
 
 
 def recovery_memory_gb(inputs: Inputs, p: ConfigParts, nodes: int) -> float:

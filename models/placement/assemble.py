@@ -5,6 +5,7 @@ the site's halls, media costs per routed length, and the CP-SAT zone model's dat
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -72,6 +73,12 @@ class DesignToPlace:
     pods_in_halls: bool = False
     """One pod per hall (site order; with ``pods_in_buildings``): each pod whole in its
     hall."""
+    support_racks: int = 0
+    """Racks of front-end/storage switches, storage and control plane (models.support;
+    0 in the per-node shortcut): placed in network rows."""
+    support_power_w: float = 0.0
+    """What the support design draws in all (models.support.SupportDesign.power_w) [W],
+    shared equally by its support racks."""
 
 
 @dataclass
@@ -227,7 +234,16 @@ def zone_problem(inp: PlacementInputs) -> PlacementProblem:
     share = 1 + inputs.facility.non_server_it_fraction
     caps = {b.name: int(b.it_power_mw * 1e6 / share) for b in inputs.site.buildings}
     return PlacementProblem(tuple(zones), groups, round(block_power_w(inp)), tuple(remote),
-                            tuple(upper), caps)
+                            tuple(upper), caps, inp.design.support_racks,
+                            support_rack_power_w(inp.design))
+
+
+def support_rack_power_w(design: DesignToPlace) -> int:
+    """One support rack's share of the support design's power, rounded up [W] (the zone
+    model's integer watts; the placed racks carry the exact share)."""
+    if not design.support_racks:
+        return 0
+    return math.ceil(design.support_power_w / design.support_racks - 1e-9)
 
 
 def pod_buildings(inp: PlacementInputs) -> tuple[str, ...]:
@@ -261,14 +277,15 @@ def infeasibility_reason(inp: PlacementInputs) -> str:
     hall/building power caps (with the shortfall)."""
     p = inp.problem
     net_need = sum(g.spine_racks for g in p.groups) + sum(
-        -(-t.switches // t.per_rack) for t in p.upper)
+        -(-t.switches // t.per_rack) for t in p.upper) + p.support_racks
     net_have = sum(z.network_positions for z in p.zones)
     if net_need > net_have:
-        return (f"network rows: {net_need} switch racks need positions, the halls' network "
-                f"rows offer {net_have} (short by {net_need - net_have})")
+        return (f"network rows: {net_need} switch and support racks need positions, the "
+                f"halls' network rows offer {net_have} (short by {net_need - net_have})")
     need_w = (len(inp.blocks) * p.block_power_w - sum(g.short_w for g in p.groups)
               + sum(g.spine_power_w for g in p.groups)
-              + sum(t.switches * t.switch_power_w for t in p.upper))
+              + sum(t.switches * t.switch_power_w for t in p.upper)
+              + p.support_racks * p.support_rack_power_w)
     have_w = sum(min(z.power_cap_w, p.building_cap_w[z.building]) for z in p.zones)
     have_w = min(have_w, sum(p.building_cap_w.values()))
     if need_w > have_w:

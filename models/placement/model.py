@@ -34,8 +34,10 @@ Variables per type ``τ``: ``hubs[τ,h] ≥ 0`` (groups with their hub in hall `
 Constraints: ``Σ_h hubs[τ,h] = count_τ``; ``Σ_k loc[τ,h,k] + Σ_i rem[τ,i,h] =
 blocks_τ·hubs[τ,h]``; ring slots
 ``Σ_g loc[g,h,k] ≤ slots[h,k]``; hall slots ``Σ loc + Σ rem ≤ Σ_k slots[h,k]``; network
-positions ``Σ_g hub·spine_racks_g + Σ_t racks[t,h] ≤ net[h]`` with
-``per_rack_t · racks[t,h] ≥ sw[t,h]``; hall and building power [W] (every block full,
+positions ``Σ_g hub·spine_racks_g + Σ_t racks[t,h] + sup[h] ≤ net[h]`` with
+``per_rack_t · racks[t,h] ≥ sw[t,h]`` and ``Σ_h sup[h] = S`` the support racks (no links
+in the model: their front-end cabling is the design stage's); hall and building power
+[W], each support rack drawing ``w_sup`` (every block full,
 less ``short_w_τ·hubs[τ,h]`` for a group bound to the hall or building: its blocks stand
 with its hub there, so its partly filled blocks count the nodes they have).
 
@@ -82,6 +84,8 @@ class PlacementSolution:
     bound_method: str = "cp-sat"
     """Where ``bound`` comes from: cp-sat, or the hub bound's method (exhaustive | by
     building) when that is higher."""
+    support: tuple[int, ...] = ()
+    """Support racks per zone."""
 
     def within(self, gap: float) -> bool:
         """Placed, and ``(objective − bound) / objective ≤ gap``."""
@@ -161,9 +165,11 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
         racks.append(racks_t)
         prods.append(p_t)
         below, below_max = sw_t, tier.switches
+    sup = [m.NewIntVar(0, problem.support_racks, f"sup[{h}]") for h in range(nz)]
+    m.Add(sum(sup) == problem.support_racks)
     for h, z in enumerate(zones):
         net = (sum(grp.spine_racks * hubs[ty, h] for ty, (grp, _) in enumerate(types))
-               + sum(r[h] for r in racks))
+               + sum(r[h] for r in racks) + sup[h])
         m.Add(net <= z.network_positions)
     one_hall = {b for b, n in Counter(z.building for z in zones).items() if n == 1}
 
@@ -179,6 +185,7 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
              - short({z.name} | ({z.building} & one_hall), h)
              + sum(grp.spine_power_w * hubs[ty, h] for ty, (grp, _) in enumerate(types))
              + sum(tier.switch_power_w * sw[t][h] for t, tier in enumerate(problem.upper))
+             + problem.support_rack_power_w * sup[h]
              for h, z in enumerate(zones)]
     for h, z in enumerate(zones):
         m.Add(power[h] <= z.power_cap_w)
@@ -195,7 +202,7 @@ def build_model(problem: PlacementProblem) -> tuple[cp_model.CpModel, dict]:
               for t, p_t in enumerate(prods) for key, (w, v) in p_t.items()))
     m.Minimize(objective)
     return m, {"types": types, "hubs": hubs, "loc": loc, "rem": rem, "sw": sw,
-               "racks": racks, "objective": objective}
+               "racks": racks, "support": sup, "objective": objective}
 
 
 def disaggregate(problem: PlacementProblem, types: list[tuple[Group, list[int]]],
@@ -421,6 +428,7 @@ def _solution(problem: PlacementProblem, v: dict, solver: cp_model.CpSolver, cod
     hub, local, remote = disaggregate(problem, v["types"], val["hubs"], val["loc"], val["rem"])
     upper = tuple(tuple(solver.Value(x) for x in row) for row in v["sw"])
     upper_racks = tuple(tuple(solver.Value(x) for x in row) for row in v["racks"])
+    support = tuple(solver.Value(x) for x in v["support"])
     objective, bound, method = (round(solver.ObjectiveValue()),
                                 round(solver.BestObjectiveBound()) if own_bound else 0,
                                 "cp-sat")
@@ -429,4 +437,4 @@ def _solution(problem: PlacementProblem, v: dict, solver: cp_model.CpSolver, cod
     # CP-SAT calls a stop at the gap limit OPTIMAL; only a closed gap is.
     status = "optimal" if objective <= bound else "feasible"
     return PlacementSolution(status, objective, bound, hub, local, remote, upper,
-                             upper_racks, runtime_s, method)
+                             upper_racks, runtime_s, method, support)

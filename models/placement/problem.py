@@ -64,6 +64,10 @@ class PlacementProblem:
     """Leaf-spine cost per link, block in zone ``i``, hub in zone ``j ≠ i``."""
     upper: tuple[UpperTier, ...]
     building_cap_w: dict[str, int]
+    support_racks: int = 0
+    """Support racks (models.support) to stand in the zones' network positions."""
+    support_rack_power_w: int = 0
+    """What one support rack draws [W]."""
 
 
 def upper_coefficients(problem: PlacementProblem) -> list[list[list[int]]]:
