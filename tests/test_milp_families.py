@@ -306,24 +306,27 @@ def optimum(data: DesignData) -> float:
 
 
 def check_spine_hub() -> None:
-    """tiny/two-buildings at 0.716 MW a building, hall-a declared 4 rows x 12 x 45 kW
+    """tiny/two-buildings at 0.726 MW a building, hall-a declared 4 rows x 12 x 45 kW
     (more than its building). By hand, 1,024 GPUs (middle of rack) are 32 blocks of
-    43,307 W and one tier-2 group of 16 spines x 1,707 W = 27,312 W; a building's racks
-    may draw 716 kW / 1.01 = 708,910 W: 16 blocks (692,912 W), not 16 blocks and the
-    spines (720,224 W), so the hub's building takes 15 and the two 31 < 32 blocks.
-    Placement stands the group's spines in one hall, so it cannot place them; with the
-    spines split over the buildings (the family left out) the MILP builds them. With it:
-    768 GPUs, 24 blocks (15 beside the spines, up to 16 in the other)."""
+    43,307 W and one tier-2 group of 16 spines x 1,707 W = 27,312 W beside 20,865.2 W of
+    support racks (placement stands them in network rows too); a building's racks may
+    draw 726 kW / 1.01 = 718,812 W: 16 blocks (692,912 W), not 16 blocks and the spines
+    (720,224 W), so the hub's building takes 15 and the two 31 < 32 blocks. With the
+    spines split over the buildings (the family left out) the racks' 1,434,001 W fit the
+    two buildings' 1,437,624 W and the MILP builds them; placement stands the group's
+    spines in one hall, so it cannot place them. With the family: 768 GPUs, 24 blocks
+    (15 beside the spines, up to 16 in the other)."""
     d = read_document(TINY / "two-buildings.toml")
     d["limits"]["it_power_mw"] = 5.0
     for building in d["site"]["buildings"]:
-        building["it_power_mw"] = 0.716
+        building["it_power_mw"] = 0.726
     d["site"]["buildings"][0]["halls"] = [
         {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
     data = ladder_past_the_limits(instance_from_dict(d))
     k = next(k for k in data.candidates if k.gpus == 1024 and "/mor/" in k.config)
     assert (k.extra["blocks"], k.extra["block_power_w"]) == (32, 43307.0)
     assert k.extra["group_spine_power_w"] == pytest.approx(16 * 1707.0)
+    assert k.extra["network_rack_power_w"] == pytest.approx(16 * 1707.0 + 20865.2)
     assert milp_optimum(data)[2] == 768
     assert milp_optimum(data, skip="spine_hub")[2] == 1024
 

@@ -38,7 +38,7 @@ from models.perf.types import GpuSystemLike
 from models.power_cost import BomLine, it_power_w
 from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
 from models.spares_pool import spare_pool_lines
-from models.support import SupportDesign, support_core, with_management
+from models.support import SUPPORT_CATEGORIES, SupportDesign, support_core, with_management
 
 
 def link_lengths(lengths, fabric: Fabric,
@@ -600,7 +600,9 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                "hall_block_slots": space.block_slots_by_hall(by_power),
                "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
                "pod_blocks_power_w": space.pod_blocks_power_w,
-               "network_rack_power_w": space.network_power_w,
+               # placement stands the support racks in network rows (solver.placement)
+               "network_rack_power_w": space.network_power_w + sum(
+                   line.power_w for line in lines if line.category in SUPPORT_CATEGORIES),
                "group_spine_power_w": space.group_spine_power_w,
                **({"support": support.summary()} if support else {})},
         facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
