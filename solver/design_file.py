@@ -13,6 +13,7 @@ cost, power and throughput sections are ignored.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -144,13 +145,22 @@ def _media(inputs: Inputs, d: DesignDecisions, field: str) -> tuple[MediaAssignm
 
 def _check_counts(d: DesignDecisions, parts: ConfigParts, spares: int, fabric: Fabric
                   ) -> None:
-    """Derived counts in the file against the re-derivation."""
+    """Derived counts in the file against the re-derivation, and the wired ratio between
+    pods (``oversubscription``) against the one the requested ratio wires (a file without
+    ``oversubscription_requested`` has the requested one there)."""
     derived = {"gpus": d.nodes * parts.gpu.gpus_per_node, "spare_nodes": spares,
                "tiers": fabric.tiers, "switches_per_tier": list(fabric.switches_per_tier),
                "links_per_tier": list(fabric.links_per_tier)}
     problems = [f"design.{k}: {getattr(d, k)} differs from {v}, what design.nodes = "
                 f"{d.nodes:,} of this configuration gives on this instance"
                 for k, v in derived.items() if getattr(d, k) != v]
+    wired = fabric.wired_oversubscription
+    if (d.oversubscription_requested is not None
+            and not math.isclose(d.oversubscription, wired, rel_tol=1e-9)):
+        problems.append(f"design.oversubscription: {d.oversubscription:g} differs from "
+                        f"{wired:g}, the ratio between pods design.oversubscription_requested "
+                        f"= {d.oversubscription_requested:g} wires at design.nodes = "
+                        f"{d.nodes:,} on this instance")
     if problems:
         raise InvalidInstance(problems, "design")
 

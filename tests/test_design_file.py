@@ -120,8 +120,9 @@ def test_a_design_from_another_instance_is_refused(solved, cli, tmp_path):
     ("design.tiers", 0, "design.tiers"),
     ("design.tiers", 99, "design.tiers"),
     ("design.pods", 0, "design.pods"),
-    ("design.oversubscription", 0.5, "design.oversubscription"),
+    ("design.oversubscription", 0, "design.oversubscription"),
     ("design.oversubscription", 1e9, "design.oversubscription"),
+    ("design.oversubscription_requested", 0.5, "design.oversubscription_requested"),
     ("design.rail_optimized", "yes", "design.rail_optimized"),
     ("design.rail_optimized", 1, "design.rail_optimized"),
     ("design.nic_attachment", "quad", "design.nic_attachment"),
@@ -262,3 +263,64 @@ def test_a_design_json_keeps_its_facility_decisions():
     assert from_file.cooling == "rdhx"
     other = edited(summary, "design.facility.cooling", "air")
     assert placeable_design(result.inputs, DesignFile.model_validate(other)).cooling == "air"
+
+
+@pytest.fixture(scope="module")
+def wired_below_one():
+    """tiny/two-buildings (3 MW buildings, 6 MW, at most 512 GPUs) in 3 pods at 1:1 on
+    QM9700, middle-of-rack, solved without placement, and its design.json."""
+    from solver.loading import instance_from_dict, read_document
+
+    doc = read_document(INSTANCES_DIR / "tiny" / "two-buildings.toml")
+    doc["limits"].update(max_gpus=512, it_power_mw=6.0)
+    doc["site"]["buildings"] = [{"name": "hall-a", "it_power_mw": 3.0},
+                                {"name": "hall-b", "it_power_mw": 3.0}]
+    doc["choices"]["fabrics"] = [{"switch": "quantum2-qm9700", "pods": 3,
+                                  "oversubscription": 1.0}]
+    result = solve(instance_from_dict(doc), place=False)
+    assert result.status.has_solution
+    return doc, result, json.loads(json.dumps(result.to_dict()))
+
+
+def test_a_design_wired_below_one_between_pods_places_again(wired_below_one, cli, tmp_path):
+    """512 GPUs = 64 nodes in 3 pods of ⌈64/3⌉ = 22 nodes: 3 x 22 x 8 = 528 endpoints, and
+    the fabric's 600 links leave the pods (uplinks round up), so they are wired at
+    528/600 = 0.88:1, below the 1:1 asked for: effectively non-blocking. The design file
+    reports 0.88 and places again with the fabric it asked for. (Was: `place` refused
+    its own solve's file, exit 3, "design.oversubscription: ... greater than or equal
+    to 1".)"""
+    doc, result, summary = wired_below_one
+    design = summary["design"]
+    assert (design["gpus"], design["pods"], design["links_per_tier"][-1]) == (512, 3, 600)
+    assert (design["oversubscription"], design["oversubscription_requested"]) == (
+        528 / 600, 1.0)
+    assert placeable_design(result.inputs, DesignFile.model_validate(summary)) == (
+        design_to_place(result.design, result.inputs))
+    instance, path = tmp_path / "w2.json", tmp_path / "design.json"
+    instance.write_text(json.dumps(doc))
+    path.write_text(json.dumps(summary))
+    run = cli("place", path, "--instance", instance, "--out", tmp_path / "out", "--json")
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["design"]["links_per_tier"] == design["links_per_tier"]
+
+
+@pytest.mark.parametrize("value", [2.0, True, 1.0])
+def test_a_wired_ratio_that_contradicts_the_requested_one_is_refused(wired_below_one,
+                                                                       value):
+    """The requested ratio (1:1) decides the fabric; an ``oversubscription`` other than
+    the 0.88 it wires is refused naming the field (was: silently ignored)."""
+    _, result, summary = wired_below_one
+    message = refusal(result, edited(summary, "design.oversubscription", value))
+    assert "design.oversubscription: " in message and "differs from 0.88" in message
+
+
+def test_without_the_requested_ratio_oversubscription_is_the_one_asked_for(wired_below_one):
+    """A file without ``oversubscription_requested`` (written before the wired ratio was
+    reported) has the requested ratio in ``oversubscription``, so at least 1."""
+    from pydantic import ValidationError
+
+    _, _, summary = wired_below_one
+    old = copy.deepcopy(summary)
+    del old["design"]["oversubscription_requested"]
+    with pytest.raises(ValidationError, match="design.oversubscription 0.88 is below 1"):
+        DesignFile.model_validate(old)

@@ -139,3 +139,41 @@ def test_a_feasible_instance_has_no_diagnosis():
 def test_a_budget_below_one_scalable_unit_still_names_the_budget():
     msgs = diagnosis(variant(limits={"budget_usd": 1e5}))
     assert any(m.startswith("limits.budget_usd") for m in msgs), msgs
+
+
+def gb200_site(rack_power_kw: float) -> dict:
+    """GB200 NVL72 (rail, DLC) on one 8 MW building without halls: its generated halls
+    take racks of rack_power_kw (air-cooled up to 50 kW, liquid above)."""
+    return {"schema_version": 1, "name": "gb-no-halls",
+            "workload": {"name": "tiny dense", "layers": 1, "hidden": 1000, "heads": 1,
+                         "vocab": 4000, "seq_len": 2000, "global_batch": 64},
+            "limits": {"budget_usd": 5e9, "it_power_mw": 8.0},
+            "site": {"rack_power_kw": rack_power_kw,
+                     "buildings": [{"name": "hall", "it_power_mw": 8.0}]},
+            "choices": {"gpus": ["gb200-nvl72"], "fabrics": [{"switch": "quantum2-qm9700"}],
+                        "rail_optimized": [True], "cooling": ["dlc"]},
+            "objective": {"kind": "max_effective_throughput", "performance": "assumed_mfu",
+                          "assumed_mfu": 0.4, "reliability_model": "overhead",
+                          "overhead_fraction": 0.1},
+            "catalog": {"facility": {"facility_cost_mode": "per-mw"}}}
+
+
+def test_racks_below_one_gb200_node_name_rack_power_kw(cli, tmp_path):
+    """A GB200 NVL72 node is its own rack: 72 x 1,200 W GPUs + 31,800 W + 72 x 25 W
+    ConnectX-7 = 120,000 W, liquid-cooled. At 45 kW a rack (air-cooled halls) no hall
+    takes one, so no design exists: exit 4 naming site.rack_power_kw. (Was: exit 1,
+    ZeroDivisionError in the building check, the block power of no hall being 0.)"""
+    import json
+
+    msgs = solve(instance_from_dict(gb200_site(45.0)), place=False).summary["diagnosis"]
+    msg = only(msgs, "site.rack_power_kw")
+    assert "gb200-nvl72 node, which needs 120.0 kW a rack and a liquid-cooled hall" in msg
+    assert "at most 45 kW" in msg
+    path = tmp_path / "gb.json"
+    path.write_text(json.dumps(gb200_site(45.0)))
+    run = cli("solve", path, "--no-place")
+    assert run.exit_code == 4, run.output
+    assert "site.rack_power_kw" in run.output
+    # at 140 kW a rack takes a node: no such note (the halls' rows are what lacks there)
+    msgs = solve(instance_from_dict(gb200_site(140.0)), place=False).summary["diagnosis"]
+    assert not any("rack_power_kw" in m for m in msgs), msgs

@@ -167,6 +167,20 @@ def test_a_pod_of_nine_nodes_rounds_its_leaf_uplinks_to_a_divisor_of_h():
     assert fabric.wired_oversubscription == 6.0
 
 
+def test_pods_wired_below_one_are_not_faster_than_their_nics():
+    """64 nodes x 8 ports, middle-of-rack, k = 64, 3 pods at 1:1: pods of ⌈64/3⌉ = 22
+    nodes, 3 x 22 x 8 = 528 endpoints, and 600 links leave the pods (uplinks round up):
+    wired 528/600 = 0.88:1. The traffic between pods still runs at most at the NICs'
+    rate, so the performance model sees 1:1 (was 0.88: faster than the NIC)."""
+    from models.design.evaluate import pod_oversubscription
+
+    fabric = design_fabric(FabricSpec(nodes=64, ports_per_node=8, radix=64, pods=3,
+                                      oversubscription=1.0, rail_optimized=False))
+    assert fabric.links_per_tier[-1] == 600
+    assert fabric.wired_oversubscription == pytest.approx(0.88)
+    assert pod_oversubscription(fabric) == 1.0
+
+
 def test_pods_with_a_partial_unit_send_their_endpoints_over_r():
     """4 pods of 40 nodes (a unit of 32 + 8) x 8 rails, k = 64, 2:1, 2 tiers. The leaves
     keep a full unit's cabling: 16 leaves x 32 = 512 pod-top downlinks for 320 endpoints,

@@ -36,7 +36,13 @@ from models.facility import facility_cost
 from models.perf.flops import arch_of
 from models.perf.types import GpuSystemLike
 from models.power_cost import BomLine, it_power_w
-from models.space import SpaceLayout, node_power_w, rack_power_by_building, space_layout
+from models.space import (
+    SpaceLayout,
+    node_power_w,
+    nodes_per_rack,
+    rack_power_by_building,
+    space_layout,
+)
 from models.spares_pool import spare_pool_lines
 from models.support import SUPPORT_CATEGORIES, SupportDesign, support_core, with_management
 
@@ -363,6 +369,10 @@ def _config_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
         notes.append(f"{p.key}: middle-of-rack needs at most {p.radix // 2} NIC ports per "
                      f"node ({p.gpu.id} has {p.gpu.nics_per_node}); skipped")
         return ConfigCandidates(configs, candidates, notes)
+    no_rack = no_hall_takes_a_node(inputs, p)
+    if no_rack:
+        notes.append(no_rack)
+        return ConfigCandidates(configs, candidates, notes)
     # Both layouts grow in the rail-optimized scalable unit (k/2 nodes), so they are
     # compared at equal sizes.
     su = scalable_unit_nodes(p.radix, p.gpu.nics_per_node, rail_optimized=True)
@@ -405,6 +415,23 @@ def _config_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
             candidates += _combo_candidates(inputs, evaluators, p, key, combo, su,
                                             ladders[node_kind][0], shared)
     return ConfigCandidates(configs, candidates, notes)
+
+
+def no_hall_takes_a_node(inputs: Inputs, p: ConfigParts) -> str | None:
+    """Why no hall the configuration's cooling equips takes one of its nodes (a rack draws
+    at most ``rack_power_kw``; a liquid-cooled system needs a liquid-cooled hall,
+    models.space.rack_nodes), naming the field that sets the rack power; None if one
+    does."""
+    halls = [h for _, h in inputs.halls_for(p.cooling)]
+    node_w = node_power_w(p)
+    if any(nodes_per_rack(p.gpu, node_w, h) for h in halls):
+        return None
+    field = (f"catalog.facility.cooling_max_rack_kw.{p.cooling}" if inputs.cooled_halls
+             else "site.rack_power_kw (or the halls' rack_power_kw)")
+    liquid = " and a liquid-cooled hall" if p.gpu.liquid_cooled else ""
+    return (f"{p.key}: no hall takes one {p.gpu.id} node, which needs {node_w / 1e3:,.1f} kW "
+            f"a rack{liquid}: {field} lets a rack draw at most "
+            f"{max(h.rack_power_kw for h in halls):g} kW; skipped")
 
 
 def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int, Fabric]]

@@ -100,11 +100,13 @@ def pod_oversubscription(fabric: Fabric) -> float:
     most the requested ``R``) through super switches; through a mesh of the pod tops
     ``R_w·max(1, (P−1)/2)``, since the pods' data-parallel ring (the traffic mapped across
     them) sends each way to one neighbour pod, so uses 2 of the ``P−1`` peer bundles a
-    pod's uplinks are split into (all of them for 2 or 3 pods). 1 without pods."""
+    pod's uplinks are split into (all of them for 2 or 3 pods). At least 1: uplinks
+    rounded up past a pod's endpoints (``R_w`` < 1) carry no more than its NICs send, so
+    the traffic between pods is never faster than the NIC. 1 without pods."""
     if fabric.spec.pods == 1:
         return 1.0
     ratio = fabric.wired_oversubscription
-    return ratio * max(1.0, (fabric.pods - 1) / 2) if fabric.mesh else ratio
+    return max(1.0, ratio * max(1.0, (fabric.pods - 1) / 2) if fabric.mesh else ratio)
 
 
 def network_spec(parts, fabric: Fabric, gpus: int) -> NetworkSpec:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from solver.schema.base import Slug
 
@@ -68,10 +68,11 @@ class DesignDecisions(DesignFileModel):
     gpus: Annotated[int, Field(ge=1, le=64 * MAX_NODES, strict=True)]
     tiers: Annotated[int, Field(ge=1, le=MAX_TIERS, strict=True)]
     pods: Annotated[int, Field(ge=1, le=MAX_PODS, strict=True)]
-    oversubscription: Annotated[float, Field(ge=1, le=MAX_OVERSUBSCRIPTION,
+    oversubscription: Annotated[float, Field(gt=0, le=MAX_OVERSUBSCRIPTION,
                                              allow_inf_nan=False)]
-    """The ratio between pods as wired (a file written before the wired ratio was reported
-    has the requested one here)."""
+    """The ratio between pods as wired, checked against the one the requested ratio wires
+    (below 1 where uplinks round up past a pod's endpoints); a file written before the
+    wired ratio was reported has the requested one here (then >= 1)."""
     oversubscription_requested: Annotated[float | None, Field(
         ge=1, le=MAX_OVERSUBSCRIPTION, allow_inf_nan=False)] = None
     """The fabric choice's ratio, the decision (None: ``oversubscription`` is it)."""
@@ -92,6 +93,14 @@ class DesignDecisions(DesignFileModel):
     switches_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     links_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]
+
+    @model_validator(mode="after")
+    def _requested_at_least_one(self) -> DesignDecisions:
+        if self.oversubscription_requested is None and self.oversubscription < 1:
+            raise ValueError(f"design.oversubscription {self.oversubscription:g} is below 1, "
+                             "and without design.oversubscription_requested it is the ratio "
+                             "asked for (>= 1)")
+        return self
 
     @property
     def requested_oversubscription(self) -> float:
