@@ -106,7 +106,8 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
 
 
 def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
-    """The instance's configuration with the design's decisions."""
+    """The instance's configuration with the design's decisions; its fabric choice's
+    ``tiers`` the design's, or unset (the fabric's size sets them)."""
     wanted = {"gpu": d.gpu, "switch": d.switch, "nic": d.nic, "pods": d.pods,
               "oversubscription": d.requested_oversubscription,
               "rail_optimized": d.rail_optimized,
@@ -117,7 +118,7 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
         wanted |= {"redundancy": d.facility.redundancy, "cooling": d.facility.cooling}
     if d.checkpoint_storage_gbytes_per_s_per_node is not None:
         wanted["checkpoint"] = d.checkpoint_storage_gbytes_per_s_per_node
-    for p in inputs.configs:
+    def offered(p: ConfigParts) -> bool:
         have = {"gpu": p.gpu.id, "switch": p.switch.id, "nic": p.nic.id,
                 "pods": p.fabric.pods or 1, "oversubscription": p.fabric.oversubscription,
                 "rail_optimized": p.rail_optimized, "nic_attachment": p.nic_attachment,
@@ -125,9 +126,12 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
                 "pod_join": p.fabric_spec(1).pod_join, "pods_in_halls": p.pods_in_halls,
                 "redundancy": p.redundancy, "cooling": p.cooling,
                 "checkpoint": p.checkpoint_gbytes_per_s_per_node}
-        if {k: have[k] for k in wanted} == wanted:
-            return p
-    decisions = ", ".join(f"{k}={v}" for k, v in wanted.items())
+        return {k: have[k] for k in wanted} == wanted and p.fabric.tiers in (None, d.tiers)
+
+    matches = [p for p in inputs.configs if offered(p)]
+    if matches:  # a choice naming the design's tiers before one leaving them to the size
+        return min(matches, key=lambda p: p.fabric.tiers is None)
+    decisions = ", ".join(f"{k}={v}" for k, v in (wanted | {"tiers": d.tiers}).items())
     raise InvalidInstance([f"design: no configuration of instance '{inputs.name}' has "
                            f"{decisions}"], "design")
 

@@ -262,3 +262,37 @@ def test_a_design_json_keeps_its_facility_decisions():
     assert from_file.cooling == "rdhx"
     other = edited(summary, "design.facility.cooling", "air")
     assert placeable_design(result.inputs, DesignFile.model_validate(other)).cooling == "air"
+
+
+def test_a_placed_file_with_more_media_lines_than_tiers_is_read(solved):
+    """Placement splits a link class over the media its routed lengths call for, so a
+    placed design.json's ``design.media`` may hold more lines than MAX_TIERS (was: exit 3,
+    "design.media: List should have at most 6 items"); the decisions are its
+    ``design_estimate.media``, one per class."""
+    result, doc = solved
+    doc = edited(doc, "design_estimate", {"media": copy.deepcopy(doc["design"]["media"])})
+    doc = edited(doc, "design.media", doc["design"]["media"] * 7)
+    assert len(doc["design"]["media"]) > 6
+    assert placeable_design(result.inputs, DesignFile.model_validate(doc)) == design_to_place(
+        result.design, result.inputs)
+
+
+def test_the_configuration_has_the_designs_tiers(solved):
+    """Two fabric choices differing only in ``tiers``: the design's file picks the one
+    that builds its tiers (was: the first, exit 3 "design.tiers: 3 differs from 4")."""
+    from solver.design_file import _configuration
+    from solver.loading import instance_from_dict, read_document
+    from solver.prepare import prepare
+
+    _, doc = solved
+    tiers = doc["design"]["tiers"]
+    decisions = DesignFile.model_validate(doc).decisions()
+    inst = read_document(TINY)
+    fabric = inst["choices"]["fabrics"][0]
+    inst["choices"]["fabrics"] = [fabric | {"tiers": tiers + 1}, fabric]
+    assert _configuration(prepare(instance_from_dict(inst)), decisions).fabric.tiers is None
+    inst["choices"]["fabrics"] = [fabric, fabric | {"tiers": tiers}]
+    assert _configuration(prepare(instance_from_dict(inst)), decisions).fabric.tiers == tiers
+    inst["choices"]["fabrics"] = [fabric | {"tiers": tiers + 1}]
+    with pytest.raises(InvalidInstance, match=f"tiers={tiers}"):
+        _configuration(prepare(instance_from_dict(inst)), decisions)
