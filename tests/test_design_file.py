@@ -279,20 +279,21 @@ def test_a_placed_file_with_more_media_lines_than_tiers_is_read(solved):
 
 def test_the_configuration_has_the_designs_tiers(solved):
     """Two fabric choices differing only in ``tiers``: the design's file picks the one
-    that builds its tiers (was: the first, exit 3 "design.tiers: 3 differs from 4")."""
-    from solver.design_file import _configuration
+    whose re-derived fabric has its counts (was: the first, exit 3 "design.tiers: 3
+    differs from 4"); with only the other choice offered it is refused naming tiers."""
     from solver.loading import instance_from_dict, read_document
     from solver.prepare import prepare
 
     _, doc = solved
     tiers = doc["design"]["tiers"]
-    decisions = DesignFile.model_validate(doc).decisions()
     inst = read_document(TINY)
     fabric = inst["choices"]["fabrics"][0]
-    inst["choices"]["fabrics"] = [fabric | {"tiers": tiers + 1}, fabric]
-    assert _configuration(prepare(instance_from_dict(inst)), decisions).fabric.tiers is None
-    inst["choices"]["fabrics"] = [fabric, fabric | {"tiers": tiers}]
-    assert _configuration(prepare(instance_from_dict(inst)), decisions).fabric.tiers == tiers
-    inst["choices"]["fabrics"] = [fabric | {"tiers": tiers + 1}]
-    with pytest.raises(InvalidInstance, match=f"tiers={tiers}"):
-        _configuration(prepare(instance_from_dict(inst)), decisions)
+    for fabrics in ([fabric | {"tiers": tiers + 1}, fabric], [fabric | {"tiers": tiers + 1}]):
+        inst["choices"]["fabrics"] = fabrics
+        inputs = prepare(instance_from_dict(inst))
+        file = DesignFile.model_validate(edited(doc, "instance_sha256", inputs.sha256))
+        if len(fabrics) == 2:
+            assert placeable_design(inputs, file).tiers == tiers
+        else:
+            with pytest.raises(InvalidInstance, match=f"design.tiers: {tiers} differs"):
+                placeable_design(inputs, file)
