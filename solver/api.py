@@ -320,10 +320,10 @@ def without_candidates(full: DesignData, refused: list[str]) -> DesignData:
         k for k in full.candidates if k.key not in refused))
 
 
-def with_note(result: SolveResult, note: str) -> SolveResult:
-    notes = (*result.notes, note)
-    return dataclasses.replace(result, notes=notes, document=dataclasses.replace(
-        result.document, notes=(*result.document.notes, note)))
+def with_notes(result: SolveResult, notes: list[str]) -> SolveResult:
+    """``result`` with its notes (and its document's) set to ``notes``."""
+    return dataclasses.replace(result, notes=tuple(notes), document=dataclasses.replace(
+        result.document, notes=tuple(notes)))
 
 
 def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
@@ -400,14 +400,17 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
     :func:`without_candidates`). Each re-solve's optimum is the best design left, so the
     first that places is the best that places. A design with no smaller or other design
     to replace it is returned as it is, with a note; so is the first unplaceable design
-    when the rounds run out (its placement's diagnosis stands)."""
+    when the rounds run out (its placement's diagnosis stands), and a design still over
+    the limit then (not verified). Every round's note is kept, in order."""
     cap_w, refused, said = full.it_power_cap_w, [], list(notes)
     first_unplaced = None
-    for _ in range(RESOLVE_ROUNDS):
+    for round_ in range(RESOLVE_ROUNDS + 1):
         excess_w, over = placed_power_excess(placed)
         refusal = unplaceable(placed)
         if excess_w <= 0 and not refusal:
             return placed
+        if round_ == RESOLVE_ROUNDS:
+            break
         if refusal:
             first_unplaced = first_unplaced or placed
             refused.append(placed.design.candidate.key)
@@ -421,41 +424,57 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
         again = design_stage(inputs, evaluators, without_candidates(full, refused), options,
                              extra_constraints, start, list(said), cap_w)
         if again.design is None:
-            return with_note(first_unplaced or placed, (refusal or over) + (
-                "; no other design meets the requirements, so this one is kept"
-                if refusal else "; no smaller design meets the requirements, so this one "
-                "is kept, not verified"))
+            why = (("no other design meets the requirements" if refusal else
+                    "no smaller design meets the requirements")
+                   if again.status == Status.INFEASIBLE else
+                   f"the re-solve found no design within {options.time_limit_s:g} s "
+                   f"({again.status})")
+            return with_notes(first_unplaced if refusal else placed, [*said, why + (
+                ", so the first design is kept" if refusal
+                else ", so this one is kept, not verified")])
         placed = place_stage(again, options)
-    if unplaceable(placed):
-        return with_note(first_unplaced or placed, f"no design placed in {RESOLVE_ROUNDS} "
-                         f"re-solves (refused: "
-                         f"{', '.join(refused + [placed.design.candidate.key])})")
-    return placed
+    if refusal:
+        return with_notes(first_unplaced, [*said, (
+            f"no design placed in {RESOLVE_ROUNDS} re-solves (refused: "
+            f"{', '.join(refused + [placed.design.candidate.key])})")])
+    return with_notes(placed, [*said, over + f"; still over after {RESOLVE_ROUNDS} "
+                               "re-solves, so it is returned not verified"])
 
 
 def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = None,
           options: SolveOptions | None = None) -> PlacementResult:
     """Racks of ``design`` on the instance's floor plan (CP-SAT), cables by routed length,
-    re-checked independently; without ``design``, the instance's optimal design. A
+    re-checked independently; without ``design``, the instance's optimal design placed as
+    ``solve`` places it, re-solved when placement contradicts it (:func:`placement_of`). A
     design.json (``DesignFile``, solver.design_file.read_design_file) must belong to the
     instance; what follows from its decisions is re-derived from the instance
     (solver.design_file.placeable_design; InvalidInstance when it does not fit)."""
     options = options or SolveOptions()
     if design is None:
-        solved = solve(inst, place=False, options=options)
+        solved = solve(inst, options=options)
         if solved.design is None:
             return PlacementResult(solved.status, {
                 "status": solved.status,
                 "diagnosis": f"the instance has no design to place ({solved.status}): "
                              + "; ".join(solved.summary["diagnosis"])})
-        inputs, design = solved.inputs, design_to_place(solved.design, solved.inputs)
-    else:
-        options.deadline.enter("prepare")
-        inputs = inst if isinstance(inst, Inputs) else prepare(inst)
-        if isinstance(design, DesignFile):
-            design = placeable_design(inputs, design)
+        return placement_of(solved)
+    options.deadline.enter("prepare")
+    inputs = inst if isinstance(inst, Inputs) else prepare(inst)
+    if isinstance(design, DesignFile):
+        design = placeable_design(inputs, design)
     options.deadline.enter("placement")
     return place_design(inputs, design, options)
+
+
+def placement_of(solved: SolveResult) -> PlacementResult:
+    """A placed solve's placement as ``clusterplan place`` reports it: with the solve's
+    limit re-check (``within_limits``; ``verified`` is the solve's) and its notes after
+    the placement's own (why a smaller or other design came back)."""
+    doc = dict(solved.document.placement)
+    doc["notes"] = [*doc.get("notes", []), *solved.notes]
+    if solved.placement.status.has_solution:
+        doc["verified"] = solved.document.verified
+    return dataclasses.replace(solved.placement, summary=doc)
 
 
 def fabric(gpus: int, gpu: str, switch: str, *, tiers: int | None = None,

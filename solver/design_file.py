@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from models.design.candidates import bom_lines, design_space, lengths_m, links_of, support_of
 from models.design.data import MediaAssignment
-from models.design.evaluate import default_evaluators
+from models.design.evaluate import Evaluators, default_evaluators
 from models.design.inputs import ConfigParts, Inputs
 from models.fabric import Fabric, design_fabric
 from models.facility import facility_cost
@@ -75,15 +75,9 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
             f"{inputs.sha256[:12]}...); solve this instance or place the design on its own "
             "instance (--instance)"], "design")
     d, field = file.decisions(), file.media_field
-    parts = _configuration(inputs, d)
     evaluators = default_evaluators(inputs)
     media = _media(inputs, d, field)
-    spares = evaluators.spare_nodes(inputs, parts, d.nodes, media[0].kind)
-    try:
-        fabric = design_fabric(parts.fabric_spec(d.nodes + spares))
-    except ValueError as exc:
-        raise InvalidInstance([f"design.nodes: {d.nodes:,} nodes: {exc}"], "design") from None
-    _check_counts(d, parts, spares, fabric)
+    parts, spares, fabric = _built(inputs, evaluators, d, media)
     media = _check_media(inputs, parts, d, media, fabric, field)
     links = links_of(inputs, parts, media, fabric)
     racks = design_space(inputs, parts, fabric).racks
@@ -106,8 +100,9 @@ def placeable_design(inputs: Inputs, file: DesignFile) -> DesignToPlace:
                          support.power_w if support else 0.0)
 
 
-def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
-    """The instance's configuration with the design's decisions."""
+def _configurations(inputs: Inputs, d: DesignDecisions) -> list[ConfigParts]:
+    """The instance's configurations with the design's decisions (several when fabric
+    choices differ only in ``tiers``, which the design's counts tell apart)."""
     wanted = {"gpu": d.gpu, "switch": d.switch, "nic": d.nic, "pods": d.pods,
               "oversubscription": d.requested_oversubscription,
               "rail_optimized": d.rail_optimized,
@@ -118,7 +113,8 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
         wanted |= {"redundancy": d.facility.redundancy, "cooling": d.facility.cooling}
     if d.checkpoint_storage_gbytes_per_s_per_node is not None:
         wanted["checkpoint"] = d.checkpoint_storage_gbytes_per_s_per_node
-    for p in inputs.configs:
+
+    def offered(p: ConfigParts) -> bool:
         have = {"gpu": p.gpu.id, "switch": p.switch.id, "nic": p.nic.id,
                 "pods": p.fabric.pods or 1, "oversubscription": p.fabric.oversubscription,
                 "rail_optimized": p.rail_optimized, "nic_attachment": p.nic_attachment,
@@ -126,11 +122,34 @@ def _configuration(inputs: Inputs, d: DesignDecisions) -> ConfigParts:
                 "pod_join": p.fabric_spec(1).pod_join, "pods_in_halls": p.pods_in_halls,
                 "redundancy": p.redundancy, "cooling": p.cooling,
                 "checkpoint": p.checkpoint_gbytes_per_s_per_node}
-        if {k: have[k] for k in wanted} == wanted:
-            return p
+        return {k: have[k] for k in wanted} == wanted
+
+    matches = [p for p in inputs.configs if offered(p)]
+    if matches:
+        return matches
     decisions = ", ".join(f"{k}={v}" for k, v in wanted.items())
     raise InvalidInstance([f"design: no configuration of instance '{inputs.name}' has "
                            f"{decisions}"], "design")
+
+
+def _built(inputs: Inputs, evaluators: Evaluators, d: DesignDecisions,
+           media: tuple[MediaAssignment, ...]) -> tuple[ConfigParts, int, Fabric]:
+    """The first configuration with the design's decisions whose fabric, re-derived, has
+    the design's counts, with its hot spares and fabric; refused with the first's
+    problems when none has."""
+    problems: list[str] = []
+    for parts in _configurations(inputs, d):
+        spares = evaluators.spare_nodes(inputs, parts, d.nodes, media[0].kind)
+        try:
+            fabric = design_fabric(parts.fabric_spec(d.nodes + spares))
+        except ValueError as exc:
+            problems = problems or [f"design.nodes: {d.nodes:,} nodes: {exc}"]
+            continue
+        differ = _count_problems(d, parts, spares, fabric)
+        if not differ:
+            return parts, spares, fabric
+        problems = problems or differ
+    raise InvalidInstance(problems, "design")
 
 
 def _media(inputs: Inputs, d: DesignDecisions, field: str) -> tuple[MediaAssignment, ...]:
@@ -143,11 +162,11 @@ def _media(inputs: Inputs, d: DesignDecisions, field: str) -> tuple[MediaAssignm
                                  m.length_m) for i, m in enumerate(d.media))
 
 
-def _check_counts(d: DesignDecisions, parts: ConfigParts, spares: int, fabric: Fabric
-                  ) -> None:
-    """Derived counts in the file against the re-derivation, and the wired ratio between
-    pods (``oversubscription``) against the one the requested ratio wires (a file without
-    ``oversubscription_requested`` has the requested one there)."""
+def _count_problems(d: DesignDecisions, parts: ConfigParts, spares: int, fabric: Fabric
+                    ) -> list[str]:
+    """Derived counts in the file that differ from the re-derivation, and the wired ratio
+    between pods (``oversubscription``) against the one the requested ratio wires (a file
+    without ``oversubscription_requested`` has the requested one there)."""
     derived = {"gpus": d.nodes * parts.gpu.gpus_per_node, "spare_nodes": spares,
                "tiers": fabric.tiers, "switches_per_tier": list(fabric.switches_per_tier),
                "links_per_tier": list(fabric.links_per_tier)}
@@ -161,8 +180,7 @@ def _check_counts(d: DesignDecisions, parts: ConfigParts, spares: int, fabric: F
                         f"{wired:g}, the ratio between pods design.oversubscription_requested "
                         f"= {d.oversubscription_requested:g} wires at design.nodes = "
                         f"{d.nodes:,} on this instance")
-    if problems:
-        raise InvalidInstance(problems, "design")
+    return problems
 
 
 def _check_media(inputs: Inputs, parts: ConfigParts, d: DesignDecisions,

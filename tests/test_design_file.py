@@ -324,3 +324,38 @@ def test_without_the_requested_ratio_oversubscription_is_the_one_asked_for(wired
     del old["design"]["oversubscription_requested"]
     with pytest.raises(ValidationError, match="design.oversubscription 0.88 is below 1"):
         DesignFile.model_validate(old)
+
+
+def test_a_placed_file_with_more_media_lines_than_tiers_is_read(solved):
+    """Placement splits a link class over the media its routed lengths call for, so a
+    placed design.json's ``design.media`` may hold more lines than MAX_TIERS (was: exit 3,
+    "design.media: List should have at most 6 items"); the decisions are its
+    ``design_estimate.media``, one per class."""
+    result, doc = solved
+    doc = edited(doc, "design_estimate", {"media": copy.deepcopy(doc["design"]["media"])})
+    doc = edited(doc, "design.media", doc["design"]["media"] * 7)
+    assert len(doc["design"]["media"]) > 6
+    assert placeable_design(result.inputs, DesignFile.model_validate(doc)) == design_to_place(
+        result.design, result.inputs)
+
+
+def test_the_configuration_has_the_designs_tiers(solved):
+    """Two fabric choices differing only in ``tiers``: the design's file picks the one
+    whose re-derived fabric has its counts (was: the first, exit 3 "design.tiers: 3
+    differs from 4"); with only the other choice offered it is refused naming tiers."""
+    from solver.loading import instance_from_dict, read_document
+    from solver.prepare import prepare
+
+    _, doc = solved
+    tiers = doc["design"]["tiers"]
+    inst = read_document(TINY)
+    fabric = inst["choices"]["fabrics"][0]
+    for fabrics in ([fabric | {"tiers": tiers + 1}, fabric], [fabric | {"tiers": tiers + 1}]):
+        inst["choices"]["fabrics"] = fabrics
+        inputs = prepare(instance_from_dict(inst))
+        file = DesignFile.model_validate(edited(doc, "instance_sha256", inputs.sha256))
+        if len(fabrics) == 2:
+            assert placeable_design(inputs, file).tiers == tiers
+        else:
+            with pytest.raises(InvalidInstance, match=f"design.tiers: {tiers} differs"):
+                placeable_design(inputs, file)

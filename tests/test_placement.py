@@ -822,6 +822,80 @@ def test_a_design_placed_over_the_campus_limit_is_re_solved_smaller():
     assert "no smaller design meets the requirements" in s["notes"][-1]
 
 
+def at_the_campus_limit() -> dict:
+    """tiny/two-buildings with limits.it_power_mw at its optimum's design-stage estimate
+    (see the test above): 1,024 GPUs place at 1.422240 MW, over it."""
+    d = two_buildings()
+    d["limits"]["it_power_mw"] = 1.4185551
+    return d
+
+
+def test_a_design_still_over_the_limit_after_the_last_re_solve_says_so(monkeypatch):
+    """With no re-solve left (RESOLVE_ROUNDS = 0), the 1,024 GPUs placed over the limit
+    come back not verified, with a note saying they are still over."""
+    from solver import api, solve
+    from solver.loading import instance_from_dict
+
+    monkeypatch.setattr(api, "RESOLVE_ROUNDS", 0)
+    s = solve(instance_from_dict(at_the_campus_limit()), place=True).summary
+    assert s["design"]["gpus"] == 1024 and s["verified"] is False
+    assert s["notes"][-1].startswith("the placed design of 1,024 GPUs draws 1.422240 MW")
+    assert s["notes"][-1].endswith("still over after 0 re-solves, so it is returned not "
+                                   "verified")
+
+
+def test_a_re_solve_that_times_out_is_not_called_infeasible(monkeypatch):
+    """A held design stage whose MILP finds no design in time (its status no_solution)
+    keeps the 1,024 GPUs with a note naming the time-out, not "no smaller design"; the
+    round's own note stays before it."""
+    from solver import api, solve
+    from solver.loading import instance_from_dict
+    from solver.results import Status
+
+    design_milp = api.design_milp
+
+    def timed_out_when_held(data, options, inputs, extra_constraints=None):
+        stage = design_milp(data, options, inputs, extra_constraints)
+        if data.it_power_cap_w == inputs.limits.it_power_mw * 1e6:
+            return stage
+        return api.MilpStage(dataclasses.replace(stage.outcome, status=Status.NO_SOLUTION),
+                             None)
+
+    monkeypatch.setattr(api, "design_milp", timed_out_when_held)
+    s = solve(instance_from_dict(at_the_campus_limit()), place=True).summary
+    assert s["design"]["gpus"] == 1024 and s["verified"] is False
+    assert "re-solved with the design stage's critical IT held to" in s["notes"][-2]
+    assert s["notes"][-1].startswith("the re-solve found no design within ")
+    assert "(no_solution), so this one is kept, not verified" in s["notes"][-1]
+    assert not any("no smaller design" in n for n in s["notes"])
+
+
+def test_place_on_an_instance_re_solves_as_solve_does(tmp_path):
+    """`place <instance>` goes through solve's placement and re-solve: at the campus
+    limit it places the 768 GPUs solve returns (96 nodes of 8), within the limit, with
+    the re-solve's note, which both commands print."""
+    from solver.loading import INSTANCES_DIR
+
+    text = (INSTANCES_DIR / "tiny" / "two-buildings.toml").read_text().replace(
+        "it_power_mw = 2.0", "it_power_mw = 1.4185551")
+    path = tmp_path / "at-limit.toml"
+    path.write_text(text)
+    placed = CliRunner().invoke(app, ["place", str(path), "--json", "--out",
+                                      str(tmp_path / "placed")])
+    assert placed.exit_code == 0, placed.output
+    doc = json.loads(placed.stdout)
+    assert doc["design"]["nodes"] < 128 and doc["verified"] is True  # 1,024 GPUs: 128
+    assert doc["within_limits"]["it_power_mw"] is True
+    assert any(n.startswith("the placed design of 1,024 GPUs draws 1.422240 MW")
+               for n in doc["notes"])
+    for command in ("solve", "place"):
+        out = CliRunner().invoke(app, [command, str(path), "--out", str(tmp_path / command)])
+        assert out.exit_code == 0, out.output
+        text = " ".join(out.output.split())  # rich wraps at the terminal's width
+        assert "note: the placed design of 1,024 GPUs draws 1.422240 MW" in text, command
+        assert command == "place" or "768 GPUs in 96 nodes" in text
+
+
 def test_the_design_stage_holds_a_spine_group_in_one_building():
     """tiny/two-buildings at 0.726 MW a building (1.452 MW in all), hall-a larger than
     its building: 1,024 GPUs' 32 blocks fit the buildings' racks only with their one spine
@@ -863,4 +937,6 @@ def test_a_design_placement_cannot_place_is_re_solved_without_it(monkeypatch):
     assert s["design"]["gpus"] == 1024 and s["placement"]["status"] == "infeasible"
     assert "/storage/" in s["notes"][-1].split("refused: ")[1].split(",")[0]
     assert s["notes"][-1].startswith("no design placed in 1 re-solves (refused: ")
+    assert len(s["notes"]) == 2 and "/storage/" in s["notes"][0]  # each round's note kept
+    assert s["notes"][0].endswith("re-solved without it")
     assert s["notes"][-1].count("@128") == 2

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from solver.backends import SolveOptions
@@ -27,6 +28,12 @@ from solver.errors import Infeasible, NoSolution
 from solver.results import Status
 
 
+def render_notes(notes: list[str]) -> None:
+    """Each note on its own line (why a smaller or other design came back, ...)."""
+    for note in notes:
+        stdout.print(f"note: {escape(note)}", highlight=False)
+
+
 def render(summary: dict) -> None:
     s = summary
     stdout.print(f"placement {s['status']} (verified={s.get('verified')}): "
@@ -43,6 +50,7 @@ def render(summary: dict) -> None:
                  f"lifetime media objective ${s['objective_usd'] / 1e6:,.1f}M, bound "
                  f"${s['objective_bound'] / 1e6:,.1f}M ({s['bound_method']}), gap "
                  f"{s['gap']:.2%} (${s['gap_usd'] / 1e6:,.1f}M), {s['runtime_s']:.1f} s")
+    render_notes(s.get("notes", []))
 
 
 def register(app: typer.Typer) -> None:

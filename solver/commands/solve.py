@@ -29,6 +29,8 @@ from solver.results import Status
 
 def render(result) -> None:
     """Readable rich tables of a solve on stdout."""
+    from solver.commands.place import render as render_placement
+    from solver.commands.place import render_notes
     from solver.outputs import pods_text
     from solver.report_html import between_pods
 
@@ -100,14 +102,13 @@ def render(result) -> None:
                        f"{b['slack']:,.2f} {b['unit']}", "yes" if b["binding"] else "")
     stdout.print(limits)
     if "placement" in s:
-        from solver.commands.place import render as render_placement
-
         render_placement(s["placement"])
         est, placed = s["design_estimate"]["cost"]["capex_usd"], s["cost"]["capex_usd"]
         stdout.print(f"Placed cabling replaces the design's media estimate: capex "
                      f"${est / 1e9:,.3f}B -> ${placed / 1e9:,.3f}B; within limits: "
                      + escape(", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok
                                         in s["placement"]["within_limits"].items())))
+    render_notes(s["notes"])
     solver = s["solver"]
     gap = f"{solver['gap']:.2g}" if solver["gap"] is not None else "n/a"
     stdout.print(f"HiGHS {solver['termination']} (gap {gap}) in {solver['milp_runtime_s']:.2f} s;"

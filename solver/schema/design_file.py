@@ -18,6 +18,8 @@ from solver.schema.base import Slug
 MAX_NODES = 2_000_000
 """More nodes than any design the solver makes (1M+ GPUs at 1 GPU a node)."""
 MAX_TIERS = 6
+MAX_MEDIA_PER_CLASS = 64
+"""Media one link class of a placed design is split over (by routed length)."""
 MAX_PODS = 4096
 MAX_OVERSUBSCRIPTION = 64.0
 """As ``clusterplan fabric --oversubscription``."""
@@ -92,7 +94,10 @@ class DesignDecisions(DesignFileModel):
         float, Field(ge=0, le=1e4, allow_inf_nan=False)] | None = None
     switches_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
     links_per_tier: Annotated[list[Count], Field(min_length=1, max_length=MAX_TIERS)]
-    media: Annotated[list[MediaChoice], Field(min_length=1, max_length=MAX_TIERS)]
+    media: Annotated[list[MediaChoice], Field(
+        min_length=1, max_length=MAX_TIERS * MAX_MEDIA_PER_CLASS)]
+    """One medium per link class; of a placed design, each (link class, medium) placement
+    built (the decisions are then ``design_estimate.media``, one per class)."""
 
     @model_validator(mode="after")
     def _requested_at_least_one(self) -> DesignDecisions:
