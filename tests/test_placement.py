@@ -754,8 +754,9 @@ def test_a_hall_with_rows_too_short_is_left_empty_not_refused():
 
 
 def test_pods_per_hall_with_no_hall_that_takes_a_block_is_diagnosed():
-    """GB200 NVL72 blocks wider than every row: the diagnosis (exit 4 in the CLI) names the
-    halls, where the relaxed MILP divided by a zero slot count."""
+    """GB200 NVL72 blocks wider than every row (liquid halls of 140 kW racks, so rack
+    power is not what stops them): the diagnosis (exit 4 in the CLI) names the halls,
+    where the relaxed MILP divided by a zero slot count."""
     from solver import load_instance
     from solver import solve as solve_instance
 
