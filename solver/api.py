@@ -50,7 +50,12 @@ from solver.backends.highs import MilpOutcome, solve_milp
 from solver.checker import CheckResult, check_design
 from solver.deadline import TimeLimitReached
 from solver.design_file import placeable_design
-from solver.diagnose import diagnose, far_beyond_limits, unmet_requirements
+from solver.diagnose import (
+    diagnose,
+    far_beyond_limits,
+    no_rack_takes_a_node,
+    unmet_requirements,
+)
 from solver.fabric_inputs import fabric_document
 from solver.forked import forked, gc_paused
 from solver.job_mapping import map_job
@@ -233,14 +238,15 @@ def check(inputs: Inputs, evaluators: Evaluators, full: DesignData, data: Design
 
 
 def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candidate,
-           milp: MilpOutcome, verdict: CheckResult, start: float, notes: list[str]
-           ) -> SolveResult:
-    """The ``--json`` document and tables of a solved design, with its job mapping."""
+           milp: MilpOutcome, verdict: CheckResult, start: float, notes: list[str],
+           it_power_cap_w: float | None = None) -> SolveResult:
+    """The ``--json`` document and tables of a solved design, with its job mapping
+    (``it_power_cap_w``: the design stage's held campus critical IT, design_stage)."""
     parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
         exact.nodes + exact.spare_nodes)), exact.extra["perf"], parts.nic.port_gbps)
     summary = summary_document(inputs, design, exact, milp, verdict,
-                               binding_limits(inputs, design, full),
+                               binding_limits(inputs, design, full, it_power_cap_w),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
     summary = dataclasses.replace(summary, runner_ups=runner_ups(full, design, summary))
     return SolveResult(milp.status, summary, tables(summary), design,
@@ -274,7 +280,8 @@ def design_stage(inputs: Inputs, evaluators: Evaluators, full: DesignData,
     stage("the independent check")
     exact, verdict = check(inputs, evaluators, full, data, milp.design)
     stage("the report")
-    return report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes)
+    return report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes,
+                  it_power_cap_w)
 
 
 RESOLVE_ROUNDS = 3
@@ -531,9 +538,10 @@ def extract_design(m: pyo.ConcreteModel) -> ChosenDesign:
 
 def _infeasible(inputs: Inputs, evaluators: Evaluators, options: SolveOptions, start: float,
                 notes: list[str]) -> SolveResult:
-    """Diagnose on candidates generated past the power and budget limits."""
+    """Diagnose on candidates generated past the power and budget limits (first: no
+    rack takes a node, or requirements far beyond the limits)."""
     options.deadline.enter("the infeasibility diagnosis")
-    far = far_beyond_limits(inputs)
+    far = no_rack_takes_a_node(inputs) or far_beyond_limits(inputs)
     if far:
         return _without_design(inputs, Status.INFEASIBLE, options, start, notes, far)
     relaxed_all, _ = build_design_data(inputs, evaluators, relax_limits=True)

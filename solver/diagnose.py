@@ -13,10 +13,11 @@ import math
 
 import pyomo.environ as pyo
 
-from models.design.candidates import max_nodes, node_power_w
+from models.design.candidates import max_nodes, no_hall_takes_a_node, node_power_w
 from models.design.data import DesignData, PodSite
 from models.design.inputs import Inputs
 from models.design.milp import build_model
+from models.design.prune import site_availability
 from solver.backends import SolveOptions
 from solver.backends.highs import solve_milp
 
@@ -24,6 +25,19 @@ FAR_FACTOR = 4
 """A requirement more than this many times the largest size the limits allow is
 diagnosed from lower bounds (the relaxed candidates reach 4x the limits, see
 models.design.candidates.max_nodes; beyond, their ladders take hours)."""
+
+
+def no_rack_takes_a_node(inputs: Inputs) -> list[str]:
+    """When no hall takes a node of any configuration in ``choices`` (rack power, or a
+    liquid-cooled system without a liquid-cooled hall:
+    models.design.candidates.no_hall_takes_a_node), that first, whatever the requirements
+    (no size of any configuration exists); else []."""
+    refusals = [no_hall_takes_a_node(inputs, p) for p in inputs.configs]
+    if not refusals or None in refusals:
+        return []
+    return ["no hall takes a node of any configuration in `choices`, so no design of any "
+            "size exists; raise the rack power or choose another system: "
+            + "; ".join(r.removesuffix("; skipped") for r in refusals)]
 
 
 def far_beyond_limits(inputs: Inputs) -> list[str]:
@@ -64,7 +78,19 @@ def requirement_text(data: DesignData) -> str:
         parts.append(f"{data.required_effective_tokens_per_s:,.0f} effective tokens/s")
     if data.min_goodput:
         parts.append(f"goodput >= {data.min_goodput:g}")
+    if data.min_site_availability:
+        parts.append(f"site availability >= {data.min_site_availability:g}")
     return " and ".join(parts) or "even the smallest design"
+
+
+def requirement_fields(data: DesignData) -> list[str]:
+    """The instance fields behind requirement_text's requirements (and max_gpus)."""
+    return [name for name, active in (
+        ("limits.min_gpus", data.min_gpus), ("limits.max_gpus", data.max_gpus is not None),
+        ("objective.required_tokens_per_s or limits.deadline_days",
+         data.required_effective_tokens_per_s),
+        ("reliability.min_goodput", data.min_goodput),
+        ("reliability.site_availability_target", data.min_site_availability)) if active]
 
 
 def ceil_to(value: float, digits: int) -> float:
@@ -101,7 +127,15 @@ def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
     if data.min_goodput > max(k.goodput for k in data.candidates):
         msgs.append(f"reliability.min_goodput {data.min_goodput:g} is above the best "
                     f"goodput of any design ({max(k.goodput for k in data.candidates):.3f})")
-    return msgs or [f"no single design meets {requirement_text(data)} together"]
+    best_site = max(site_availability(k) for k in data.candidates)
+    if data.min_site_availability > best_site:
+        msgs.append(f"reliability.site_availability_target {data.min_site_availability:g} is "
+                    f"above the availability of every power and cooling chain in `choices` "
+                    f"(the best reaches {best_site:.6f}; add redundancy to "
+                    f"choices.redundancy or lower the target)")
+    return msgs or [f"no one design in `choices` meets {requirement_text(data)} at once "
+                    "(each is met by some design, none meets all); relax one of "
+                    + ", ".join(requirement_fields(data))]
 
 
 def hall_field(data: DesignData, site: PodSite) -> str:

@@ -234,9 +234,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += _media_table("Media (as placed, longest routed length)" if placed else "Media",
                           d["media"])
     lines += ["", "## Limits" + (" (on the placed design)" if placed else ""), "",
-              "| limit | value | limit | binding |", "|---|---|---|---|"]
-    lines += [f"| {b['name']} | {b['value']:,.3f} | {b['limit']:,.3f} | {b['binding']} |"
-              for b in summary["binding"]]
+              "| limit | value | limit | binding | why |", "|---|---|---|---|---|"]
+    lines += [f"| {b['name']} | {b['value']:,.3f} | {b['limit']:,.3f} | {b['binding']} | "
+              f"{b.get('note', '')} |" for b in summary["binding"]]
     if placed:
         est = summary["design_estimate"]
         lines += ["", "## Design-stage estimate (before placement)", "",

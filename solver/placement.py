@@ -470,6 +470,8 @@ def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layo
                    "power_cap_kw": h.hall.hall_cap_kw,
                    "racks": sum(1 for r in layout.racks if r.position.hall == h.hall.name
                                 and r.position.building == h.building),
+                   "nodes": sum(r.nodes for r in layout.racks if r.position.hall == h.hall.name
+                                and r.position.building == h.building),
                    "power_kw": round(sum(r.power_w for r in layout.racks
                                          if r.position.hall == h.hall.name
                                          and r.position.building == h.building) / 1e3, 1)}

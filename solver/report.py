@@ -48,12 +48,15 @@ OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "token
                    "min_usd_per_million_tokens": ("usd_per_million_tokens", "USD/Mtoken")}
 
 
-def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData
-                   ) -> list[BindingRow]:
+def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData,
+                   it_power_cap_w: float | None = None) -> list[BindingRow]:
     """Each limit with its slack; `binding` when the next size of the chosen configuration
     (one more scalable unit) would break it: the limit that stops the design growing.
     The next size is evaluated exactly when it is a candidate, else scaled from this one.
-    When every larger size of the configuration is worse, that is reported too."""
+    When every larger size of the configuration is worse, that is reported too.
+    ``it_power_cap_w``: the design stage's critical IT held below ``limits.it_power_mw``
+    by the placed surplus of a larger design (solver.api.placed_and_re_solved); the campus
+    limit is then judged against that hold, which it sets (:func:`held_power_row`)."""
     cand = design.candidate
     pc = design.power_cost(inputs)
     lim = inputs.limits
@@ -70,7 +73,10 @@ def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData
         next_gpus = next_nodes * cand.gpus // cand.nodes
     rows = [
         _row("limits.it_power_mw", pc.it_power_w / 1e6, lim.it_power_mw, "MW",
-             next_it_w > lim.it_power_mw * 1e6),
+             next_it_w > lim.it_power_mw * 1e6)
+        if it_power_cap_w is None or it_power_cap_w >= lim.it_power_mw * 1e6
+        else held_power_row(pc.it_power_w, lim.it_power_mw, it_power_cap_w, next_it_w,
+                            next_gpus),
         _row("limits.budget_usd", spend, lim.budget_usd, "USD", next_spend > lim.budget_usd),
     ]
     if lim.max_gpus is not None:
@@ -88,6 +94,24 @@ def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData
     rows += _requirement_rows(design, data)
     rows += _building_rows(inputs, design, data, bigger)
     return rows
+
+
+def held_power_row(it_w: float, limit_mw: float, cap_w: float, next_it_w: float,
+                   next_gpus: int) -> BindingRow:
+    """The campus limit's row when the design stage was held to ``cap_w`` = P - s below
+    it, s being the surplus a larger design's placed media drew over its estimate: the
+    limit (through the hold) stops growth when the next size's estimate is over ``cap_w``,
+    i.e. it would be over P once placed with the same surplus [W]."""
+    surplus_w = limit_mw * 1e6 - cap_w
+    stops = next_it_w > cap_w
+    return dataclasses.replace(
+        _row("limits.it_power_mw", it_w / 1e6, limit_mw, "MW", stops),
+        note=f"placed: the design stage was held to {cap_w / 1e6:.6f} MW, this limit less "
+             f"the placed surplus of {surplus_w / 1e3:,.1f} kW (a larger design's placed "
+             "media drew that much more than its estimate); the next size, "
+             f"{next_gpus:,} GPUs at {next_it_w / 1e6:.6f} MW estimated, "
+             + ("is over the hold, so this limit stops growth" if stops
+                else "is within the hold"))
 
 
 def _requirement_rows(design: ChosenDesign, data: DesignData) -> list[BindingRow]:
@@ -200,17 +224,20 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRo
                   pc: PowerCost, placement: dict[str, Any]) -> tuple[BindingRow, ...]:
     """The limit rows re-stated on the placed design: critical IT and spend from the
     placed BOM, each building's critical IT from its placed racks (x (1 + non-server IT
-    share)) and its racks (``max_racks``) counted. ``binding`` (the next size up breaks
+    share)), its compute nodes (``nodes``, in place of the design stage's scalable units)
+    and its racks (``max_racks``) counted. ``binding`` (the next size up breaks
     the limit) stays the design stage's verdict, re-judged for a building: binding when
     its placed headroom is less than one scalable unit."""
     f = 1 + inputs.facility.non_server_it_fraction
     spend = pc.tco_usd if inputs.limits.budget_basis == "tco" else pc.capex_usd
     by_building: dict[str, float] = {}
     racks_in: dict[str, int] = {}
+    nodes_in: dict[str, int] = {}
     for h in placement.get("halls", []):
         b = h["hall"].split("/")[0]
         by_building[b] = by_building.get(b, 0.0) + f * h["power_kw"] / 1e3
         racks_in[b] = racks_in.get(b, 0) + h["racks"]
+        nodes_in[b] = nodes_in.get(b, 0) + h["nodes"]
     su_mw = _su_mw(inputs, design)
     out = []
     for row in binding:
@@ -220,10 +247,13 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRo
         elif name == "limits.budget_usd":
             value = spend
         elif name.startswith("site.buildings[") and name.endswith("].it_power_mw"):
-            value = by_building.get(name[len("site.buildings["):-len("].it_power_mw")], 0.0)
-            row = dataclasses.replace(row, binding=row.limit - value < su_mw, note=(
-                f"placed rack power x (1 + non-server IT share {f - 1:g}), as the design "
-                "stage counts it; the placement caps rack power per hall"))
+            building = name[len("site.buildings["):-len("].it_power_mw")]
+            value = by_building.get(building, 0.0)
+            row = dataclasses.replace(
+                row, binding=row.limit - value < su_mw, scalable_units=None,
+                nodes=nodes_in.get(building, 0), note=(
+                    f"placed rack power x (1 + non-server IT share {f - 1:g}), as the design "
+                    "stage counts it; the placement caps rack power per hall"))
         elif name.startswith("site.buildings[") and name.endswith("].max_racks"):
             value = racks_in.get(name[len("site.buildings["):-len("].max_racks")], 0)
             row = dataclasses.replace(row, binding=row.limit - value < design.config.su_racks,

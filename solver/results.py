@@ -282,9 +282,12 @@ class BindingRow(Document):
     binding: bool
     note: str | None = field(default=None, metadata=OPTIONAL)
     scalable_units: int | None = field(default=None, metadata=OPTIONAL)
+    """Design-stage building rows: the scalable units the design MILP put there."""
     basis: str | None = field(default=None, metadata=OPTIONAL)
     """"placed" when value and slack are re-stated on the placed design."""
-    """Building rows: the scalable units placed there."""
+    nodes: int | None = field(default=None, metadata=OPTIONAL)
+    """Placed building rows: the compute nodes (spares included) placement stood there
+    (placement does not keep the design stage's scalable units per building)."""
 
 
 @dataclass(frozen=True)

@@ -177,3 +177,41 @@ def test_racks_below_one_gb200_node_name_rack_power_kw(cli, tmp_path):
     # at 140 kW a rack takes a node: no such note (the halls' rows are what lacks there)
     msgs = solve(instance_from_dict(gb200_site(140.0)), place=False).summary["diagnosis"]
     assert not any("rack_power_kw" in m for m in msgs), msgs
+
+
+REVIEWED = Path(__file__).resolve().parent / "data" / "review"
+
+
+def test_min_gpus_with_no_rack_for_any_node_leads_with_rack_power(cli):
+    """tests/data/review/gb200-min-gpus-on-45kw-racks.toml: GB200 NVL72 (a 120 kW rack of
+    its own) on 45 kW racks, with limits.min_gpus 144. No hall takes a node, so no size
+    exists: the diagnosis blamed min_gpus ("limits.min_gpus 144 is beyond every fabric");
+    it now leads with the rack power, exit 4. Requirements far beyond the limits
+    (min_gpus 1,000,000, the far_beyond_limits path) do not take the lead either."""
+    run = cli("solve", REVIEWED / "gb200-min-gpus-on-45kw-racks.toml", "--no-place")
+    assert run.exit_code == 4, run.output
+    text = " ".join(run.output.split())
+    assert "no hall takes a node of any configuration in `choices`" in text
+    assert "site.rack_power_kw (or the halls' rack_power_kw) lets a rack draw at most 45 kW" \
+        in text
+    assert "min_gpus" not in text
+    far = gb200_site(45.0)
+    far["limits"]["min_gpus"] = 1_000_000
+    msgs = solve(instance_from_dict(far), place=False).summary["diagnosis"]
+    assert len(msgs) == 1 and msgs[0].startswith("no hall takes a node"), msgs
+
+
+def test_a_site_availability_out_of_reach_is_named():
+    """Review 5's c9: redundancy N on a facility built from parts reaches a site
+    availability of 0.996710 (the best chain in `choices`), below the 0.9998 target. No
+    other requirement is set, so the diagnosis read "no single design meets even the
+    smallest design together"; it now names reliability.site_availability_target."""
+    d = {**BASE, "reliability": {"site_availability_target": 0.9998},
+         "choices": {**BASE["choices"], "redundancy": ["N"], "cooling": ["air"]},
+         "catalog": {**BASE["catalog"], "facility": {
+             **BASE["catalog"]["facility"], "facility_cost_mode": "parts"}}}
+    msgs = solve(instance_from_dict(d), place=False).summary["diagnosis"]
+    msg = only(msgs, "reliability.site_availability_target 0.9998")
+    assert "the best reaches 0.996710" in msg and "choices.redundancy" in msg
+    assert not any("together" in m or "even the smallest" in m for m in msgs)
+

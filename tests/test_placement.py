@@ -831,6 +831,60 @@ def at_the_campus_limit() -> dict:
     return d
 
 
+def test_after_a_re_solve_the_campus_limit_is_named_binding_through_the_hold(tmp_path):
+    """At the campus limit (1.4185551 MW) the 1,024 GPUs placed draw 3.7 kW over it, so
+    the design stage is held to 1.4185551 - 0.003685 = 1.414871 MW and returns 768 GPUs.
+    The next size, 1,024 GPUs at 1.418555 MW estimated, fits the limit but not the hold:
+    the limit stops growth, through the placed surplus. It was reported not binding with
+    0.353 MW of slack (only a building was binding); summary.md, report.html and
+    design.json now name it binding, with the hold and the surplus in the user's terms."""
+    from solver.loading import INSTANCES_DIR
+
+    text = (INSTANCES_DIR / "tiny" / "two-buildings.toml").read_text().replace(
+        "it_power_mw = 2.0", "it_power_mw = 1.4185551")
+    path = tmp_path / "at-limit.toml"
+    path.write_text(text)
+    out = CliRunner().invoke(app, ["solve", str(path), "--out", str(tmp_path / "o")])
+    assert out.exit_code == 0, out.output
+    doc = json.loads((tmp_path / "o" / "design.json").read_text())
+    assert doc["design"]["gpus"] == 768 and doc["verified"] is True
+    row = next(b for b in doc["binding"] if b["name"] == "limits.it_power_mw")
+    assert row["binding"] is True and row["basis"] == "placed"
+    assert row["value"] == pytest.approx(doc["power"]["it_mw"])
+    why = ("the design stage was held to 1.414871 MW, this limit less the placed surplus "
+           "of 3.7 kW")
+    assert why in row["note"] and "the next size, 1,024 GPUs at 1.418555 MW" in row["note"]
+    summary_md = (tmp_path / "o" / "summary.md").read_text()
+    line = next(x for x in summary_md.splitlines() if x.startswith("| limits.it_power_mw"))
+    assert "| True |" in line and why in line
+    assert why in (tmp_path / "o" / "report.html").read_text()
+
+
+def test_placed_building_rows_count_the_placed_nodes_not_the_design_stages_units():
+    """two-buildings at limit 1.064091964 MW: 768 GPUs are placed over it and re-solved
+    to 512 (64 nodes, no spares). The design stage put its 2 scalable units in hall-b;
+    placement stood all 64 nodes in hall-a (0.714 MW placed), so the placed rows said
+    hall-a 0.714 MW with 0 scalable units and hall-b 0.0 MW with 2. The placed rows now
+    carry the nodes placed (summing to the design's), the design-stage estimate keeps
+    its scalable units."""
+    from solver import solve
+
+    d = two_buildings()
+    d["limits"]["it_power_mw"] = 1.064091964
+    s = solve(instance_from_dict(d), place=True).summary
+    assert s["design"]["gpus"] == 512 and s["verified"] is True
+    rows = [b for b in s["binding"] if b["name"].startswith("site.buildings[")]
+    assert all("scalable_units" not in b for b in rows)
+    assert sum(b["nodes"] for b in rows) == s["design"]["nodes"] + s["design"]["spare_nodes"]
+    for b in rows:  # a building with nodes draws at least their power, one without little
+        node_mw = b["nodes"] * 10_400 * 1.01 / 1e6
+        assert node_mw <= b["value"] < node_mw + 0.1
+    estimate = [b for b in s["design_estimate"]["binding"]
+                if b["name"].startswith("site.buildings[")]
+    assert [b["scalable_units"] for b in estimate] == [
+        s["design"]["scalable_units_per_building"][b] for b in ("hall-a", "hall-b")]
+
+
 def test_a_design_still_over_the_limit_after_the_last_re_solve_says_so(monkeypatch):
     """With no re-solve left (RESOLVE_ROUNDS = 0), the 1,024 GPUs placed over the limit
     come back not verified, with a note saying they are still over."""
