@@ -239,14 +239,17 @@ def check(inputs: Inputs, evaluators: Evaluators, full: DesignData, data: Design
 
 def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candidate,
            milp: MilpOutcome, verdict: CheckResult, start: float, notes: list[str],
-           it_power_cap_w: float | None = None) -> SolveResult:
+           it_power_cap_w: float | None = None,
+           unplaced: tuple[tuple[Candidate, str], ...] = ()) -> SolveResult:
     """The ``--json`` document and tables of a solved design, with its job mapping
-    (``it_power_cap_w``: the design stage's held campus critical IT, design_stage)."""
+    (``it_power_cap_w``, ``unplaced``: the design stage's held campus critical IT and the
+    candidates placement refused, design_stage)."""
     parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
         exact.nodes + exact.spare_nodes)), exact.extra["perf"], parts.nic.port_gbps)
     summary = summary_document(inputs, design, exact, milp, verdict,
-                               binding_limits(inputs, design, full, it_power_cap_w),
+                               binding_limits(inputs, design, full, it_power_cap_w,
+                                              unplaced),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
     summary = dataclasses.replace(summary, runner_ups=runner_ups(full, design, summary))
     return SolveResult(milp.status, summary, tables(summary), design,
@@ -255,12 +258,13 @@ def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candid
 
 def design_stage(inputs: Inputs, evaluators: Evaluators, full: DesignData,
                  options: SolveOptions, extra_constraints: ExtraConstraints | None,
-                 start: float, notes: list[str], it_power_cap_w: float | None = None
-                 ) -> SolveResult:
+                 start: float, notes: list[str], it_power_cap_w: float | None = None,
+                 unplaced: tuple[tuple[Candidate, str], ...] = ()) -> SolveResult:
     """Prune, the design MILP, the independent check and the report. ``it_power_cap_w``:
     the design stage's campus critical IT held below ``limits.it_power_mw`` (the checker
     keeps the instance's limit); then a design stage with no design says so only in its
-    result's missing ``design`` (no diagnosis is run)."""
+    result's missing ``design`` (no diagnosis is run). ``unplaced``: the candidates
+    placement refused (left out of ``full``) with its diagnosis, for the binding rows."""
     stage = options.deadline.enter
     held = it_power_cap_w is not None
     data = prune(dataclasses.replace(full, it_power_cap_w=it_power_cap_w) if held else full,
@@ -281,7 +285,7 @@ def design_stage(inputs: Inputs, evaluators: Evaluators, full: DesignData,
     exact, verdict = check(inputs, evaluators, full, data, milp.design)
     stage("the report")
     return report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes,
-                  it_power_cap_w)
+                  it_power_cap_w, unplaced)
 
 
 RESOLVE_ROUNDS = 3
@@ -410,6 +414,7 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
     when the rounds run out (its placement's diagnosis stands), and a design still over
     the limit then (not verified). Every round's note is kept, in order."""
     cap_w, refused, said = full.it_power_cap_w, [], list(notes)
+    unplaced: list[tuple[Candidate, str]] = []  # the refused candidates, with why
     first_unplaced = None
     for round_ in range(RESOLVE_ROUNDS + 1):
         excess_w, over = placed_power_excess(placed)
@@ -421,6 +426,8 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
         if refusal:
             first_unplaced = first_unplaced or placed
             refused.append(placed.design.candidate.key)
+            unplaced.append((placed.design.candidate, placed.placement.summary.get(
+                "diagnosis", "no placement exists")))
             said.append(refusal + "; re-solved without it")
         else:
             doc = placed.document  # never raised again: no design comes back
@@ -429,7 +436,7 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
             said.append(over + "; re-solved with the design stage's critical IT held to "
                         f"{cap_w / 1e6:.6f} MW")
         again = design_stage(inputs, evaluators, without_candidates(full, refused), options,
-                             extra_constraints, start, list(said), cap_w)
+                             extra_constraints, start, list(said), cap_w, tuple(unplaced))
         if again.design is None:
             why = (("no other design meets the requirements" if refusal else
                     "no smaller design meets the requirements")

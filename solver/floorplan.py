@@ -48,8 +48,9 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection, PolyCollection
-    from matplotlib.colors import Normalize, to_rgba
+    from matplotlib.colors import ListedColormap, Normalize, to_rgba
     from matplotlib.patches import Patch, Rectangle
+    from matplotlib.ticker import ScalarFormatter
     from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
     halls = result.inputs.halls
@@ -75,8 +76,10 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
                                           "bottom": 1.1 / height_in, "left": 0.035,
                                           "right": 0.99})
     compute_kw = [r.power_w / 1e3 for r in result.racks if r.role == "compute"] or [0.0]
-    norm = Normalize(vmin=min(compute_kw), vmax=max(max(compute_kw), min(compute_kw) + 1e-6))
-    cmap = plt.get_cmap("YlOrRd")
+    low, high, ticks = power_scale(min(compute_kw), max(compute_kw))
+    norm = Normalize(vmin=low, vmax=high)
+    # the bar shows exactly the colours the racks get (the palest 15% left out)
+    cmap = ListedColormap(plt.get_cmap("YlOrRd")(np.linspace(0.15, 1.0, 256)))
     by_building: dict[str, list[Rack]] = defaultdict(list)
     for r in result.racks:
         by_building[r.position.building].append(r)
@@ -93,7 +96,7 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
             np.array([0.9 * geo[f"{b}/{r.position.hall}"].hall.rack_pitch_m for r in racks]),
             transpose)
         kw = np.array([r.power_w / 1e3 for r in racks])
-        faces = cmap(0.15 + 0.85 * norm(kw))
+        faces = cmap(norm(kw))
         for i, r in enumerate(racks):
             if r.role != "compute":
                 faces[i] = role_rgba[r.role]
@@ -146,7 +149,11 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     cax = fig.add_axes((0.3, 0.62 / height_in, 0.4, 0.12 / height_in))
     cbar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax,
                         orientation="horizontal")
-    cbar.set_label("compute rack power [kW]", fontsize=8)
+    cbar.formatter = ScalarFormatter(useOffset=False)  # no "1e-7+4.3307e1" offset
+    if ticks is not None:
+        cbar.set_ticks(ticks, labels=[f"{t:,.1f}" for t in ticks])
+    cbar.set_label("compute rack power [kW]" + (
+        ": every compute rack draws the same" if ticks is not None else ""), fontsize=8)
     cbar.ax.tick_params(labelsize=7)
     roles = sorted({r.role for r in result.racks} - {"compute"})
     legend = [Patch(color=ROLE_COLOURS.get(x, "black"), label=ROLE_LABELS.get(
@@ -162,11 +169,32 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
     cross = [r for r in longest if where[r.a].building != where[r.b].building]
     note = (f"; {sum(r.count for r in cross):,} links between buildings, routed "
             f"{between:,.0f} m + drops" if cross else "")
+    # 0.08 in from the top edge, whatever the figure's height, clear of the first
+    # panel's titles (which start 0.55 in down): at suptitle's default y = 0.98 a tall
+    # figure (one deep hall, ~15 in) put it over them
+    halls_used = len(s["halls_used"])
     fig.suptitle(f"{result.inputs.inputs.name}: {s['racks_total']:,} racks in "
-                 f"{len(s['halls_used'])} halls, longest link {s['max_link_m']:,.0f} m{note}",
-                 fontsize=10, x=0.01, ha="left")
+                 f"{halls_used} hall{'s' * (halls_used != 1)}, longest link "
+                 f"{s['max_link_m']:,.0f} m{note}",
+                 fontsize=10, x=0.01, y=1 - 0.08 / height_in, ha="left", va="top")
     fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
+
+
+SAME_POWER_KW = 0.05
+"""Compute racks whose powers span less than this draw "the same" on the colour bar [kW]
+(below the bar's 0.1 kW labels)."""
+
+
+def power_scale(low_kw: float, high_kw: float) -> tuple[float, float, list[float] | None]:
+    """The colour bar's range [kW] for compute racks drawing ``low_kw``..``high_kw``, and
+    its ticks: when they all draw the same (within SAME_POWER_KW), a range of 1 kW
+    around that value with the one value as its only tick; else the span itself and
+    None (matplotlib's ticks)."""
+    if high_kw - low_kw < SAME_POWER_KW:
+        mid = (low_kw + high_kw) / 2
+        return mid - 0.5, mid + 0.5, [mid]
+    return low_kw, high_kw, None
 
 
 def _round_length(x: float) -> float:

@@ -49,14 +49,17 @@ OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "token
 
 
 def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData,
-                   it_power_cap_w: float | None = None) -> list[BindingRow]:
+                   it_power_cap_w: float | None = None,
+                   unplaced: tuple[tuple[Candidate, str], ...] = ()) -> list[BindingRow]:
     """Each limit with its slack; `binding` when the next size of the chosen configuration
     (one more scalable unit) would break it: the limit that stops the design growing.
     The next size is evaluated exactly when it is a candidate, else scaled from this one.
     When every larger size of the configuration is worse, that is reported too.
     ``it_power_cap_w``: the design stage's critical IT held below ``limits.it_power_mw``
     by the placed surplus of a larger design (solver.api.placed_and_re_solved); the campus
-    limit is then judged against that hold, which it sets (:func:`held_power_row`)."""
+    limit is then judged against that hold, which it sets (:func:`held_power_row`).
+    ``unplaced``: candidates placement refused, with its diagnosis (the same loop); the
+    smallest larger than this design is what placement stopped (:func:`unplaced_row`)."""
     cand = design.candidate
     pc = design.power_cost(inputs)
     lim = inputs.limits
@@ -93,7 +96,23 @@ def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData,
             "effective tokens/s: goodput falls faster than throughput grows"))
     rows += _requirement_rows(design, data)
     rows += _building_rows(inputs, design, data, bigger)
+    larger_unplaced = [(k, why) for k, why in unplaced if k.gpus > cand.gpus]
+    if larger_unplaced:
+        rows.append(unplaced_row(cand, larger_unplaced))
     return rows
+
+
+def unplaced_row(cand: Candidate, unplaced: list[tuple[Candidate, str]]) -> BindingRow:
+    """Placement stopped growth: the smallest design it refused that is larger than
+    ``cand`` (and how many of that size), with its diagnosis; binding."""
+    top, why = min(unplaced, key=lambda u: (u[0].gpus, u[0].key))
+    same = sum(1 for k, _ in unplaced if k.gpus == top.gpus)
+    return BindingRow(
+        "placement: a larger design could not be placed", cand.gpus, top.gpus, "GPUs",
+        top.gpus - cand.gpus, True,
+        note=f"placement refused {same} design{'s' * (same > 1)} of {top.gpus:,} GPUs "
+             f"({top.key}{', ...' if same > 1 else ''}): {why}; the design stage was "
+             "re-solved without them")
 
 
 def held_power_row(it_w: float, limit_mw: float, cap_w: float, next_it_w: float,

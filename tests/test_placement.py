@@ -971,7 +971,8 @@ def test_a_design_placement_cannot_place_is_re_solved_without_it(monkeypatch):
     MILP builds 1,024 GPUs again; placement finds them infeasible, so the design stage is
     re-solved without that candidate: its twin with in-memory recovery (the same racks)
     is refused the same way, then 768 GPUs, the next size down, are placed and verified,
-    with a note per refusal. With one re-solve allowed the loop stops at the twin and
+    with a note per refusal, and the binding table names placement as what stopped the
+    1,024 GPUs. With one re-solve allowed the loop stops at the twin and
     keeps today's answer: the first design, its placement's diagnosis, exit 4."""
     from models.design import prune
     from solver import api, solve
@@ -986,6 +987,13 @@ def test_a_design_placement_cannot_place_is_re_solved_without_it(monkeypatch):
         n.startswith("the design of 1,024 GPUs (") and "re-solved without it" in n
         and "halls cannot hold the scalable units" in n for n in refused)
     assert "/storage/" in refused[0] and "/in-memory/" in refused[1]
+    # why this design: placement stopped 1,024 GPUs (the binding table said only that
+    # the buildings were full)
+    row = next(b for b in s["binding"] if b["name"].startswith("placement:"))
+    assert (row["value"], row["limit"], row["slack"], row["binding"]) == (768, 1024, 256,
+                                                                           True)
+    assert row["note"].startswith("placement refused 2 designs of 1,024 GPUs (")
+    assert "halls cannot hold the scalable units" in row["note"]
 
     monkeypatch.setattr(api, "RESOLVE_ROUNDS", 1)
     s = solve(inst, place=True).summary
