@@ -125,12 +125,12 @@ def held_power_row(it_w: float, limit_mw: float, cap_w: float, next_it_w: float,
     stops = next_it_w > cap_w
     return dataclasses.replace(
         _row("limits.it_power_mw", it_w / 1e6, limit_mw, "MW", stops),
-        note=f"placed: the design stage was held to {cap_w / 1e6:.6f} MW, this limit less "
-             f"the placed surplus of {surplus_w / 1e3:,.1f} kW (a larger design's placed "
-             "media drew that much more than its estimate); the next size, "
+        note=f"the design stage was held to {cap_w / 1e6:.6f} MW, this limit less the "
+             f"placed surplus of {surplus_w / 1e3:,.1f} kW (a larger design's placed media "
+             "drew that much more than its estimate); the next size, "
              f"{next_gpus:,} GPUs at {next_it_w / 1e6:.6f} MW estimated, "
-             + ("is over the hold, so this limit stops growth" if stops
-                else "is within the hold"))
+             + ("is over the hold (once placed, over this limit): this limit stops growth"
+                if stops else "is within the hold"))
 
 
 def _requirement_rows(design: ChosenDesign, data: DesignData) -> list[BindingRow]:
@@ -267,12 +267,12 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRo
             value = spend
         elif name.startswith("site.buildings[") and name.endswith("].it_power_mw"):
             building = name[len("site.buildings["):-len("].it_power_mw")]
-            value = by_building.get(building, 0.0)
+            value, nodes = by_building.get(building, 0.0), nodes_in.get(building, 0)
             row = dataclasses.replace(
-                row, binding=row.limit - value < su_mw, scalable_units=None,
-                nodes=nodes_in.get(building, 0), note=(
-                    f"placed rack power x (1 + non-server IT share {f - 1:g}), as the design "
-                    "stage counts it; the placement caps rack power per hall"))
+                row, binding=row.limit - value < su_mw, scalable_units=None, nodes=nodes,
+                note=(f"{nodes:,} compute nodes placed; placed rack power x (1 + non-server "
+                      f"IT share {f - 1:g}), as the design stage counts it; the placement "
+                      "caps rack power per hall"))
         elif name.startswith("site.buildings[") and name.endswith("].max_racks"):
             value = racks_in.get(name[len("site.buildings["):-len("].max_racks")], 0)
             row = dataclasses.replace(row, binding=row.limit - value < design.config.su_racks,

@@ -879,6 +879,7 @@ def test_placed_building_rows_count_the_placed_nodes_not_the_design_stages_units
     for b in rows:  # a building with nodes draws at least their power, one without little
         node_mw = b["nodes"] * 10_400 * 1.01 / 1e6
         assert node_mw <= b["value"] < node_mw + 0.1
+        assert b["note"].startswith(f"{b['nodes']:,} compute nodes placed; ")
     estimate = [b for b in s["design_estimate"]["binding"]
                 if b["name"].startswith("site.buildings[")]
     assert [b["scalable_units"] for b in estimate] == [
