@@ -168,11 +168,9 @@ def stacks_uri(summary: dict[str, Any]) -> str | None:
 def stacks_figure(summary: dict[str, Any]):
     """Two stacked horizontal bars: capex by category [$B] and critical IT by category
     [MW]."""
-    import matplotlib
+    from solver.floorplan import import_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = import_pyplot()
     capex, watts = stack_parts(summary)
     fig, axes = plt.subplots(2, 1, figsize=(9, 3.4))
     colours = plt.get_cmap("tab20").colors
