@@ -1,5 +1,6 @@
 """Work in a forked process on the second core while this process goes on (the default
-solve: half of the candidate designs, and bom.xlsx beside the other outputs)."""
+solve: half of the candidate designs; bom.xlsx and floorplan.png beside the other
+outputs)."""
 
 from __future__ import annotations
 

@@ -30,10 +30,10 @@ import pandas as pd
 
 from solver.bom_xlsx import write_bom_xlsx
 from solver.errors import InvalidInstance
-from solver.floorplan import floorplan_png
+from solver.floorplan import floorplan_png, import_pyplot
 from solver.forked import forked
 from solver.placement import CableRun, PlacementResult, Rack, cables_table
-from solver.report_html import between_pods, write_report_html
+from solver.report_html import between_pods, stacks_uri, write_report_html
 
 PLACEMENT_FILES = ("placement.csv", "cables.csv", "floorplan.png")
 """The files of a placement (``place``; also part of a solve's set)."""
@@ -277,9 +277,16 @@ def write_solve_outputs(result, out_dir: Path) -> list[Path]:
                                                encoding="utf-8")
             pd.DataFrame(summary["bom"]).to_csv(stage / "bom.csv", index=False)
             (stage / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+            stacks = None
             if result.placement is not None and result.placement.status.has_solution:
-                _write_placement(result.placement, stage)
-            write_report_html(result, stage, pictures=out_dir)
+                _write_placement_tables(result.placement, stage)
+                # matplotlib imported once, here (while bom.xlsx is written), and
+                # inherited: the floor plan is drawn in a third process while this one
+                # draws report.html's stacks, and the two cores take the three
+                import_pyplot()
+                with beside(lambda: floorplan_png(result.placement, stage / "floorplan.png")):
+                    stacks = stacks_uri(summary)
+            write_report_html(result, stage, pictures=out_dir, stacks=stacks)
         names = sorted(p.name for p in stage.iterdir())
     return [out_dir / name for name in names]
 
@@ -287,7 +294,7 @@ def write_solve_outputs(result, out_dir: Path) -> list[Path]:
 @contextlib.contextmanager
 def beside(write: Callable[[], object]) -> Iterator[None]:
     """Run ``write`` in a forked process while the block runs, so a second core takes it
-    (bom.xlsx: 1-2 s of openpyxl beside the floor plan and report.html); at the block's
+    (bom.xlsx: ~1 s of openpyxl beside the floor plan and report.html); at the block's
     end wait for it and raise its error (an OSError as an OSError: an output-location
     problem). When the block raises, the process is ended first (solver.forked)."""
     with forked(write) as wait:
@@ -320,9 +327,13 @@ def cables_csv(runs: list[CableRun]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_placement(result: PlacementResult, stage: Path) -> None:
+def _write_placement_tables(result: PlacementResult, stage: Path) -> None:
     (stage / "placement.csv").write_text(placement_csv(result.racks), encoding="utf-8")
     (stage / "cables.csv").write_text(cables_csv(result.runs), encoding="utf-8")
+
+
+def _write_placement(result: PlacementResult, stage: Path) -> None:
+    _write_placement_tables(result, stage)
     floorplan_png(result, stage / "floorplan.png")
 
 

@@ -24,24 +24,27 @@ PICTURE_DEPTH = 3
 """Folder levels searched below the results folder for analysis pictures."""
 
 
-def write_report_html(result, folder: str | Path, pictures: str | Path | None = None) -> Path:
+def write_report_html(result, folder: str | Path, pictures: str | Path | None = None,
+                      stacks: str | None = None) -> Path:
     """Write ``folder``/report.html for ``result`` (anything with ``to_dict()``, or the
     document itself), embedding ``folder``/floorplan.png (the set's own floor plan) and
-    the analysis pictures in ``pictures`` (default ``folder``)."""
+    the analysis pictures in ``pictures`` (default ``folder``); ``stacks``: its
+    :func:`stacks_uri`, if already drawn."""
     from solver.outputs import write_file_atomically
 
     folder = Path(folder)
     summary = result if isinstance(result, dict) else result.to_dict()
-    html = report_html(summary, folder, Path(pictures) if pictures is not None else folder)
+    html = report_html(summary, folder, Path(pictures) if pictures is not None else folder,
+                       stacks)
     return write_file_atomically(folder / "report.html",
                                  lambda tmp: tmp.write_text(html, encoding="utf-8"))
 
 
 def report_html(summary: dict[str, Any], folder: Path | None = None,
-                pictures_folder: Path | None = None) -> str:
+                pictures_folder: Path | None = None, stacks: str | None = None) -> str:
     """The page as a string (module doc): a placed design's floor plan from ``folder``
     (else from ``pictures_folder``), analysis pictures from ``pictures_folder`` (default
-    ``folder``)."""
+    ``folder``); ``stacks``: the summary's :func:`stacks_uri` if already drawn."""
     import jinja2
 
     env = jinja2.Environment(
@@ -60,7 +63,7 @@ def report_html(summary: dict[str, Any], folder: Path | None = None,
                  if placed and plan is not None else None)  # unplaced: no floor plan
     return env.get_template(TEMPLATE).render(
         s=summary, placed=placed,
-        stacks=_svg_uri(stacks_figure(summary)) if "bom" in summary else None,
+        stacks=stacks if stacks is not None else stacks_uri(summary),
         causes=_causes(summary), floorplan=floorplan,
         analyses=pictures,
         restart=_restart(summary))
@@ -156,14 +159,18 @@ def facility_labels(redundancy: str, cooling: str) -> tuple[str, str, str]:
             "facility shell and support space")
 
 
+def stacks_uri(summary: dict[str, Any]) -> str | None:
+    """The cost and power stacks (:func:`stacks_figure`) as an SVG data URI; None
+    without a BOM."""
+    return _svg_uri(stacks_figure(summary)) if "bom" in summary else None
+
+
 def stacks_figure(summary: dict[str, Any]):
     """Two stacked horizontal bars: capex by category [$B] and critical IT by category
     [MW]."""
-    import matplotlib
+    from solver.floorplan import import_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = import_pyplot()
     capex, watts = stack_parts(summary)
     fig, axes = plt.subplots(2, 1, figsize=(9, 3.4))
     colours = plt.get_cmap("tab20").colors

@@ -186,6 +186,15 @@ def test_interruption_band_adds_ranges_in_quadrature():
     assert r.goodput_band[0] < r.goodput < r.goodput_band[1]
 
 
+def test_goodput_without_its_band_is_the_same_goodput():
+    """band=False (the candidate ladders) skips only the two band evaluations: every
+    other figure is the full call's, to the bit."""
+    d = design(2048, rail=False)
+    full, bare = goodput(d, RATES), goodput(d, RATES, band=False)
+    assert bare.goodput_band is None and full.goodput_band is not None
+    assert replace(bare, goodput_band=full.goodput_band) == full
+
+
 def test_interruptions_grow_with_gpus():
     rates = [goodput(design(g), RATES).interruptions_per_day for g in (512, 4096, 32768, 131072)]
     assert rates == sorted(rates) and rates[0] < rates[-1]

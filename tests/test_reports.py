@@ -16,6 +16,7 @@ from openpyxl import load_workbook
 
 from solver import load_instance, solve
 from solver.bom_xlsx import write_bom_xlsx
+from solver.floorplan import floorplan_png
 from solver.loading import INSTANCES_DIR
 from solver.outputs import write_solve_outputs
 from solver.report_html import stack_parts, write_report_html
@@ -173,6 +174,9 @@ def test_placed_outputs_agree(tmp_path):
     assert cell_value(book, "Cable schedule", f"H{total_row}") == sum(
         c["count"] for c in doc["placement"]["cables"])
     assert (tmp_path / "floorplan.png").stat().st_size > 10_000
+    # drawn in a forked process beside report.html's stacks: the same picture as here
+    floorplan_png(r.placement, tmp_path / "here.png")
+    assert (tmp_path / "floorplan.png").read_bytes() == (tmp_path / "here.png").read_bytes()
 
 
 def test_default_solve_outputs_agree(default_solve_run):
@@ -184,6 +188,9 @@ def test_default_solve_outputs_agree(default_solve_run):
         m["medium"] for m in doc["placement"]["bom_media"]}
     summary_md = (folder / "summary.md").read_text()
     assert "## Design-stage estimate (before placement)" in summary_md
+    # the candidate ladders skip the goodput band; the chosen design's re-evaluation not
+    low, high = doc["throughput"]["reliability"]["goodput_band"]
+    assert low < doc["throughput"]["goodput"] < high
     f = doc["power"]["it_mw"] / (sum(x["power_w"] for x in doc["bom"]) / 1e6)
     placed_mw = {}
     for h in doc["placement"]["halls"]:

@@ -543,8 +543,9 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
     """Goodput along a size ladder: exact at the first size and at every size where the
     ladder crosses a point of the global grid ceil(1.05^i) nodes, linear in nodes in
     between (past the end, the next crossing size is evaluated too). Goodput varies
-    smoothly with size and its model costs ~1 ms a call. The exact points do not depend
-    on where the ladder ends, so a size gets the same goodput whatever the limits."""
+    smoothly with size and its model costs ~1 ms a call (a third of it without the
+    goodput band, which the ladder does not report). The exact points do not depend on
+    where the ladder ends, so a size gets the same goodput whatever the limits."""
     grid = grid_points(1)
 
     def crosses(a: int, b: int) -> bool:
@@ -572,7 +573,7 @@ def ladder_goodput(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
     if not ends_at_crossing:
         crossing += list(range(crossing[-1] + 1, len(points)))
     at = {i: evaluators.goodput(inputs, p, points[i][2], points[i][0], points[i][1],
-                                points[i][3]) for i in crossing}
+                                points[i][3], band=False) for i in crossing}
     out = []
     for i, (nodes, _, _) in enumerate(sized):
         if i in at:

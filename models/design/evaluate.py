@@ -84,7 +84,7 @@ def assumed_mfu_throughput(inputs: Inputs, parts, fabric: Fabric, gpus: int) -> 
 
 
 def overhead_goodput(inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
-                     media_lines: list[MediaLine]) -> GoodputEstimate:
+                     media_lines: list[MediaLine], band: bool = True) -> GoodputEstimate:
     return GoodputEstimate(1.0 - inputs.objective.overhead_fraction, {"model": "overhead"})
 
 
@@ -274,28 +274,33 @@ class ModelGoodput:
         return self._spares[key]
 
     def goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int, spares: int,
-                media_lines: list[MediaLine]) -> GoodputEstimate:
+                media_lines: list[MediaLine], band: bool = True) -> GoodputEstimate:
         """The reliability model's goodput of a design, kept per design (a sweep's
         scenarios refine the same candidates again) without its facility options (the
-        facility does not change failures or restarts)."""
+        facility does not change failures or restarts). ``band`` False: the details
+        without ``goodput_band`` (two thirds of the model's time; the candidate ladders
+        do not report it, the chosen design's exact re-evaluation does), the same
+        goodput."""
         key = (parts.key.removesuffix(f"/{parts.redundancy}-{parts.cooling}"), fabric, nodes,
-               spares, tuple(media_lines), inputs.reliability.availability_target)
+               spares, tuple(media_lines), inputs.reliability.availability_target, band)
         if key not in self._goodput:
             self._goodput[key] = self._evaluate_goodput(inputs, parts, fabric, nodes, spares,
-                                                        media_lines)
+                                                        media_lines, band)
         return self._goodput[key]
 
     def _evaluate_goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int,
-                          spares: int, media_lines: list[MediaLine]) -> GoodputEstimate:
+                          spares: int, media_lines: list[MediaLine], band: bool
+                          ) -> GoodputEstimate:
         r = goodput(self.inputs(inputs, parts, nodes, parts.recovery, fabric, media_lines,
-                                spares), self.rates(parts))
+                                spares), self.rates(parts), band)
         return GoodputEstimate(r.goodput, {
             "model": "reliability", "recovery": r.recovery, "profile": r.profile,
             "interruptions_per_day": r.interruptions_per_day,
             "interruptions_per_day_band": list(r.interruptions_per_day_band),
             "mtbf_hours": r.mtbf_hours, "checkpoint_interval_s": r.checkpoint_interval_s,
             "checkpoint_write_s": r.checkpoint_write_s, "restart_s": r.restart_s,
-            "restart_breakdown_s": r.restart_breakdown_s, "goodput_band": list(r.goodput_band),
+            "restart_breakdown_s": r.restart_breakdown_s,
+            **({"goodput_band": list(r.goodput_band)} if band else {}),
             "planned_per_day": r.planned_per_day,
             "spare_nodes": r.spare_nodes, "availability": r.availability,
             "interruptions_per_day_by_cause": r.breakdown})

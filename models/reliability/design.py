@@ -139,7 +139,8 @@ class ReliabilityResult:
     availability_target: the target the spares were sized for.
     availability: P(at most spare_nodes nodes are in repair) with those spares.
     breakdown: interruptions per day by failure class.
-    interruptions_per_day_band / goodput_band: (low, high) over the rates' ranges.
+    interruptions_per_day_band / goodput_band: (low, high) over the rates' ranges
+    (goodput_band None when not asked for, models.reliability.goodput.goodput).
     restart_breakdown_s: {detect, isolate, replace, reinit, reload, warmup} [s].
     recovery / profile: the recovery mode and the rate profile evaluated.
     planned_per_day: planned stops (maintenance) per day, outside interruptions_per_day.
@@ -157,7 +158,7 @@ class ReliabilityResult:
     availability: float = 1.0
     breakdown: dict[str, float] = field(default_factory=dict)
     interruptions_per_day_band: tuple[float, float] = (0.0, 0.0)
-    goodput_band: tuple[float, float] = (0.0, 0.0)
+    goodput_band: tuple[float, float] | None = (0.0, 0.0)
     restart_breakdown_s: dict[str, float] = field(default_factory=dict)
     recovery: str = ""
     profile: str = ""

@@ -162,17 +162,22 @@ def goodput_value(inputs: ReliabilityInputs, rates: ReliabilityRates, spares: in
             delta, tau)
 
 
-def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityResult:
+def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates, band: bool = True
+            ) -> ReliabilityResult:
     """Interruption rate and its band, checkpoint interval, restart and its parts, spares,
-    goodput and its band, and the failure taxonomy of a design."""
+    goodput and (``band``) its band, and the failure taxonomy of a design. Without
+    ``band`` its ``goodput_band`` is None: the band takes two more evaluations of the
+    model (the rates at each end of the interruption band), two thirds of a call."""
     classes = failure_classes(inputs, rates)
     per_h = sum(c.rate_per_h for c in classes)
     spares = choose_spares(inputs, rates)
     value, delta, tau = goodput_value(inputs, rates, spares, classes)
     band_h = interruption_band_per_h(inputs, rates)
-    fixed = replace(inputs, spare_nodes=spares)
-    ends = [goodput_value(fixed, scaled_rates(rates, max(b / per_h, 1e-6)), spares)[0]
-            for b in band_h]
+    ends = None
+    if band:
+        fixed = replace(inputs, spare_nodes=spares)
+        ends = [goodput_value(fixed, scaled_rates(rates, max(b / per_h, 1e-6)), spares)[0]
+                for b in band_h]
     availability = spare_availability(inputs.nodes, spares, node_rate(classes, inputs.nodes),
                                       rates.node_repair_h)
     parts = restart_breakdown_s(inputs, rates)
@@ -183,7 +188,7 @@ def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates) -> ReliabilityRe
         availability=availability,
         breakdown=dict(sorted((c.name, 24.0 * c.rate_per_h) for c in classes)),
         interruptions_per_day_band=(24.0 * band_h[0], 24.0 * band_h[1]),
-        goodput_band=(min(ends), max(ends)), restart_breakdown_s=parts,
+        goodput_band=(min(ends), max(ends)) if ends else None, restart_breakdown_s=parts,
         recovery=inputs.recovery, profile=rates.profile,
         planned_per_day=24.0 * rates.planned.per_h,
         classes=[_class_row(c) for c in classes])
