@@ -165,8 +165,8 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
 
     chosen = design.candidate
     best: dict[tuple, Candidate] = {}
-    for c in sorted(data.candidates, key=lambda c: c.key):
-        if family(c) == family(chosen) or not prune.buildable(data, c):
+    for c in sorted(prune.within_limits_of(data), key=lambda c: c.key):
+        if family(c) == family(chosen) or not prune.meets_requirements(data, c):
             continue
         f = family(c)
         if f not in best or prune.objective_value(data, c) > prune.objective_value(data, best[f]):

@@ -12,9 +12,11 @@ scalable units and network equipment in buildings.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from models.facility import FacilityCost
 from models.power_cost import BomLine
@@ -184,6 +186,10 @@ class DesignData:
     tco_rates: Any = None
     """Cost of capital, lives, support, software and staff rates (models.tco); None: the
     full TCO is not known (then no $/million-tokens objective)."""
+    columns: LimitColumns | None = field(default=None, compare=False, repr=False)
+    """The candidates' limit figures as columns (:meth:`LimitColumns.of`), built with the
+    candidates; read through models.design.prune.columns, which rebuilds them when they
+    are not these candidates'."""
 
     def pod_sites(self, cfg: Config) -> tuple[PodSite, ...]:
         """Where each pod of an aligned configuration stands (site order): pod ``i`` in
@@ -208,3 +214,100 @@ class PodSite:
     rack_power_w: float
     """What its racks may draw: its hall's power, or its building's
     ``block_power_cap_w`` [W]."""
+
+
+@dataclass(frozen=True)
+class LimitColumns:
+    """What the limits of models.design.prune read of each candidate, one array per
+    figure in candidate order: none depends on the limits, throughput or goodput, so they
+    are laid out once per candidate set and serve every set of limits (sweep scenarios)
+    and every exact re-evaluation (refine). ``candidates``: the tuple they were built
+    from (or re-bound to, :meth:`rebound`); ``masks``: limit masks already computed for
+    them (models.design.prune.fitting), by the limits' figures."""
+
+    candidates: tuple[Candidate, ...]
+    equipment_power_w: np.ndarray
+    equipment_capex_usd: np.ndarray
+    has_facility: np.ndarray
+    facility_capex_usd: np.ndarray
+    """The facility built for the candidate (NaN: none, the $/MW applies) [USD]."""
+    facility_pue: np.ndarray
+    """Its PUE (NaN: none, the data's applies)."""
+    su_count: np.ndarray
+    su_w: np.ndarray
+    """One scalable unit's node power [W]."""
+    su_racks: np.ndarray
+    pods_in_buildings: np.ndarray
+    server_w: np.ndarray
+    """Node power the buildings hold: whole units, or each pod's nodes when pods are
+    aligned with the buildings [W]."""
+    network_power_w: np.ndarray
+    network_racks: np.ndarray
+    blocks: np.ndarray
+    block_power_w: np.ndarray
+    blocks_w: np.ndarray
+    """Placement power of all blocks (each pod's with the nodes it has) [W]."""
+    block_slots: dict[str, np.ndarray]
+    """Block slots in each building, by name (0 where a candidate has none)."""
+    block_slots_total: np.ndarray
+    network_rack_power_w: np.ndarray
+    hub_w: np.ndarray
+    """Spines standing whole in one building (models.design.prune.spine_hub_w) [W]."""
+    masks: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, configs: dict[str, Config], candidates: tuple[Candidate, ...]
+           ) -> LimitColumns:
+        cfgs = [configs[k.config] for k in candidates]
+        pods = [c.pods_in_buildings for c in cfgs]
+        names = sorted({b for k in candidates for b in k.extra["block_slots"]})
+
+        def column(values, dtype=float) -> np.ndarray:
+            return np.fromiter(values, dtype, len(candidates))
+
+        return cls(
+            candidates=candidates,
+            equipment_power_w=column(k.equipment_power_w for k in candidates),
+            equipment_capex_usd=column(k.equipment_capex_usd for k in candidates),
+            has_facility=column((k.facility is not None for k in candidates), bool),
+            facility_capex_usd=column(math.nan if k.facility is None
+                                      else k.facility.capex_usd for k in candidates),
+            facility_pue=column(math.nan if k.facility is None else k.facility.pue
+                                for k in candidates),
+            su_count=column((k.su_count for k in candidates), np.int64),
+            su_w=column(c.su_nodes * c.node_power_w for c in cfgs),
+            su_racks=column((c.su_racks for c in cfgs), np.int64),
+            pods_in_buildings=column(pods, bool),
+            server_w=column((k.nodes + k.spare_nodes) * c.node_power_w if p
+                            else k.su_count * (c.su_nodes * c.node_power_w)
+                            for k, c, p in zip(candidates, cfgs, pods, strict=True)),
+            network_power_w=column(k.network_power_w for k in candidates),
+            network_racks=column((k.network_racks for k in candidates), np.int64),
+            blocks=column((k.extra["blocks"] for k in candidates), np.int64),
+            block_power_w=column(k.extra["block_power_w"] for k in candidates),
+            blocks_w=column(sum(k.extra["pod_blocks_power_w"]) if p
+                            else k.extra["blocks"] * k.extra["block_power_w"]
+                            for k, p in zip(candidates, pods, strict=True)),
+            block_slots={b: column((k.extra["block_slots"].get(b, 0) for k in candidates),
+                                   np.int64) for b in names},
+            block_slots_total=column((sum(k.extra["block_slots"].values())
+                                      for k in candidates), np.int64),
+            network_rack_power_w=column(k.extra["network_rack_power_w"]
+                                        for k in candidates),
+            hub_w=column(0.0 if p else k.extra["group_spine_power_w"]
+                         for k, p in zip(candidates, pods, strict=True)))
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def take(self, keep: np.ndarray, candidates: tuple[Candidate, ...]) -> LimitColumns:
+        """The columns of ``candidates``, the candidates at the indices ``keep``."""
+        arrays = {f.name: getattr(self, f.name)[keep] for f in fields(self)
+                  if isinstance(getattr(self, f.name), np.ndarray)}
+        return LimitColumns(candidates=candidates, **arrays,
+                            block_slots={b: s[keep] for b, s in self.block_slots.items()})
+
+    def rebound(self, candidates: tuple[Candidate, ...]) -> LimitColumns:
+        """These columns (and masks) for ``candidates``, which must differ from theirs in
+        throughput and goodput only (models.design.candidates.refine)."""
+        return replace(self, candidates=candidates)

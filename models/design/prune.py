@@ -36,8 +36,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from models import power_cost, tco
-from models.design.data import Candidate, DesignData
+from models.design.data import Candidate, DesignData, LimitColumns
 from models.tco import AnnualCost
 
 REL_TIE = 1e-9
@@ -46,8 +48,9 @@ GOODPUT_TOL = 0.02
 along the ladder stays within 1% of exact in tests/test_design_data.py)."""
 
 
-def within(value: float, limit: float) -> bool:
-    """``value`` meets the upper limit ``limit`` (to REL_TIE, rounding of equal sums)."""
+def within(value, limit: float):
+    """``value`` (a float or an array) meets the upper limit ``limit`` (to REL_TIE,
+    rounding of equal sums)."""
     return value <= limit * (1 + REL_TIE)
 
 
@@ -110,56 +113,63 @@ def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False)
 
 def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
                    space: bool = True) -> bool:
-    """The building conditions above; `power` / `space` False leaves that resource out
-    (to tell which one stops a design)."""
-    cfg, f = data.configs[k.config], 1 + data.non_server_it_fraction
-    su_w = cfg.su_nodes * cfg.node_power_w
-    per_building = []
+    """The building conditions above for candidate k (:func:`building_mask`)."""
+    return bool(building_mask(data, LimitColumns.of(data.configs, (k,)), power, space)[0])
+
+
+def building_mask(data: DesignData, col: LimitColumns, power: bool = True,
+                  space: bool = True) -> np.ndarray:
+    """The building conditions above for every candidate of ``col`` (a bool per
+    candidate); `power` / `space` False leaves that resource out (to tell which one
+    stops a design). Pods aligned with the site are checked one by one (:func:`pods_fit`)."""
+    f, tie = 1 + data.non_server_it_fraction, 1 + REL_TIE
+    units = np.zeros(len(col))  # sum over buildings of the units each takes
     for b in data.buildings:
-        by_power = (math.floor(b.it_power_w / (f * su_w) * (1 + REL_TIE)) if power
-                    else k.su_count)
-        by_space = (math.floor(b.max_racks / cfg.su_racks)
+        by_power = (np.floor(b.it_power_w / (f * col.su_w) * tie) if power
+                    else col.su_count)
+        by_space = (np.floor(b.max_racks / col.su_racks)
                     if space and b.max_racks is not None else by_power)
-        per_building.append(min(by_power, by_space))
+        units = units + np.minimum(by_power, by_space)
     # one pod per building counts the nodes each pod has (milp.add_building_power)
-    server_w = ((k.nodes + k.spare_nodes) * cfg.node_power_w if cfg.pods_in_buildings
-                else k.su_count * su_w)
-    power_ok = not power or f * (server_w + k.network_power_w) <= sum(
-        b.it_power_w for b in data.buildings) * (1 + REL_TIE)
+    power_ok = not power or f * (col.server_w + col.network_power_w) <= sum(
+        b.it_power_w for b in data.buildings) * tie
     racks = [b.max_racks for b in data.buildings]
     space_ok = (not space or None in racks
-                or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
-    slots = k.extra["block_slots"]
-    bw = k.extra["block_power_w"]
-    by_power = {b.name: math.floor(b.block_power_cap_w / bw * (1 + REL_TIE))
-                if power else k.extra["blocks"] for b in data.buildings}
-    blocks_w = k.extra["blocks"] * bw
-    if cfg.pods_in_buildings:  # each pod's blocks with the nodes they have: pods_fit
-        blocks_w = sum(k.extra["pod_blocks_power_w"])
-        slots_ok = not space or k.extra["blocks"] <= sum(slots.values())
-        units_ok = pods_fit(data, k, power, space)
-    else:
-        slots_ok = hub_fits(data, k, {b: min(slots.get(b, 0) if space else by_power[b],
-                                              by_power[b]) for b in by_power}, power)
-        units_ok = k.su_count <= sum(per_building)
-    racks_powered = not power or blocks_w + k.extra["network_rack_power_w"] <= sum(
-        b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
-    return units_ok and power_ok and space_ok and slots_ok and racks_powered
+                or col.su_count * col.su_racks + col.network_racks <= sum(racks))
+    by_power = {b.name: np.floor(b.block_power_cap_w / col.block_power_w * tie)
+                if power else col.blocks for b in data.buildings}
+    none = np.zeros(len(col), np.int64)
+    room = {b: np.minimum(col.block_slots.get(b, none) if space else by_power[b],
+                          by_power[b]) for b in by_power}
+    pods = col.pods_in_buildings
+    slots_ok = np.where(pods, not space or col.blocks <= col.block_slots_total,
+                        hub_fits(data, col, room, power))
+    units_ok = np.where(pods, False, col.su_count <= units)
+    for i in np.flatnonzero(pods):
+        units_ok[i] = pods_fit(data, col.candidates[i], power, space)
+    racks_powered = not power or col.blocks_w + col.network_rack_power_w <= sum(
+        b.block_power_cap_w for b in data.buildings) * tie
+    return units_ok & power_ok & space_ok & slots_ok & racks_powered
 
 
-def hub_fits(data: DesignData, k: Candidate, room: dict[str, int], power: bool) -> bool:
-    """k's blocks fit the buildings' ``room`` (blocks each takes) with its largest
-    tier-2 group's spines, G (:func:`spine_hub_w`), whole in some building h (the MILP's
-    spine_hub family), which then takes ``⌊(cap_h - G) / u_B⌋`` blocks by power:
+def hub_fits(data: DesignData, col: LimitColumns, room: dict[str, np.ndarray],
+             power: bool) -> np.ndarray:
+    """The candidates' blocks fit the buildings' ``room`` (blocks each takes) with their
+    largest tier-2 group's spines, G (:func:`spine_hub_w`), whole in some building h (the
+    MILP's spine_hub family), which then takes ``⌊(cap_h - G) / u_B⌋`` blocks by power:
     ``B_k <= max_h sum_b room'_b``. Exact with the block_power total: the other network
     racks may fill any building's leftover."""
-    hub_w = spine_hub_w(data, k)
-    blocks, bw = k.extra["blocks"], k.extra["block_power_w"]
-    if not power or hub_w <= 0 or len(data.buildings) < 2:
-        return blocks <= sum(room.values())
-    return any(blocks <= sum(room.values()) - room[h.name] + min(room[h.name], math.floor(
-        (h.block_power_cap_w - hub_w) / bw * (1 + REL_TIE)))
-        for h in data.buildings if within(hub_w, h.block_power_cap_w))
+    total = sum(room.values())
+    if not power or len(data.buildings) < 2:
+        return col.blocks <= total
+    some_hub = np.full(len(col), False)
+    for h in data.buildings:
+        hub_room = np.floor((h.block_power_cap_w - col.hub_w) / col.block_power_w
+                            * (1 + REL_TIE))
+        some_hub |= (within(col.hub_w, h.block_power_cap_w)
+                     & (col.blocks <= total - room[h.name] + np.minimum(room[h.name],
+                                                                         hub_room)))
+    return np.where(col.hub_w <= 0, col.blocks <= total, some_hub)
 
 
 def spine_hub_w(data: DesignData, k: Candidate) -> float:
@@ -213,11 +223,55 @@ def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
 
 
 def within_limits(data: DesignData, k: Candidate) -> bool:
-    """IT power, budget and buildings hold for candidate k (buildable without the
-    requirements, which do not depend on them)."""
-    spend = tco_usd(data, k) if data.budget_basis == "tco" else capex_usd(data, k)
-    return (within(it_power_w(data, k), data.it_power_cap_w)
-            and within(spend, data.budget_usd) and fits_buildings(data, k))
+    """IT power, budget and buildings hold for candidate k (:func:`limits_mask`)."""
+    return bool(limits_mask(data, LimitColumns.of(data.configs, (k,)))[0])
+
+
+def limits_mask(data: DesignData, col: LimitColumns) -> np.ndarray:
+    """IT power, budget and buildings hold, for every candidate of ``col`` (buildable
+    without the requirements, which do not depend on them)."""
+    it_w = power_cost.it_power_w(col.equipment_power_w, data)
+    capex = col.equipment_capex_usd + np.where(
+        col.has_facility, col.facility_capex_usd, power_cost.facility_capex_usd(it_w, data))
+    if data.budget_basis == "tco":
+        pue = np.where(col.has_facility, col.facility_pue, data.pue)
+        spend = capex + data.years * power_cost.energy_cost_usd(
+            it_w, pue, data.electricity_usd_per_kwh)
+    else:
+        spend = capex
+    return (within(it_w, data.it_power_cap_w) & within(spend, data.budget_usd)
+            & building_mask(data, col))
+
+
+def columns(data: DesignData) -> LimitColumns:
+    """The limit columns of data's candidates: the ones built with them, else built now."""
+    col = data.columns
+    if col is None or col.candidates is not data.candidates:
+        col = LimitColumns.of(data.configs, data.candidates)
+    return col
+
+
+def fitting(data: DesignData) -> np.ndarray:
+    """:func:`limits_mask` of data's candidates, computed once per set of limits and kept
+    with their columns: refine, prune and the runner-ups of one solve share it."""
+    col = columns(data)
+    key = (data.it_power_cap_w, data.budget_usd, data.budget_basis, data.buildings,
+           data.non_server_it_fraction, data.pue, data.build_usd_per_mw,
+           data.electricity_usd_per_kwh, data.years)
+    if key not in col.masks:
+        if len(col.masks) >= MASKS_KEPT:  # a sweep's scenarios: keep the latest few
+            col.masks.clear()
+        col.masks[key] = limits_mask(data, col)
+    return col.masks[key]
+
+
+MASKS_KEPT = 4
+
+
+def within_limits_of(data: DesignData) -> list[Candidate]:
+    """data's candidates within the limits (:func:`fitting`), in order."""
+    cands = data.candidates
+    return [cands[i] for i in np.flatnonzero(fitting(data))]
 
 
 def objective_value(data: DesignData, k: Candidate) -> float:
@@ -229,13 +283,10 @@ def objective_value(data: DesignData, k: Candidate) -> float:
     return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
 
 
-def to_refine(data: DesignData, fitting: set[str] | None = None) -> list[Candidate]:
+def to_refine(data: DesignData) -> list[Candidate]:
     """Candidates not evaluated exactly whose bounds could make them optimal: buildable
-    with their upper bounds, and (upper) objective value >= the best lower value LB.
-    ``fitting``: the keys of the candidates within_limits, if already known (they do not
-    depend on throughput or goodput)."""
-    fit = [k for k in data.candidates  # once for both tests
-           if (within_limits(data, k) if fitting is None else k.key in fitting)]
+    with their upper bounds, and (upper) objective value >= the best lower value LB."""
+    fit = within_limits_of(data)
     sure = [objective_value(data, k) for k in fit if meets_requirements(data, k)]
     best = max(sure, default=-math.inf)
     out = []
@@ -258,12 +309,12 @@ def prune(data: DesignData, bound: bool = True) -> DesignData:
     """Drop candidates that cannot be built or (when `bound`) are beaten by a buildable
     one. Without the bound every buildable candidate stays: for user constraints added to
     the MILP, which the closed forms here do not know."""
-    ok = [k for k in data.candidates if buildable(data, k)]
+    ok = [k for k in within_limits_of(data) if meets_requirements(data, k)]
     if not ok or not bound:
-        return _restrict(data, tuple(ok))
+        return _restrict(data, ok)
     best = max(objective_value(data, k) for k in ok)
-    keep = tuple(k for k in ok if objective_value(data, k) >= best - REL_TIE * abs(best))
-    return _restrict(data, keep)
+    return _restrict(data, [k for k in ok
+                            if objective_value(data, k) >= best - REL_TIE * abs(best)])
 
 
 def elastic_candidates(data: DesignData) -> DesignData:
@@ -273,9 +324,18 @@ def elastic_candidates(data: DesignData) -> DesignData:
         if meets_requirements(data, k) and (k.config not in smallest
                                             or k.nodes < smallest[k.config].nodes):
             smallest[k.config] = k
-    return _restrict(data, tuple(smallest[c] for c in sorted(smallest)))
+    return _restrict(data, [smallest[c] for c in sorted(smallest)])
 
 
-def _restrict(data: DesignData, keep: tuple[Candidate, ...]) -> DesignData:
+def _restrict(data: DesignData, keep: list[Candidate]) -> DesignData:
     configs = {c: cfg for c, cfg in data.configs.items() if any(k.config == c for k in keep)}
-    return replace(data, configs=configs, candidates=keep)
+    return restricted(replace(data, configs=configs), keep)
+
+
+def restricted(data: DesignData, keep: list[Candidate]) -> DesignData:
+    """``data`` with only the candidates ``keep`` (some of its own, any order), their
+    limit columns taken from data's."""
+    index = {id(k): i for i, k in enumerate(data.candidates)}
+    kept = tuple(keep)
+    return replace(data, candidates=kept, columns=columns(data).take(
+        np.fromiter((index[id(k)] for k in kept), np.int64, len(kept)), kept))

@@ -1,0 +1,81 @@
+"""The limits' closed forms one candidate at a time, as models.design.prune had them
+before they were vectorised over candidates (main 7c9f932): the oracle that
+tests/test_prune_vectorised.py compares prune.fitting and prune.building_mask with.
+Pods aligned with the site are checked by prune.pods_fit on both sides (one path)."""
+
+from __future__ import annotations
+
+import math
+
+from models.design.data import Candidate, DesignData
+from models.design.prune import (
+    REL_TIE,
+    capex_usd,
+    it_power_w,
+    pods_fit,
+    spine_hub_w,
+    tco_usd,
+    within,
+)
+
+
+def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
+                   space: bool = True) -> bool:
+    """The building conditions above; `power` / `space` False leaves that resource out
+    (to tell which one stops a design)."""
+    cfg, f = data.configs[k.config], 1 + data.non_server_it_fraction
+    su_w = cfg.su_nodes * cfg.node_power_w
+    per_building = []
+    for b in data.buildings:
+        by_power = (math.floor(b.it_power_w / (f * su_w) * (1 + REL_TIE)) if power
+                    else k.su_count)
+        by_space = (math.floor(b.max_racks / cfg.su_racks)
+                    if space and b.max_racks is not None else by_power)
+        per_building.append(min(by_power, by_space))
+    # one pod per building counts the nodes each pod has (milp.add_building_power)
+    server_w = ((k.nodes + k.spare_nodes) * cfg.node_power_w if cfg.pods_in_buildings
+                else k.su_count * su_w)
+    power_ok = not power or f * (server_w + k.network_power_w) <= sum(
+        b.it_power_w for b in data.buildings) * (1 + REL_TIE)
+    racks = [b.max_racks for b in data.buildings]
+    space_ok = (not space or None in racks
+                or k.su_count * cfg.su_racks + k.network_racks <= sum(racks))
+    slots = k.extra["block_slots"]
+    bw = k.extra["block_power_w"]
+    by_power = {b.name: math.floor(b.block_power_cap_w / bw * (1 + REL_TIE))
+                if power else k.extra["blocks"] for b in data.buildings}
+    blocks_w = k.extra["blocks"] * bw
+    if cfg.pods_in_buildings:  # each pod's blocks with the nodes they have: pods_fit
+        blocks_w = sum(k.extra["pod_blocks_power_w"])
+        slots_ok = not space or k.extra["blocks"] <= sum(slots.values())
+        units_ok = pods_fit(data, k, power, space)
+    else:
+        slots_ok = hub_fits(data, k, {b: min(slots.get(b, 0) if space else by_power[b],
+                                              by_power[b]) for b in by_power}, power)
+        units_ok = k.su_count <= sum(per_building)
+    racks_powered = not power or blocks_w + k.extra["network_rack_power_w"] <= sum(
+        b.block_power_cap_w for b in data.buildings) * (1 + REL_TIE)
+    return units_ok and power_ok and space_ok and slots_ok and racks_powered
+
+
+def hub_fits(data: DesignData, k: Candidate, room: dict[str, int], power: bool) -> bool:
+    """k's blocks fit the buildings' ``room`` (blocks each takes) with its largest
+    tier-2 group's spines, G (:func:`spine_hub_w`), whole in some building h (the MILP's
+    spine_hub family), which then takes ``⌊(cap_h - G) / u_B⌋`` blocks by power:
+    ``B_k <= max_h sum_b room'_b``. Exact with the block_power total: the other network
+    racks may fill any building's leftover."""
+    hub_w = spine_hub_w(data, k)
+    blocks, bw = k.extra["blocks"], k.extra["block_power_w"]
+    if not power or hub_w <= 0 or len(data.buildings) < 2:
+        return blocks <= sum(room.values())
+    return any(blocks <= sum(room.values()) - room[h.name] + min(room[h.name], math.floor(
+        (h.block_power_cap_w - hub_w) / bw * (1 + REL_TIE)))
+        for h in data.buildings if within(hub_w, h.block_power_cap_w))
+
+
+def within_limits(data: DesignData, k: Candidate) -> bool:
+    """IT power, budget and buildings hold for candidate k (buildable without the
+    requirements, which do not depend on them)."""
+    spend = tco_usd(data, k) if data.budget_basis == "tco" else capex_usd(data, k)
+    return (within(it_power_w(data, k), data.it_power_cap_w)
+            and within(spend, data.budget_usd) and fits_buildings(data, k))
