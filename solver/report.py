@@ -163,16 +163,17 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
         return (f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
                 f.nic_attachment, f.recovery)
 
-    chosen = design.candidate
-    best: dict[tuple, Candidate] = {}
-    for c in sorted(prune.within_limits_of(data), key=lambda c: c.key):
-        if family(c) == family(chosen) or not prune.meets_requirements(data, c):
-            continue
-        f = family(c)
-        if f not in best or prune.objective_value(data, c) > prune.objective_value(data, best[f]):
-            best[f] = c
+    chosen = family(design.candidate)
+    buildable = prune.buildable_of(data)
+    values = prune.objective_values(data, buildable)
+    best: dict[tuple, int] = {}  # family: index of its best in buildable
+    for i in sorted(range(len(buildable)), key=lambda i: buildable[i].key):
+        f = family(buildable[i])
+        if f != chosen and (f not in best or values[i] > values[best[f]]):
+            best[f] = i
     rows = []
-    for c in sorted(best.values(), key=lambda c: (-prune.objective_value(data, c), c.key)):
+    for c in sorted((buildable[i] for i in best.values()),
+                    key=lambda c: (-prune.objective_value(data, c), c.key)):
         f = data.configs[c.config]
         rows.append(RunnerUp(
             f.gpu, f.switch, c.tiers, f.pods, c.extra["wired_oversubscription"],

@@ -34,6 +34,7 @@ every limit.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -100,15 +101,27 @@ def annual_cost(data: DesignData, k: Candidate, effective_tokens_per_s: float | 
 
 
 def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
-    """GPU range, throughput and goodput requirements; `optimistic` uses the candidate's
-    upper bounds (throughput bound, goodput + GOODPUT_TOL when interpolated)."""
-    tput, good = k.effective_tokens_per_s, k.goodput
-    if optimistic and not k.exact:
-        good = k.goodput * (1 + GOODPUT_TOL)
-        tput = k.tokens_per_s_upper * good
-    return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
-            and tput >= data.required_effective_tokens_per_s and good >= data.min_goodput
-            and site_availability(k) >= data.min_site_availability)
+    """GPU range, throughput and goodput requirements (:func:`requirements_met`)."""
+    return bool(requirements_met(data, (k,), optimistic)[0])
+
+
+def requirements_met(data: DesignData, cands: Sequence[Candidate], optimistic: bool = False
+                     ) -> np.ndarray:
+    """GPU range, throughput and goodput requirements, for each of ``cands`` (a bool
+    each); `optimistic` uses a candidate's upper bounds when it is not exact (throughput
+    bound, goodput + GOODPUT_TOL)."""
+    def column(value, dtype=float) -> np.ndarray:
+        return np.fromiter(map(value, cands), dtype, len(cands))
+    gpus = column(lambda k: k.gpus, np.int64)
+    good = column(lambda k: k.goodput)
+    tput = column(lambda k: k.tokens_per_s) * good
+    if optimistic:
+        interpolated = ~column(lambda k: k.exact, bool)
+        good = np.where(interpolated, good * (1 + GOODPUT_TOL), good)
+        tput = np.where(interpolated, column(lambda k: k.tokens_per_s_upper) * good, tput)
+    return ((gpus >= data.min_gpus) & (data.max_gpus is None or gpus <= data.max_gpus)
+            & (tput >= data.required_effective_tokens_per_s) & (good >= data.min_goodput)
+            & (column(site_availability) >= data.min_site_availability))
 
 
 def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
@@ -283,46 +296,55 @@ def objective_value(data: DesignData, k: Candidate) -> float:
     return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
 
 
+def objective_values(data: DesignData, cands: Sequence[Candidate]) -> np.ndarray:
+    """:func:`objective_value` of each of ``cands``."""
+    return np.fromiter((objective_value(data, k) for k in cands), float, len(cands))
+
+
 def to_refine(data: DesignData) -> list[Candidate]:
     """Candidates not evaluated exactly whose bounds could make them optimal: buildable
     with their upper bounds, and (upper) objective value >= the best lower value LB."""
     fit = within_limits_of(data)
-    sure = [objective_value(data, k) for k in fit if meets_requirements(data, k)]
-    best = max(sure, default=-math.inf)
-    out = []
-    for k in fit:
-        if k.exact or not meets_requirements(data, k, optimistic=True):
-            continue
-        if data.objective == "max_effective_throughput":
-            value = k.effective_tokens_per_s_upper * (1 + GOODPUT_TOL)
-        elif data.objective == "min_usd_per_million_tokens":
-            value = -annual_cost(data, k, k.effective_tokens_per_s_upper
-                                 * (1 + GOODPUT_TOL)).usd_per_million_tokens
-        else:
-            value = objective_value(data, k)
-        if value >= best - REL_TIE * abs(best):
-            out.append(k)
-    return out
+    sure = np.flatnonzero(requirements_met(data, fit))
+    best = objective_values(data, [fit[i] for i in sure]).max() if len(sure) else -math.inf
+    hopeful = [fit[i] for i in np.flatnonzero(requirements_met(data, fit, optimistic=True))
+               if not fit[i].exact]
+    if data.objective == "max_effective_throughput":
+        values = [k.effective_tokens_per_s_upper * (1 + GOODPUT_TOL) for k in hopeful]
+    elif data.objective == "min_usd_per_million_tokens":
+        values = [-annual_cost(data, k, k.effective_tokens_per_s_upper
+                               * (1 + GOODPUT_TOL)).usd_per_million_tokens for k in hopeful]
+    else:
+        values = objective_values(data, hopeful)
+    return [k for k, value in zip(hopeful, values, strict=True)
+            if value >= best - REL_TIE * abs(best)]
+
+
+def buildable_of(data: DesignData) -> list[Candidate]:
+    """data's buildable candidates (within the limits, meeting the requirements), in
+    order."""
+    fit = within_limits_of(data)
+    return [fit[i] for i in np.flatnonzero(requirements_met(data, fit))]
 
 
 def prune(data: DesignData, bound: bool = True) -> DesignData:
     """Drop candidates that cannot be built or (when `bound`) are beaten by a buildable
     one. Without the bound every buildable candidate stays: for user constraints added to
     the MILP, which the closed forms here do not know."""
-    ok = [k for k in within_limits_of(data) if meets_requirements(data, k)]
+    ok = buildable_of(data)
     if not ok or not bound:
         return _restrict(data, ok)
-    best = max(objective_value(data, k) for k in ok)
-    return _restrict(data, [k for k in ok
-                            if objective_value(data, k) >= best - REL_TIE * abs(best)])
+    values = objective_values(data, ok)
+    best = values.max()
+    return _restrict(data, [ok[i] for i in np.flatnonzero(
+        values >= best - REL_TIE * abs(best))])
 
 
 def elastic_candidates(data: DesignData) -> DesignData:
     """Per configuration, the smallest candidate that meets the requirements."""
     smallest: dict[str, Candidate] = {}
-    for k in data.candidates:
-        if meets_requirements(data, k) and (k.config not in smallest
-                                            or k.nodes < smallest[k.config].nodes):
+    for k, met in zip(data.candidates, requirements_met(data, data.candidates), strict=True):
+        if met and (k.config not in smallest or k.nodes < smallest[k.config].nodes):
             smallest[k.config] = k
     return _restrict(data, [smallest[c] for c in sorted(smallest)])
 
