@@ -316,7 +316,7 @@ def without_candidates(full: DesignData, refused: list[str]) -> DesignData:
     """``full`` less the candidates whose keys are ``refused``: a no-good cut on each
     (placement depends on the candidate alone, not on its split over buildings), applied
     before pruning, so the candidates they beat come back."""
-    return restricted(full, [k for k in full.candidates if k.key not in refused])
+    return restricted(full, [i for i, k in enumerate(full.candidates) if k.key not in refused])
 
 
 def with_notes(result: SolveResult, notes: list[str]) -> SolveResult:

@@ -164,15 +164,15 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
                 f.nic_attachment, f.recovery)
 
     chosen = family(design.candidate)
-    buildable = prune.buildable_of(data)
-    values = prune.objective_values(data, buildable)
-    best: dict[tuple, int] = {}  # family: index of its best in buildable
-    for i in sorted(range(len(buildable)), key=lambda i: buildable[i].key):
-        f = family(buildable[i])
-        if f != chosen and (f not in best or values[i] > values[best[f]]):
+    index = prune.buildable_index(data)
+    value = dict(zip(index.tolist(), prune.objective_values(data, index), strict=True))
+    best: dict[tuple, int] = {}  # family: index of its best candidate
+    for i in sorted(value, key=lambda i: data.candidates[i].key):
+        f = family(data.candidates[i])
+        if f != chosen and (f not in best or value[i] > value[best[f]]):
             best[f] = i
     rows = []
-    for c in sorted((buildable[i] for i in best.values()),
+    for c in sorted((data.candidates[i] for i in best.values()),
                     key=lambda c: (-prune.objective_value(data, c), c.key)):
         f = data.configs[c.config]
         rows.append(RunnerUp(

@@ -1,6 +1,7 @@
 """The limits' closed forms one candidate at a time, as models.design.prune had them
 before they were vectorised over candidates (main 7c9f932): the oracle that
-tests/test_prune_vectorised.py compares prune.fitting and prune.building_mask with.
+tests/test_prune_vectorised.py compares prune.fitting, prune.building_mask and
+prune.requirements_met with.
 Pods aligned with the site are checked by prune.pods_fit on both sides (one path)."""
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ import math
 
 from models.design.data import Candidate, DesignData
 from models.design.prune import (
+    GOODPUT_TOL,
     REL_TIE,
     capex_usd,
     it_power_w,
     pods_fit,
+    site_availability,
     spine_hub_w,
     tco_usd,
     within,
@@ -79,3 +82,15 @@ def within_limits(data: DesignData, k: Candidate) -> bool:
     spend = tco_usd(data, k) if data.budget_basis == "tco" else capex_usd(data, k)
     return (within(it_power_w(data, k), data.it_power_cap_w)
             and within(spend, data.budget_usd) and fits_buildings(data, k))
+
+
+def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
+    """GPU range, throughput and goodput requirements; `optimistic` uses the candidate's
+    upper bounds (throughput bound, goodput + GOODPUT_TOL when interpolated)."""
+    tput, good = k.effective_tokens_per_s, k.goodput
+    if optimistic and not k.exact:
+        good = k.goodput * (1 + GOODPUT_TOL)
+        tput = k.tokens_per_s_upper * good
+    return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
+            and tput >= data.required_effective_tokens_per_s and good >= data.min_goodput
+            and site_availability(k) >= data.min_site_availability)

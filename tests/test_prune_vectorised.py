@@ -152,17 +152,58 @@ def test_columns_follow_the_candidates_they_keep():
     mask of the restricted data is the full mask's restriction."""
     data = dataclasses.replace(candidate_set("pod-power"),
                                it_power_cap_w=2.5e6, budget_usd=math.inf)
-    keep = list(data.candidates[1::3])
-    part = prune.restricted(data, keep[::-1])
+    full = prune.fitting(data)
+    assert set(full.tolist()) == {True, False}
+    keep = list(range(len(data.candidates)))[1::3][::-1]
+    part = prune.restricted(data, keep)
     assert prune.columns(part) is part.columns and part.columns.candidates is part.candidates
-    full = {k.key: fits for k, fits in zip(data.candidates, prune.fitting(data).tolist(),
-                                           strict=True)}
-    assert set(full.values()) == {True, False}
-    assert prune.fitting(part).tolist() == [full[k.key] for k in keep[::-1]]
+    assert part.candidates == tuple(data.candidates[i] for i in keep)
+    assert prune.fitting(part).tolist() == full[keep].tolist()
     # a data whose columns are not its candidates' gets its own (never stale ones)
-    swapped = dataclasses.replace(part, candidates=tuple(keep))
+    swapped = dataclasses.replace(part, candidates=part.candidates[::-1])
     assert prune.columns(swapped).candidates is swapped.candidates
-    assert prune.fitting(swapped).tolist() == [full[k.key] for k in keep]
+    assert prune.fitting(swapped).tolist() == full[keep[::-1]].tolist()
+
+
+@pytest.mark.parametrize("name", ["from-parts", "pods-in-buildings", "two-buildings-hub"])
+def test_vectorised_requirements_equal_the_closed_forms(name):
+    """GPU range, throughput (exact, or optimistic on the bounds), goodput and site
+    availability, under random requirements and at a candidate's own figures, on the
+    candidates as built (interpolated) and after some are evaluated exactly (refine's
+    columns, LimitColumns.refined, equal a fresh build)."""
+    data = candidate_set(name)
+    rng = random.Random(f"requirements-{name}")
+    changed = sorted(rng.sample(range(len(data.candidates)), len(data.candidates) // 3))
+    cands = list(data.candidates)
+    for i in changed:  # as an exact evaluation would: new throughput and goodput
+        k = cands[i]
+        cands[i] = dataclasses.replace(k, tokens_per_s=k.tokens_per_s_upper * 0.97,
+                                       tokens_per_s_upper=k.tokens_per_s_upper * 0.97,
+                                       goodput=k.goodput * 0.99, exact=True)
+    refined = dataclasses.replace(data, candidates=tuple(cands), columns=prune.columns(
+        data).refined(tuple(cands), changed))
+    fresh = prune.LimitColumns.of(refined.configs, refined.candidates)
+    for field in dataclasses.fields(fresh):
+        if isinstance(getattr(fresh, field.name), np.ndarray):
+            assert np.array_equal(getattr(fresh, field.name),
+                                  getattr(refined.columns, field.name), equal_nan=True)
+    for base in (data, refined):
+        ks = base.candidates
+        for _ in range(20):
+            k = rng.choice(ks)
+            limited = dataclasses.replace(
+                base, min_gpus=rng.choice([0, k.gpus, rng.choice(ks).gpus]),
+                max_gpus=rng.choice([None, k.gpus, rng.choice(ks).gpus]),
+                required_effective_tokens_per_s=rng.choice(
+                    [0.0, k.effective_tokens_per_s, k.effective_tokens_per_s_upper
+                     * (1 + prune.GOODPUT_TOL), rng.choice(ks).effective_tokens_per_s]),
+                min_goodput=rng.choice([0.0, k.goodput, k.goodput * (1 + prune.GOODPUT_TOL),
+                                        rng.uniform(0.5, 1.0)]),
+                min_site_availability=rng.choice([0.0, k.site_availability, 0.9999]))
+            for optimistic in (False, True):
+                assert prune.requirements_met(limited, prune.columns(limited),
+                                              optimistic).tolist() == [
+                    reference.meets_requirements(limited, c, optimistic) for c in ks]
 
 
 def test_masks_are_kept_per_set_of_limits():

@@ -666,11 +666,15 @@ def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData,
                                              for k in ks])
     while targets := to_refine(data):
         exact = {k.key: e for k, e in zip(targets, exact_all(data, targets), strict=True)}
-        candidates = tuple(exact.get(k.key, k) for k in data.candidates)
-        # an exact evaluation changes throughput and goodput only (exact_candidate):
-        # the limit columns, and the limits' mask, stay the candidates'
-        data = dataclasses.replace(data, candidates=candidates,
-                                   columns=columns(data).rebound(candidates))
+        changed = [i for i, k in enumerate(data.candidates) if k.key in exact]
+        candidates = list(data.candidates)
+        for i in changed:
+            candidates[i] = exact[candidates[i].key]
+        # an exact evaluation changes throughput and goodput only (exact_candidate): the
+        # limit columns, and the limits' masks, stay the candidates'
+        refined = tuple(candidates)
+        data = dataclasses.replace(data, candidates=refined,
+                                   columns=columns(data).refined(refined, changed))
     return data
 
 

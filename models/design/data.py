@@ -12,6 +12,7 @@ scalable units and network equipment in buildings.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -134,6 +135,13 @@ class Candidate:
         return self.tokens_per_s * self.goodput
 
     @property
+    def site_availability(self) -> float:
+        """Availability of its power and cooling chain (1 when not modelled)."""
+        if self.facility is None or self.facility.site_availability is None:
+            return 1.0
+        return self.facility.site_availability
+
+    @property
     def effective_tokens_per_s_upper(self) -> float:
         return self.tokens_per_s_upper * self.goodput
 
@@ -218,12 +226,12 @@ class PodSite:
 
 @dataclass(frozen=True)
 class LimitColumns:
-    """What the limits of models.design.prune read of each candidate, one array per
-    figure in candidate order: none depends on the limits, throughput or goodput, so they
-    are laid out once per candidate set and serve every set of limits (sweep scenarios)
-    and every exact re-evaluation (refine). ``candidates``: the tuple they were built
-    from (or re-bound to, :meth:`rebound`); ``masks``: limit masks already computed for
-    them (models.design.prune.fitting), by the limits' figures."""
+    """What the limits and requirements of models.design.prune read of each candidate,
+    one array per figure in candidate order. None depends on the limits, so they are laid
+    out once per candidate set and serve every set of limits (sweep scenarios); only
+    throughput and goodput change when refine evaluates a candidate exactly
+    (:meth:`refined`). ``candidates``: the tuple they describe; ``masks``: limit masks
+    already computed for them (models.design.prune.fitting), by the limits' figures."""
 
     candidates: tuple[Candidate, ...]
     equipment_power_w: np.ndarray
@@ -253,6 +261,14 @@ class LimitColumns:
     network_rack_power_w: np.ndarray
     hub_w: np.ndarray
     """Spines standing whole in one building (models.design.prune.spine_hub_w) [W]."""
+    gpus: np.ndarray
+    site_availability: np.ndarray
+    tokens_per_s: np.ndarray
+    tokens_per_s_upper: np.ndarray
+    goodput: np.ndarray
+    exact: np.ndarray
+    """The requirements' figures; the last four change when refine evaluates a candidate
+    exactly (:meth:`refined`), the others never do."""
     masks: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -295,7 +311,20 @@ class LimitColumns:
             network_rack_power_w=column(k.extra["network_rack_power_w"]
                                         for k in candidates),
             hub_w=column(0.0 if p else k.extra["group_spine_power_w"]
-                         for k, p in zip(candidates, pods, strict=True)))
+                         for k, p in zip(candidates, pods, strict=True)),
+            gpus=column((k.gpus for k in candidates), np.int64),
+            site_availability=column(k.site_availability for k in candidates),
+            **cls.performance(candidates))
+
+    @staticmethod
+    def performance(candidates: Sequence[Candidate]) -> dict[str, np.ndarray]:
+        """The columns of throughput and goodput (``tokens_per_s`` ... ``exact``)."""
+        def column(values, dtype=float) -> np.ndarray:
+            return np.fromiter(values, dtype, len(candidates))
+        return {"tokens_per_s": column(k.tokens_per_s for k in candidates),
+                "tokens_per_s_upper": column(k.tokens_per_s_upper for k in candidates),
+                "goodput": column(k.goodput for k in candidates),
+                "exact": column((k.exact for k in candidates), bool)}
 
     def __len__(self) -> int:
         return len(self.candidates)
@@ -307,7 +336,14 @@ class LimitColumns:
         return LimitColumns(candidates=candidates, **arrays,
                             block_slots={b: s[keep] for b, s in self.block_slots.items()})
 
-    def rebound(self, candidates: tuple[Candidate, ...]) -> LimitColumns:
-        """These columns (and masks) for ``candidates``, which must differ from theirs in
-        throughput and goodput only (models.design.candidates.refine)."""
-        return replace(self, candidates=candidates)
+    def refined(self, candidates: tuple[Candidate, ...], changed: Sequence[int]
+                ) -> LimitColumns:
+        """These columns (and limit masks) for ``candidates``, which differ from theirs
+        only in the throughput and goodput of those at the indices ``changed``
+        (models.design.candidates.refine)."""
+        index = np.fromiter(changed, np.int64, len(changed))
+        columns = {}
+        for name, now in self.performance([candidates[i] for i in index]).items():
+            columns[name] = getattr(self, name).copy()
+            columns[name][index] = now
+        return replace(self, candidates=candidates, **columns)

@@ -76,9 +76,7 @@ def annual_opex_usd(data: DesignData, k: Candidate) -> float:
 
 def site_availability(k: Candidate) -> float:
     """Availability of k's power and cooling chain (1 when not modelled)."""
-    if k.facility is None or k.facility.site_availability is None:
-        return 1.0
-    return k.facility.site_availability
+    return k.site_availability
 
 
 def capex_usd(data: DesignData, k: Candidate) -> float:
@@ -101,27 +99,23 @@ def annual_cost(data: DesignData, k: Candidate, effective_tokens_per_s: float | 
 
 
 def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
-    """GPU range, throughput and goodput requirements (:func:`requirements_met`)."""
-    return bool(requirements_met(data, (k,), optimistic)[0])
+    """GPU range, throughput and goodput requirements for candidate k
+    (:func:`requirements_met`)."""
+    return bool(requirements_met(data, LimitColumns.of(data.configs, (k,)), optimistic)[0])
 
 
-def requirements_met(data: DesignData, cands: Sequence[Candidate], optimistic: bool = False
+def requirements_met(data: DesignData, col: LimitColumns, optimistic: bool = False
                      ) -> np.ndarray:
-    """GPU range, throughput and goodput requirements, for each of ``cands`` (a bool
-    each); `optimistic` uses a candidate's upper bounds when it is not exact (throughput
-    bound, goodput + GOODPUT_TOL)."""
-    def column(value, dtype=float) -> np.ndarray:
-        return np.fromiter(map(value, cands), dtype, len(cands))
-    gpus = column(lambda k: k.gpus, np.int64)
-    good = column(lambda k: k.goodput)
-    tput = column(lambda k: k.tokens_per_s) * good
+    """GPU range, throughput and goodput requirements, for every candidate of ``col``;
+    `optimistic` uses a candidate's upper bounds when it is not exact (throughput bound,
+    goodput + GOODPUT_TOL)."""
+    good, tput = col.goodput, col.tokens_per_s * col.goodput
     if optimistic:
-        interpolated = ~column(lambda k: k.exact, bool)
-        good = np.where(interpolated, good * (1 + GOODPUT_TOL), good)
-        tput = np.where(interpolated, column(lambda k: k.tokens_per_s_upper) * good, tput)
-    return ((gpus >= data.min_gpus) & (data.max_gpus is None or gpus <= data.max_gpus)
+        good = np.where(col.exact, good, good * (1 + GOODPUT_TOL))
+        tput = np.where(col.exact, tput, col.tokens_per_s_upper * good)
+    return ((col.gpus >= data.min_gpus) & (data.max_gpus is None or col.gpus <= data.max_gpus)
             & (tput >= data.required_effective_tokens_per_s) & (good >= data.min_goodput)
-            & (column(site_availability) >= data.min_site_availability))
+            & (col.site_availability >= data.min_site_availability))
 
 
 def fits_buildings(data: DesignData, k: Candidate, power: bool = True,
@@ -264,6 +258,11 @@ def columns(data: DesignData) -> LimitColumns:
     return col
 
 
+MASKS_KEPT = 4
+"""Limit masks kept with one candidate set's columns (a sweep's scenarios each bring
+theirs; one solve needs one, or two when a re-solve holds the IT power lower)."""
+
+
 def fitting(data: DesignData) -> np.ndarray:
     """:func:`limits_mask` of data's candidates, computed once per set of limits and kept
     with their columns: refine, prune and the runner-ups of one solve share it."""
@@ -278,15 +277,6 @@ def fitting(data: DesignData) -> np.ndarray:
     return col.masks[key]
 
 
-MASKS_KEPT = 4
-
-
-def within_limits_of(data: DesignData) -> list[Candidate]:
-    """data's candidates within the limits (:func:`fitting`), in order."""
-    cands = data.candidates
-    return [cands[i] for i in np.flatnonzero(fitting(data))]
-
-
 def objective_value(data: DesignData, k: Candidate) -> float:
     """The objective as a quantity to maximise."""
     if data.objective == "max_effective_throughput":
@@ -296,68 +286,72 @@ def objective_value(data: DesignData, k: Candidate) -> float:
     return -(tco_usd(data, k) if data.objective == "min_tco" else capex_usd(data, k))
 
 
-def objective_values(data: DesignData, cands: Sequence[Candidate]) -> np.ndarray:
-    """:func:`objective_value` of each of ``cands``."""
-    return np.fromiter((objective_value(data, k) for k in cands), float, len(cands))
+def objective_values(data: DesignData, index: np.ndarray) -> np.ndarray:
+    """:func:`objective_value` of data's candidates at ``index``."""
+    if data.objective == "max_effective_throughput":
+        col = columns(data)
+        return (col.tokens_per_s * col.goodput)[index]
+    return np.fromiter((objective_value(data, data.candidates[i]) for i in index), float,
+                       len(index))
+
+
+def buildable_index(data: DesignData) -> np.ndarray:
+    """Indices of data's buildable candidates: within the limits (:func:`fitting`),
+    meeting the requirements (:func:`requirements_met`)."""
+    return np.flatnonzero(fitting(data) & requirements_met(data, columns(data)))
 
 
 def to_refine(data: DesignData) -> list[Candidate]:
     """Candidates not evaluated exactly whose bounds could make them optimal: buildable
     with their upper bounds, and (upper) objective value >= the best lower value LB."""
-    fit = within_limits_of(data)
-    sure = np.flatnonzero(requirements_met(data, fit))
-    best = objective_values(data, [fit[i] for i in sure]).max() if len(sure) else -math.inf
-    hopeful = [fit[i] for i in np.flatnonzero(requirements_met(data, fit, optimistic=True))
-               if not fit[i].exact]
+    col = columns(data)
+    sure = buildable_index(data)
+    best = objective_values(data, sure).max() if len(sure) else -math.inf
+    hopeful = np.flatnonzero(fitting(data) & ~col.exact
+                             & requirements_met(data, col, optimistic=True))
     if data.objective == "max_effective_throughput":
-        values = [k.effective_tokens_per_s_upper * (1 + GOODPUT_TOL) for k in hopeful]
+        values = (col.tokens_per_s_upper * col.goodput * (1 + GOODPUT_TOL))[hopeful]
     elif data.objective == "min_usd_per_million_tokens":
-        values = [-annual_cost(data, k, k.effective_tokens_per_s_upper
-                               * (1 + GOODPUT_TOL)).usd_per_million_tokens for k in hopeful]
+        values = np.fromiter((-annual_cost(data, k, k.effective_tokens_per_s_upper
+                                           * (1 + GOODPUT_TOL)).usd_per_million_tokens
+                              for k in (data.candidates[i] for i in hopeful)),
+                             float, len(hopeful))
     else:
         values = objective_values(data, hopeful)
-    return [k for k, value in zip(hopeful, values, strict=True)
-            if value >= best - REL_TIE * abs(best)]
-
-
-def buildable_of(data: DesignData) -> list[Candidate]:
-    """data's buildable candidates (within the limits, meeting the requirements), in
-    order."""
-    fit = within_limits_of(data)
-    return [fit[i] for i in np.flatnonzero(requirements_met(data, fit))]
+    return [data.candidates[i] for i in hopeful[values >= best - REL_TIE * abs(best)]]
 
 
 def prune(data: DesignData, bound: bool = True) -> DesignData:
     """Drop candidates that cannot be built or (when `bound`) are beaten by a buildable
     one. Without the bound every buildable candidate stays: for user constraints added to
     the MILP, which the closed forms here do not know."""
-    ok = buildable_of(data)
-    if not ok or not bound:
+    ok = buildable_index(data)
+    if not len(ok) or not bound:
         return _restrict(data, ok)
     values = objective_values(data, ok)
     best = values.max()
-    return _restrict(data, [ok[i] for i in np.flatnonzero(
-        values >= best - REL_TIE * abs(best))])
+    return _restrict(data, ok[values >= best - REL_TIE * abs(best)])
 
 
 def elastic_candidates(data: DesignData) -> DesignData:
     """Per configuration, the smallest candidate that meets the requirements."""
-    smallest: dict[str, Candidate] = {}
-    for k, met in zip(data.candidates, requirements_met(data, data.candidates), strict=True):
-        if met and (k.config not in smallest or k.nodes < smallest[k.config].nodes):
-            smallest[k.config] = k
+    smallest: dict[str, int] = {}
+    for i in np.flatnonzero(requirements_met(data, columns(data))):
+        k = data.candidates[i]
+        if k.config not in smallest or k.nodes < data.candidates[smallest[k.config]].nodes:
+            smallest[k.config] = i
     return _restrict(data, [smallest[c] for c in sorted(smallest)])
 
 
-def _restrict(data: DesignData, keep: list[Candidate]) -> DesignData:
-    configs = {c: cfg for c, cfg in data.configs.items() if any(k.config == c for k in keep)}
-    return restricted(replace(data, configs=configs), keep)
+def _restrict(data: DesignData, keep: Sequence[int]) -> DesignData:
+    configs = {data.candidates[i].config for i in keep}
+    return restricted(replace(data, configs={c: cfg for c, cfg in data.configs.items()
+                                             if c in configs}), keep)
 
 
-def restricted(data: DesignData, keep: list[Candidate]) -> DesignData:
-    """``data`` with only the candidates ``keep`` (some of its own, any order), their
-    limit columns taken from data's."""
-    index = {id(k): i for i, k in enumerate(data.candidates)}
-    kept = tuple(keep)
-    return replace(data, candidates=kept, columns=columns(data).take(
-        np.fromiter((index[id(k)] for k in kept), np.int64, len(kept)), kept))
+def restricted(data: DesignData, keep: Sequence[int]) -> DesignData:
+    """``data`` with only its candidates at the indices ``keep`` (any order), their
+    columns taken from data's."""
+    index = np.fromiter(keep, np.int64, len(keep))
+    kept = tuple(data.candidates[i] for i in index)
+    return replace(data, candidates=kept, columns=columns(data).take(index, kept))
