@@ -274,47 +274,31 @@ class LimitColumns:
     @classmethod
     def of(cls, configs: dict[str, Config], candidates: tuple[Candidate, ...]
            ) -> LimitColumns:
-        cfgs = [configs[k.config] for k in candidates]
-        pods = [c.pods_in_buildings for c in cfgs]
         names = sorted({b for k in candidates for b in k.extra["block_slots"]})
 
-        def column(values, dtype=float) -> np.ndarray:
-            return np.fromiter(values, dtype, len(candidates))
+        def row(k: Candidate) -> tuple:  # one pass over the candidates: a row each
+            c, x, fac = configs[k.config], k.extra, k.facility
+            su_w, pods = c.su_nodes * c.node_power_w, c.pods_in_buildings
+            return (k.equipment_power_w, k.equipment_capex_usd, fac is not None,
+                    math.nan if fac is None else fac.capex_usd,
+                    math.nan if fac is None else fac.pue, k.su_count, su_w, c.su_racks, pods,
+                    (k.nodes + k.spare_nodes) * c.node_power_w if pods else k.su_count * su_w,
+                    k.network_power_w, k.network_racks, x["blocks"], x["block_power_w"],
+                    sum(x["pod_blocks_power_w"]) if pods
+                    else x["blocks"] * x["block_power_w"],
+                    sum(x["block_slots"].values()), x["network_rack_power_w"],
+                    0.0 if pods else x["group_spine_power_w"], k.gpus, k.site_availability,
+                    *(x["block_slots"].get(b, 0) for b in names))
+        table = np.array([row(k) for k in candidates], float).reshape(
+            len(candidates), len(ROW) + len(names))
 
-        return cls(
-            candidates=candidates,
-            equipment_power_w=column(k.equipment_power_w for k in candidates),
-            equipment_capex_usd=column(k.equipment_capex_usd for k in candidates),
-            has_facility=column((k.facility is not None for k in candidates), bool),
-            facility_capex_usd=column(math.nan if k.facility is None
-                                      else k.facility.capex_usd for k in candidates),
-            facility_pue=column(math.nan if k.facility is None else k.facility.pue
-                                for k in candidates),
-            su_count=column((k.su_count for k in candidates), np.int64),
-            su_w=column(c.su_nodes * c.node_power_w for c in cfgs),
-            su_racks=column((c.su_racks for c in cfgs), np.int64),
-            pods_in_buildings=column(pods, bool),
-            server_w=column((k.nodes + k.spare_nodes) * c.node_power_w if p
-                            else k.su_count * (c.su_nodes * c.node_power_w)
-                            for k, c, p in zip(candidates, cfgs, pods, strict=True)),
-            network_power_w=column(k.network_power_w for k in candidates),
-            network_racks=column((k.network_racks for k in candidates), np.int64),
-            blocks=column((k.extra["blocks"] for k in candidates), np.int64),
-            block_power_w=column(k.extra["block_power_w"] for k in candidates),
-            blocks_w=column(sum(k.extra["pod_blocks_power_w"]) if p
-                            else k.extra["blocks"] * k.extra["block_power_w"]
-                            for k, p in zip(candidates, pods, strict=True)),
-            block_slots={b: column((k.extra["block_slots"].get(b, 0) for k in candidates),
-                                   np.int64) for b in names},
-            block_slots_total=column((sum(k.extra["block_slots"].values())
-                                      for k in candidates), np.int64),
-            network_rack_power_w=column(k.extra["network_rack_power_w"]
-                                        for k in candidates),
-            hub_w=column(0.0 if p else k.extra["group_spine_power_w"]
-                         for k, p in zip(candidates, pods, strict=True)),
-            gpus=column((k.gpus for k in candidates), np.int64),
-            site_availability=column(k.site_availability for k in candidates),
-            **cls.performance(candidates))
+        def column(j: int, dtype: type) -> np.ndarray:  # exact: values below 2**53
+            return np.ascontiguousarray(table[:, j].astype(dtype))
+        return cls(candidates=candidates,
+                   **{name: column(j, dtype) for j, (name, dtype) in enumerate(ROW)},
+                   block_slots={b: column(len(ROW) + j, np.int64)
+                                for j, b in enumerate(names)},
+                   **cls.performance(candidates))
 
     @staticmethod
     def performance(candidates: Sequence[Candidate]) -> dict[str, np.ndarray]:
@@ -347,3 +331,15 @@ class LimitColumns:
             columns[name] = getattr(self, name).copy()
             columns[name][index] = now
         return replace(self, candidates=candidates, **columns)
+
+
+ROW: tuple[tuple[str, type], ...] = (
+    ("equipment_power_w", float), ("equipment_capex_usd", float), ("has_facility", bool),
+    ("facility_capex_usd", float), ("facility_pue", float), ("su_count", np.int64),
+    ("su_w", float), ("su_racks", np.int64), ("pods_in_buildings", bool),
+    ("server_w", float), ("network_power_w", float), ("network_racks", np.int64),
+    ("blocks", np.int64), ("block_power_w", float), ("blocks_w", float),
+    ("block_slots_total", np.int64), ("network_rack_power_w", float), ("hub_w", float),
+    ("gpus", np.int64), ("site_availability", float))
+"""LimitColumns.of's row of one candidate: the columns in order, with their types (the
+block slots of each building follow)."""
