@@ -29,6 +29,15 @@ proven bound. `elastic_candidates` keeps, for the
 diagnosis, each configuration's smallest candidate that meets the requirements: cost,
 power, SUs and network equipment are non-decreasing in size, so larger ones need more of
 every limit.
+
+The closed forms are evaluated for every candidate at once, over the candidates' columns
+(models.design.data.LimitColumns, laid out once with the candidates and kept through
+refine): :func:`fitting` is the mask of the IT power, budget and building limits, kept
+with the columns per set of limits, so refine, prune and the runner-ups of one solve
+share one evaluation (a sweep's scenarios each apply theirs to the same columns); pods
+aligned with the site are checked one candidate at a time (:func:`pods_fit`). The
+one-candidate functions (:func:`within_limits`, :func:`fits_buildings`,
+:func:`meets_requirements`) are the same code on a one-row column set.
 """
 
 from __future__ import annotations
@@ -270,11 +279,14 @@ def fitting(data: DesignData) -> np.ndarray:
     key = (data.it_power_cap_w, data.budget_usd, data.budget_basis, data.buildings,
            data.non_server_it_fraction, data.pue, data.build_usd_per_mw,
            data.electricity_usd_per_kwh, data.years)
-    if key not in col.masks:
+    mask = col.masks.get(key)
+    if mask is None:  # (Dask's worker threads may share the columns: no read-back)
+        mask = limits_mask(data, col)
+        mask.flags.writeable = False
         if len(col.masks) >= MASKS_KEPT:  # a sweep's scenarios: keep the latest few
             col.masks.clear()
-        col.masks[key] = limits_mask(data, col)
-    return col.masks[key]
+        col.masks[key] = mask
+    return mask
 
 
 def objective_value(data: DesignData, k: Candidate) -> float:
