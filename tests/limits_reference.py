@@ -2,7 +2,7 @@
 before they were vectorised over candidates (main 7c9f932): the oracle that
 tests/test_prune_vectorised.py compares prune.fitting, prune.building_mask and
 prune.requirements_met with.
-Pods aligned with the site are checked by prune.pods_fit on both sides (one path)."""
+"""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from models.design.prune import (
     REL_TIE,
     capex_usd,
     it_power_w,
-    pods_fit,
     site_availability,
     spine_hub_w,
     tco_usd,
@@ -94,3 +93,40 @@ def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False)
     return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
             and tput >= data.required_effective_tokens_per_s and good >= data.min_goodput
             and site_availability(k) >= data.min_site_availability)
+
+
+def pods_fit(data: DesignData, k: Candidate, power: bool, space: bool) -> bool:
+    """Pods aligned with the site (models.design.milp.add_pods_in_buildings,
+    add_building_power, add_pod_power, add_pod_hall_slots): pod i stands whole in its site
+    (building i, or hall i with one pod per hall): its ``B_k/P`` blocks within the site's
+    slots and the pod's placement power within the site's power; each building b takes
+    its ``p_b`` pods: their blocks within its slots, their blocks' placement power
+    (``pod_blocks_power_w``: the nodes each pod has) within its block-power cap, their
+    ``n_i`` nodes within
+    its power, ``(1+f) Σ n_i node_W <= P_b``, and their ``p_b ⌈⌈n/P⌉/su⌉`` units' racks
+    within its ``max_racks``. With the totals of :func:`fits_buildings` this is exact: the
+    network power and racks may take any building's leftover."""
+    cfg, pods = data.configs[k.config], k.extra["pods"]
+    blocks = k.extra["blocks"] // pods
+    racks = k.pod_units(cfg.su_nodes) * cfg.su_racks
+    f = 1 + data.non_server_it_fraction
+    nodes = k.pod_nodes()
+    sites = data.pod_sites(cfg)
+    for i, site in enumerate(sites):
+        if cfg.pods_in_halls and space and blocks > k.extra["hall_block_slots"][i]:
+            return False
+        if power and not within(k.extra["pod_power_w"], site.rack_power_w):
+            return False
+    for b in data.buildings:
+        mine = [i for i, site in enumerate(sites) if site.building == b.name]
+        if space and blocks * len(mine) > k.extra["block_slots"].get(b.name, 0):
+            return False
+        if power and not within(sum(k.extra["pod_blocks_power_w"][i] for i in mine),
+                                b.block_power_cap_w):
+            return False
+        if power and not within(f * sum(nodes[i] for i in mine) * cfg.node_power_w,
+                                b.it_power_w):
+            return False
+        if space and b.max_racks is not None and racks * len(mine) > b.max_racks:
+            return False
+    return True

@@ -200,9 +200,14 @@ class DesignData:
     are not these candidates'."""
 
     def pod_sites(self, cfg: Config) -> tuple[PodSite, ...]:
-        """Where each pod of an aligned configuration stands (site order): pod ``i`` in
-        building ``i``, or with one pod per hall in hall ``i`` (its building's ``j``-th)."""
-        if cfg.pods_in_halls:
+        """Where each pod of an aligned configuration stands (:meth:`sites`)."""
+        return self.sites(cfg.pods_in_halls)
+
+    def sites(self, in_halls: bool) -> tuple[PodSite, ...]:
+        """Where each pod of a configuration aligned with the site stands (site order):
+        pod ``i`` in building ``i``, or with one pod per hall (``in_halls``) in hall ``i``
+        (its building's ``j``-th)."""
+        if in_halls:
             return tuple(PodSite(b.name, j, cap) for b in self.buildings
                          for j, cap in enumerate(b.hall_power_w))
         return tuple(PodSite(b.name, None, b.block_power_cap_w) for b in self.buildings)
@@ -261,6 +266,19 @@ class LimitColumns:
     network_rack_power_w: np.ndarray
     hub_w: np.ndarray
     """Spines standing whole in one building (models.design.prune.spine_hub_w) [W]."""
+    node_power_w: np.ndarray
+    pods_in_halls: np.ndarray
+    pod_blocks: np.ndarray
+    """Pods aligned with the site (0 for others): one pod's blocks, ``B_k / P``."""
+    pod_racks: np.ndarray
+    """One pod's compute racks, ``⌈⌈n/P⌉/su⌉`` units' racks."""
+    pod_power_w: np.ndarray
+    pod_nodes: np.ndarray
+    """Nodes (spares included) of each pod (candidates x pods; 0 past a candidate's)."""
+    pod_blocks_power_w: np.ndarray
+    """Placement power of each pod's blocks [W] (candidates x pods)."""
+    hall_block_slots: np.ndarray
+    """Block slots of each hall, site order (candidates x halls)."""
     gpus: np.ndarray
     site_availability: np.ndarray
     tokens_per_s: np.ndarray
@@ -288,16 +306,31 @@ class LimitColumns:
                     else x["blocks"] * x["block_power_w"],
                     sum(x["block_slots"].values()), x["network_rack_power_w"],
                     0.0 if pods else x["group_spine_power_w"], k.gpus, k.site_availability,
+                    c.node_power_w, c.pods_in_halls, x["blocks"] // x["pods"] if pods else 0,
+                    k.pod_units(c.su_nodes) * c.su_racks if pods else 0,
+                    x["pod_power_w"] if pods else 0.0,
                     *(x["block_slots"].get(b, 0) for b in names))
         table = np.array([row(k) for k in candidates], float).reshape(
             len(candidates), len(ROW) + len(names))
 
         def column(j: int, dtype: type) -> np.ndarray:  # exact: values below 2**53
             return np.ascontiguousarray(table[:, j].astype(dtype))
+        aligned = [(i, k) for i, k in enumerate(candidates)
+                   if configs[k.config].pods_in_buildings]
+
+        def per_pod(values, dtype: type) -> np.ndarray:  # candidates x pods (or halls)
+            rows = [list(values(k)) for _, k in aligned]
+            out = np.zeros((len(candidates), max(map(len, rows), default=0)), dtype)
+            for (i, _), row in zip(aligned, rows, strict=True):
+                out[i, :len(row)] = row
+            return out
         return cls(candidates=candidates,
                    **{name: column(j, dtype) for j, (name, dtype) in enumerate(ROW)},
                    block_slots={b: column(len(ROW) + j, np.int64)
                                 for j, b in enumerate(names)},
+                   pod_nodes=per_pod(Candidate.pod_nodes, np.int64),
+                   pod_blocks_power_w=per_pod(lambda k: k.extra["pod_blocks_power_w"], float),
+                   hall_block_slots=per_pod(lambda k: k.extra["hall_block_slots"], np.int64),
                    **cls.performance(candidates))
 
     @staticmethod
@@ -340,6 +373,8 @@ ROW: tuple[tuple[str, type], ...] = (
     ("server_w", float), ("network_power_w", float), ("network_racks", np.int64),
     ("blocks", np.int64), ("block_power_w", float), ("blocks_w", float),
     ("block_slots_total", np.int64), ("network_rack_power_w", float), ("hub_w", float),
-    ("gpus", np.int64), ("site_availability", float))
+    ("gpus", np.int64), ("site_availability", float), ("node_power_w", float),
+    ("pods_in_halls", bool),
+    ("pod_blocks", np.int64), ("pod_racks", np.int64), ("pod_power_w", float))
 """LimitColumns.of's row of one candidate: the columns in order, with their types (the
 block slots of each building follow)."""

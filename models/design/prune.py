@@ -34,8 +34,7 @@ The closed forms are evaluated for every candidate at once, over the candidates'
 (models.design.data.LimitColumns, laid out once with the candidates and kept through
 refine): :func:`fitting` is the mask of the IT power, budget and building limits, kept
 with the columns per set of limits, so refine, prune and the runner-ups of one solve
-share one evaluation (a sweep's scenarios each apply theirs to the same columns); pods
-aligned with the site are checked one candidate at a time (:func:`pods_fit`). The
+share one evaluation (a sweep's scenarios each apply theirs to the same columns). The
 one-candidate functions (:func:`within_limits`, :func:`fits_buildings`,
 :func:`meets_requirements`) are the same code on a one-row column set.
 """
@@ -137,7 +136,7 @@ def building_mask(data: DesignData, col: LimitColumns, power: bool = True,
                   space: bool = True) -> np.ndarray:
     """The building conditions above for every candidate of ``col`` (a bool per
     candidate); `power` / `space` False leaves that resource out (to tell which one
-    stops a design). Pods aligned with the site are checked one by one (:func:`pods_fit`)."""
+    stops a design); pods aligned with the site by :func:`pods_fit`."""
     f, tie = 1 + data.non_server_it_fraction, 1 + REL_TIE
     units = np.zeros(len(col))  # sum over buildings of the units each takes
     for b in data.buildings:
@@ -160,9 +159,7 @@ def building_mask(data: DesignData, col: LimitColumns, power: bool = True,
     pods = col.pods_in_buildings
     slots_ok = np.where(pods, not space or col.blocks <= col.block_slots_total,
                         hub_fits(data, col, room, power))
-    units_ok = np.where(pods, False, col.su_count <= units)
-    for i in np.flatnonzero(pods):
-        units_ok[i] = pods_fit(data, col.candidates[i], power, space)
+    units_ok = np.where(pods, pods_fit(data, col, power, space), col.su_count <= units)
     racks_powered = not power or col.blocks_w + col.network_rack_power_w <= sum(
         b.block_power_cap_w for b in data.buildings) * tie
     return units_ok & power_ok & space_ok & slots_ok & racks_powered
@@ -196,41 +193,47 @@ def spine_hub_w(data: DesignData, k: Candidate) -> float:
     return 0.0 if data.configs[k.config].pods_in_buildings else k.extra["group_spine_power_w"]
 
 
-def pods_fit(data: DesignData, k: Candidate, power: bool, space: bool) -> bool:
+def pods_fit(data: DesignData, col: LimitColumns, power: bool, space: bool) -> np.ndarray:
     """Pods aligned with the site (models.design.milp.add_pods_in_buildings,
-    add_building_power, add_pod_power, add_pod_hall_slots): pod i stands whole in its site
+    add_building_power, add_pod_power, add_pod_hall_slots), for every candidate of
+    ``col`` (meaningful where its pods are aligned): pod i stands whole in its site
     (building i, or hall i with one pod per hall): its ``B_k/P`` blocks within the site's
     slots and the pod's placement power within the site's power; each building b takes
     its ``p_b`` pods: their blocks within its slots, their blocks' placement power
     (``pod_blocks_power_w``: the nodes each pod has) within its block-power cap, their
-    ``n_i`` nodes within
-    its power, ``(1+f) Σ n_i node_W <= P_b``, and their ``p_b ⌈⌈n/P⌉/su⌉`` units' racks
-    within its ``max_racks``. With the totals of :func:`fits_buildings` this is exact: the
-    network power and racks may take any building's leftover."""
-    cfg, pods = data.configs[k.config], k.extra["pods"]
-    blocks = k.extra["blocks"] // pods
-    racks = k.pod_units(cfg.su_nodes) * cfg.su_racks
+    ``n_i`` nodes within its power, ``(1+f) Σ n_i node_W <= P_b``, and their
+    ``p_b ⌈⌈n/P⌉/su⌉`` units' racks within its ``max_racks``. With the totals of
+    :func:`fits_buildings` this is exact: the network power and racks may take any
+    building's leftover."""
     f = 1 + data.non_server_it_fraction
-    nodes = k.pod_nodes()
-    sites = data.pod_sites(cfg)
-    for i, site in enumerate(sites):
-        if cfg.pods_in_halls and space and blocks > k.extra["hall_block_slots"][i]:
-            return False
-        if power and not within(k.extra["pod_power_w"], site.rack_power_w):
-            return False
-    for b in data.buildings:
-        mine = [i for i, site in enumerate(sites) if site.building == b.name]
-        if space and blocks * len(mine) > k.extra["block_slots"].get(b.name, 0):
-            return False
-        if power and not within(sum(k.extra["pod_blocks_power_w"][i] for i in mine),
-                                b.block_power_cap_w):
-            return False
-        if power and not within(f * sum(nodes[i] for i in mine) * cfg.node_power_w,
-                                b.it_power_w):
-            return False
-        if space and b.max_racks is not None and racks * len(mine) > b.max_racks:
-            return False
-    return True
+    ok = np.full(len(col), True)
+    for in_halls in (False, True):
+        group = col.pods_in_buildings & (col.pods_in_halls == in_halls)
+        if not group.any():
+            continue
+        sites = data.sites(in_halls)
+        fit = np.full(len(col), True)
+        for i, site in enumerate(sites):
+            if in_halls and space:
+                fit &= col.pod_blocks <= col.hall_block_slots[:, i]
+            if power:
+                fit &= within(col.pod_power_w, site.rack_power_w)
+        for b in data.buildings:
+            mine = [i for i, site in enumerate(sites) if site.building == b.name]
+            if space:
+                fit &= col.pod_blocks * len(mine) <= col.block_slots.get(
+                    b.name, np.zeros(len(col), np.int64))
+                if b.max_racks is not None:
+                    fit &= col.pod_racks * len(mine) <= b.max_racks
+            if power:
+                blocks_w, nodes = 0, 0
+                for i in mine:
+                    blocks_w, nodes = (blocks_w + col.pod_blocks_power_w[:, i],
+                                       nodes + col.pod_nodes[:, i])
+                fit &= within(blocks_w, b.block_power_cap_w)
+                fit &= within(f * nodes * col.node_power_w, b.it_power_w)
+        ok = np.where(group, fit, ok)
+    return ok
 
 
 def buildable(data: DesignData, k: Candidate, optimistic: bool = False) -> bool:
