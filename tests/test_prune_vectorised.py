@@ -84,12 +84,14 @@ def scalar_mask(data: DesignData, power: bool = True, space: bool = True,
 def random_limits(data: DesignData, rng: random.Random) -> DesignData:
     """``data`` under limits drawn around its candidates' figures: campus power and
     budget between its smallest and largest candidate's, each building's power, rack
-    power, halls and racks scaled (racks sometimes unlimited), the capex or TCO basis."""
+    power, halls and racks scaled (rack power and racks sometimes unlimited), the capex or
+    TCO basis."""
     it_w = [prune.it_power_w(data, k) for k in data.candidates]
     spend = [prune.capex_usd(data, k) for k in data.candidates]
     buildings = tuple(dataclasses.replace(
         b, it_power_w=b.it_power_w * (scale := rng.uniform(0.2, 1.2)),
-        rack_power_w=b.rack_power_w * scale * rng.uniform(0.8, 1.05),
+        rack_power_w=(math.inf if rng.random() < 0.3  # the building's power caps blocks
+                      else b.rack_power_w * scale * rng.uniform(0.8, 1.05)),
         hall_power_w=tuple(h * rng.uniform(0.3, 1.1) for h in b.hall_power_w),
         max_racks=None if rng.random() < 0.3 else rng.randint(5, 150))
         for b in data.buildings)
@@ -145,6 +147,31 @@ def test_limits_set_exactly_at_a_candidates_figures(name):
             assert prune.within_limits(limited, k) == prune.within_limits(data, k)
         for limited in cases:
             assert prune.fitting(limited).tolist() == scalar_mask(limited).tolist()
+
+
+@pytest.mark.parametrize("name", ["pods-in-halls", "pods-in-halls-two-buildings",
+                                  "pods-three-buildings"])
+def test_pods_at_their_buildings_node_power(name):
+    """One building's power set to its pods' node power, ``(1+f) Σ n_i node_W``, exactly
+    and just below, the others' ample, rack and hall power unlimited: with one pod per
+    hall the pods' node-power condition alone decides, and the vectorised mask says what
+    the closed forms say."""
+    data = candidate_set(name)
+    f = 1 + data.non_server_it_fraction
+    pods = [k for k in data.candidates if data.configs[k.config].pods_in_buildings]
+    for k in pods[:: max(1, len(pods) // 10)]:
+        cfg = data.configs[k.config]
+        sites = data.pod_sites(cfg)
+        for factor in (1.0, 1 - 1e-6):
+            limited = dataclasses.replace(data, buildings=tuple(dataclasses.replace(
+                b, it_power_w=(factor * f * sum(k.pod_nodes()[i] for i, site in
+                                                enumerate(sites) if site.building == b.name)
+                               * cfg.node_power_w if j == 0 else 1e12),
+                rack_power_w=math.inf, hall_power_w=tuple(math.inf for _ in b.hall_power_w))
+                for j, b in enumerate(data.buildings)))
+            assert prune.fitting(limited).tolist() == scalar_mask(limited).tolist()
+            assert (prune.building_mask(limited, prune.columns(limited), True, False).tolist()
+                    == scalar_mask(limited, True, False, limits=False).tolist())
 
 
 def test_columns_follow_the_candidates_they_keep():
