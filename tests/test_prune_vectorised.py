@@ -17,25 +17,13 @@ import limits_reference as reference
 import numpy as np
 import pytest
 from brute_force import design_data, loosened
-from test_milp_families import ALIGNED, CASES, IN_HALLS, variant
+from test_milp_families import ALIGNED, CASES, IN_HALLS, spine_hub_instance, variant
 
 from models.design import prune
 from models.design.data import DesignData
 from solver.loading import instance_from_dict, read_document
 
 TINY = Path(__file__).resolve().parents[1] / "instances" / "tiny"
-
-
-def two_buildings_hub() -> object:
-    """tiny/two-buildings at 0.726 MW a building, hall h0 4 x 12 x 45 kW: the spine hub
-    binds (test_milp_families.check_spine_hub)."""
-    d = read_document(TINY / "two-buildings.toml")
-    d["limits"]["it_power_mw"] = 5.0
-    for building in d["site"]["buildings"]:
-        building["it_power_mw"] = 0.726
-    d["site"]["buildings"][0]["halls"] = [
-        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
-    return instance_from_dict(d)
 
 
 def from_parts() -> object:
@@ -50,7 +38,7 @@ def from_parts() -> object:
 
 
 SETS = {
-    "two-buildings-hub": two_buildings_hub,
+    "two-buildings-hub": spine_hub_instance,
     "from-parts": from_parts,
     "block-power": lambda: variant(**CASES["block_power"][0]),
     "pods-in-buildings": lambda: variant(**CASES["pods_in_buildings"][0]),

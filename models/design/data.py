@@ -264,8 +264,6 @@ class LimitColumns:
     """Block slots in each building, by name (0 where a candidate has none)."""
     block_slots_total: np.ndarray
     network_rack_power_w: np.ndarray
-    hub_w: np.ndarray
-    """Spines standing whole in one building (models.design.prune.spine_hub_w) [W]."""
     node_power_w: np.ndarray
     pods_in_halls: np.ndarray
     pod_blocks: np.ndarray
@@ -305,7 +303,7 @@ class LimitColumns:
                     sum(x["pod_blocks_power_w"]) if pods
                     else x["blocks"] * x["block_power_w"],
                     sum(x["block_slots"].values()), x["network_rack_power_w"],
-                    0.0 if pods else x["group_spine_power_w"], k.gpus, k.site_availability,
+                    k.gpus, k.site_availability,
                     c.node_power_w, c.pods_in_halls, x["blocks"] // x["pods"] if pods else 0,
                     k.pod_units(c.su_nodes) * c.su_racks if pods else 0,
                     x["pod_power_w"] if pods else 0.0,
@@ -372,7 +370,7 @@ ROW: tuple[tuple[str, type], ...] = (
     ("su_w", float), ("su_racks", np.int64), ("pods_in_buildings", bool),
     ("server_w", float), ("network_power_w", float), ("network_racks", np.int64),
     ("blocks", np.int64), ("block_power_w", float), ("blocks_w", float),
-    ("block_slots_total", np.int64), ("network_rack_power_w", float), ("hub_w", float),
+    ("block_slots_total", np.int64), ("network_rack_power_w", float),
     ("gpus", np.int64), ("site_availability", float), ("node_power_w", float),
     ("pods_in_halls", bool),
     ("pod_blocks", np.int64), ("pod_racks", np.int64), ("pod_power_w", float))

@@ -175,14 +175,15 @@ def hub_fits(data: DesignData, col: LimitColumns, room: dict[str, np.ndarray],
     total = sum(room.values())
     if not power or len(data.buildings) < 2:
         return col.blocks <= total
+    hub_w = np.fromiter((spine_hub_w(data, k) for k in col.candidates), float, len(col))
     some_hub = np.full(len(col), False)
     for h in data.buildings:
-        hub_room = np.floor((h.block_power_cap_w - col.hub_w) / col.block_power_w
+        hub_room = np.floor((h.block_power_cap_w - hub_w) / col.block_power_w
                             * (1 + REL_TIE))
-        some_hub |= (within(col.hub_w, h.block_power_cap_w)
+        some_hub |= (within(hub_w, h.block_power_cap_w)
                      & (col.blocks <= total - room[h.name] + np.minimum(room[h.name],
                                                                          hub_room)))
-    return np.where(col.hub_w <= 0, col.blocks <= total, some_hub)
+    return np.where(hub_w <= 0, col.blocks <= total, some_hub)
 
 
 def spine_hub_w(data: DesignData, k: Candidate) -> float:
