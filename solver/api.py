@@ -40,7 +40,7 @@ from models.design.data import Candidate, DesignData
 from models.design.evaluate import Evaluators, InterpolatedThroughput, default_evaluators
 from models.design.inputs import Inputs
 from models.design.milp import add_lexicographic_tiebreak, build_model, chosen_candidate
-from models.design.prune import elastic_candidates
+from models.design.prune import elastic_candidates, restricted
 from models.design.prune import prune as prune_candidates
 from models.design.prune import within as prune_within
 from models.fabric import design_fabric
@@ -327,8 +327,7 @@ def without_candidates(full: DesignData, refused: list[str]) -> DesignData:
     """``full`` less the candidates whose keys are ``refused``: a no-good cut on each
     (placement depends on the candidate alone, not on its split over buildings), applied
     before pruning, so the candidates they beat come back."""
-    return dataclasses.replace(full, candidates=tuple(
-        k for k in full.candidates if k.key not in refused))
+    return restricted(full, [i for i, k in enumerate(full.candidates) if k.key not in refused])
 
 
 def with_notes(result: SolveResult, notes: list[str]) -> SolveResult:

@@ -206,16 +206,17 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
         return (f.gpu, f.switch, c.tiers, f.pods, f.oversubscription, f.rail_optimized,
                 f.nic_attachment, f.recovery)
 
-    chosen = design.candidate
-    best: dict[tuple, Candidate] = {}
-    for c in sorted(data.candidates, key=lambda c: c.key):
-        if family(c) == family(chosen) or not prune.buildable(data, c):
-            continue
-        f = family(c)
-        if f not in best or prune.objective_value(data, c) > prune.objective_value(data, best[f]):
-            best[f] = c
+    chosen = family(design.candidate)
+    index = prune.buildable_index(data)
+    value = dict(zip(index.tolist(), prune.objective_values(data, index), strict=True))
+    best: dict[tuple, int] = {}  # family: index of its best candidate
+    for i in sorted(value, key=lambda i: data.candidates[i].key):
+        f = family(data.candidates[i])
+        if f != chosen and (f not in best or value[i] > value[best[f]]):
+            best[f] = i
     rows = []
-    for c in sorted(best.values(), key=lambda c: (-prune.objective_value(data, c), c.key)):
+    for c in sorted((data.candidates[i] for i in best.values()),
+                    key=lambda c: (-prune.objective_value(data, c), c.key)):
         f = data.configs[c.config]
         rows.append(RunnerUp(
             f.gpu, f.switch, c.tiers, f.pods, c.extra["wired_oversubscription"],

@@ -305,6 +305,18 @@ def optimum(data: DesignData) -> float:
     return pyo.value(m.objective)
 
 
+def spine_hub_instance():
+    """tiny/two-buildings at 0.726 MW a building, hall h0 declared 4 rows x 12 x 45 kW
+    (more than its building): the spine hub binds (:func:`check_spine_hub`)."""
+    d = read_document(TINY / "two-buildings.toml")
+    d["limits"]["it_power_mw"] = 5.0
+    for building in d["site"]["buildings"]:
+        building["it_power_mw"] = 0.726
+    d["site"]["buildings"][0]["halls"] = [
+        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
+    return instance_from_dict(d)
+
+
 def check_spine_hub() -> None:
     """tiny/two-buildings at 0.726 MW a building, hall-a declared 4 rows x 12 x 45 kW
     (more than its building). By hand, 1,024 GPUs (middle of rack) are 32 blocks of
@@ -316,13 +328,7 @@ def check_spine_hub() -> None:
     two buildings' 1,437,624 W and the MILP builds them; placement stands the group's
     spines in one hall, so it cannot place them. With the family: 768 GPUs, 24 blocks
     (15 beside the spines, up to 16 in the other)."""
-    d = read_document(TINY / "two-buildings.toml")
-    d["limits"]["it_power_mw"] = 5.0
-    for building in d["site"]["buildings"]:
-        building["it_power_mw"] = 0.726
-    d["site"]["buildings"][0]["halls"] = [
-        {"name": "h0", "rows": 4, "positions_per_row": 12, "rack_power_kw": 45.0}]
-    data = ladder_past_the_limits(instance_from_dict(d))
+    data = ladder_past_the_limits(spine_hub_instance())
     k = next(k for k in data.candidates if k.gpus == 1024 and "/mor/" in k.config)
     assert (k.extra["blocks"], k.extra["block_power_w"]) == (32, 43307.0)
     assert k.extra["group_spine_power_w"] == pytest.approx(16 * 1707.0)

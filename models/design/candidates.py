@@ -17,11 +17,18 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-from models.design.data import BuildingData, Candidate, Config, DesignData, MediaAssignment
+from models.design.data import (
+    BuildingData,
+    Candidate,
+    Config,
+    DesignData,
+    LimitColumns,
+    MediaAssignment,
+)
 from models.design.evaluate import Evaluators, GoodputEstimate, grid_bracket, grid_points
 from models.design.inputs import ConfigParts, Inputs
 from models.design.limits import LIMIT_FIELDS
-from models.design.prune import to_refine, within_limits
+from models.design.prune import columns, to_refine
 from models.fabric import (
     Fabric,
     MediaLine,
@@ -658,11 +665,17 @@ def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData,
     round's candidates (default: one by one with ``evaluators``)."""
     exact_all = exact_all or (lambda d, ks: [exact_candidate(inputs, evaluators, d, k)
                                              for k in ks])
-    fitting = {k.key for k in data.candidates if within_limits(data, k)}
-    while targets := to_refine(data, fitting):
+    while targets := to_refine(data):
         exact = {k.key: e for k, e in zip(targets, exact_all(data, targets), strict=True)}
-        data = dataclasses.replace(data, candidates=tuple(
-            exact.get(k.key, k) for k in data.candidates))
+        changed = [i for i, k in enumerate(data.candidates) if k.key in exact]
+        candidates = list(data.candidates)
+        for i in changed:
+            candidates[i] = exact[candidates[i].key]
+        # an exact evaluation changes throughput and goodput only (exact_candidate): the
+        # limit columns, and the limits' masks, stay the candidates'
+        refined = tuple(candidates)
+        data = dataclasses.replace(data, candidates=refined,
+                                   columns=columns(data).refined(refined, changed))
     return data
 
 
@@ -690,7 +703,7 @@ def required_effective_tokens_per_s(inputs: Inputs) -> float:
 def with_limits(data: DesignData, inputs: Inputs) -> DesignData:
     """`data` with the limits, requirements and objective of `inputs` (same choices/catalog);
     the fields are models.design.limits.LIMIT_FIELDS."""
-    limits = _design_data(inputs, data.configs, list(data.candidates))
+    limits = _design_data(inputs, data.configs, [])
     return dataclasses.replace(data, **{f: getattr(limits, f) for f in LIMIT_FIELDS})
 
 
@@ -699,9 +712,11 @@ def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Ca
     fac = inputs.facility
     rack_power = rack_power_by_building(inputs.halls)
     share = 1 + fac.non_server_it_fraction
+    ordered = tuple(sorted(candidates, key=lambda c: (c.config, c.nodes)))
     return DesignData(
         configs=configs,
-        candidates=tuple(sorted(candidates, key=lambda c: (c.config, c.nodes))),
+        candidates=ordered,
+        columns=LimitColumns.of(configs, ordered),
         buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks,
                                      min(rack_power.get(b.name, 0.0),
                                          b.it_power_mw * 1e6 / share),
