@@ -6,8 +6,9 @@ and key metrics), written as parquet and CSV to ``results/<instance>/sweeps/<nam
 
 Speed. Building the candidate designs (every configuration at every size, evaluated
 exactly) is most of a solve. When every varied path is a limit or a requirement
-(`REUSABLE_PATHS`), the candidates are built once, for the largest limits of the sweep,
-and each scenario applies its own limits to them (`models.design.candidates.with_limits`)
+(`REUSABLE_PATHS`) and the halls stay the base's (`shares_candidates`), the candidates
+are built once, for the largest limits of the sweep, and each scenario applies its own
+limits to them (`models.design.candidates.with_limits`)
 before the exact pruning and the MILP, which is what `solve(candidates_of=...)` does. The
 MILP itself is rebuilt per scenario: pruning to the scenario's limits changes the
 ladders (the model's structure), and the pruned MILP solves in well under a second, so a
@@ -112,7 +113,7 @@ from solver.outputs import (
     process_alive,
     write_file_atomically,
 )
-from solver.prepare import prepare
+from solver.prepare import prepare, site_halls
 from solver.scenario import (
     Scenario,
     document_sha256,
@@ -122,6 +123,7 @@ from solver.scenario import (
     resolve_axes,
 )
 from solver.schema import Instance
+from solver.schema.site import Hall
 
 BACKENDS = ("local", "processes", "dask")
 REUSABLE_PATHS = re.compile("^(" + "|".join(
@@ -399,9 +401,20 @@ def phased_row(status: str, s: dict[str, Any]) -> dict[str, Any]:
 
 # --- sharing candidates --------------------------------------------------------------
 
+def shares_candidates(scenario: Scenario, base_halls: tuple[tuple[str, Hall], ...]) -> bool:
+    """Whether `scenario` can solve on candidates built for the base document: it varies
+    only limits and requirements (`REUSABLE_PATHS`) and has the base's halls
+    (`base_halls`, solver.prepare.site_halls). A building that lists no halls has them
+    derived from its power (solver.schema.site.default_halls), and the candidates read
+    the halls (block slots per hall, pods per hall, rack power), so a building's power is
+    only a limit while its halls stay as they are."""
+    return (all(REUSABLE_PATHS.match(p) for p in scenario.values)
+            and site_halls(scenario.instance) == base_halls)
+
+
 def shared_document(base_doc: dict[str, Any], scenarios: list[Scenario]) -> dict | None:
-    """The base document with the largest limits of `scenarios` (those whose varied paths
-    are all limits or requirements, `REUSABLE_PATHS`); None when there are none.
+    """The base document with the largest limits of `scenarios` (those that share
+    candidates, `shares_candidates`); None when there are none.
 
     Candidate ladders are cut only by it_power_mw, budget_usd and max_gpus, so the
     largest of each over the scenarios gives candidates that contain every scenario's."""
@@ -943,7 +956,8 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
     folder = sweep_folder(base.instance.name, name, out)
     scenarios = make_scenarios(base.doc, base.instance, assignments, base.source,
                                {"time_limit_s": float(time_limit_s)})
-    reusable = [s for s in scenarios if all(REUSABLE_PATHS.match(p) for p in s.values)]
+    halls = site_halls(base.instance)
+    reusable = [s for s in scenarios if shares_candidates(s, halls)]
     shared_doc = shared_document(base.doc, reusable) if share_candidates else None
     shared = (Shared(shared_doc, base.source, resolved_sha256(shared_doc, base.source))
               if shared_doc is not None else None)

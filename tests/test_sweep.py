@@ -323,3 +323,39 @@ def test_cli_sweep_file(tmp_path):
                                    "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["scenarios"] == 2
+
+
+# --- found by review 6 (instances in tests/data/review) ------------------------------
+
+REVIEWED = Path(__file__).resolve().parent / "data" / "review"
+
+
+def solve_row(instance: Path, values: dict) -> dict:
+    """The table row of a single solve (no placement) of a scenario of `instance`."""
+    doc = read_document(instance)
+    full = full_document(load_instance(instance))
+    for path, value in values.items():
+        set_path(doc, full, path, value)
+    result = solve(instance_from_dict(doc), place=False)
+    return sweeps.summary_row(result.status, result.summary)
+
+
+@pytest.mark.parametrize("instance, vary", [
+    # b1 lists no halls: its power decides its halls (count, positions, block slots)
+    ("sweep-default-halls-building-power.json",
+     {"limits.it_power_mw": "2.76", "limits.budget_usd": "97423959,1e9",
+      "site.buildings[1].it_power_mw": "0.451,0.926"}),
+    # pods_per = "hall" on derived halls: 26 and 30 MW give a building a second hall
+    ("sweep-default-halls-pods-per-hall.json", {"site.buildings[0].it_power_mw": "24,26,30"}),
+])
+def test_building_power_with_derived_halls_sweeps_as_it_solves(tmp_path, instance, vary):
+    """A building that lists no halls has them derived from its power
+    (solver.schema.site.default_halls), so a scenario that varies that power cannot use
+    candidates built on the base document's halls: its rows are the single solves'."""
+    table = sweep(REVIEWED / instance, vary, out=tmp_path)
+    assert (table["status"] == "optimal").all(), table["error"].tolist()
+    expected = pd.DataFrame([solve_row(REVIEWED / instance, {p: row[p] for p in vary})
+                             for _, row in table.iterrows()])
+    assert_rows_equal(table, expected)
+    assert table["binding"].fillna("").tolist() == expected["binding"].tolist()
+    assert table["verified"].all()

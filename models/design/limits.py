@@ -51,7 +51,9 @@ LIMITS: tuple[Limit, ...] = (
     Limit("site_availability", ("reliability.site_availability_target",),
           ("min_site_availability",), shared=False),
 )
-"""Every limit and requirement of an instance. min_goodput is not shared by sweeps yet
+"""Every limit and requirement of an instance. A building's power is shared only while
+its halls stay the same (a building that lists no halls has them derived from its power,
+and the candidates read the halls: solver.sweeps.shares_candidates). min_goodput is not shared by sweeps yet
 (the candidates do not depend on it, but no test covers sharing it); site_availability
 is not shared (the redundancy levels a target rules out are pruned from the candidates,
 solver.prepare.facility_options)."""
