@@ -237,19 +237,20 @@ def check(inputs: Inputs, evaluators: Evaluators, full: DesignData, data: Design
     return exact, check_design(inputs, design, data, exact)
 
 
-def report(inputs: Inputs, full: DesignData, design: ChosenDesign, exact: Candidate,
-           milp: MilpOutcome, verdict: CheckResult, start: float, notes: list[str],
-           it_power_cap_w: float | None = None,
+def report(inputs: Inputs, evaluators: Evaluators, full: DesignData, design: ChosenDesign,
+           exact: Candidate, milp: MilpOutcome, verdict: CheckResult, start: float,
+           notes: list[str], it_power_cap_w: float | None = None,
            unplaced: tuple[tuple[Candidate, str], ...] = ()) -> SolveResult:
     """The ``--json`` document and tables of a solved design, with its job mapping
-    (``it_power_cap_w``, ``unplaced``: the design stage's held campus critical IT and the
+    (``evaluators``: those that built ``full``, for the binding limits' next size;
+    ``it_power_cap_w``, ``unplaced``: the design stage's held campus critical IT and the
     candidates placement refused, design_stage)."""
     parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
         exact.nodes + exact.spare_nodes)), exact.extra["perf"], parts.nic.port_gbps)
     summary = summary_document(inputs, design, exact, milp, verdict,
-                               binding_limits(inputs, design, full, it_power_cap_w,
-                                              unplaced),
+                               binding_limits(inputs, evaluators, design, full,
+                                              it_power_cap_w, unplaced),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
     summary = dataclasses.replace(summary, runner_ups=runner_ups(full, design, summary))
     return SolveResult(milp.status, summary, tables(summary), design,
@@ -284,8 +285,8 @@ def design_stage(inputs: Inputs, evaluators: Evaluators, full: DesignData,
     stage("the independent check")
     exact, verdict = check(inputs, evaluators, full, data, milp.design)
     stage("the report")
-    return report(inputs, full, milp.design, exact, milp.outcome, verdict, start, notes,
-                  it_power_cap_w, unplaced)
+    return report(inputs, evaluators, full, milp.design, exact, milp.outcome, verdict,
+                  start, notes, it_power_cap_w, unplaced)
 
 
 RESOLVE_ROUNDS = 3

@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 
 from models.design import prune
-from models.design.candidates import cold_spares, media_lines
+from models.design.candidates import cold_spares, media_lines, next_size
 from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
-from models.design.evaluate import ModelGoodput
+from models.design.evaluate import Evaluators, ModelGoodput
 from models.design.inputs import Inputs
 from models.design.prune import fits_buildings
 from models.fabric import MediaLine, design_fabric
@@ -48,12 +48,14 @@ OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "token
                    "min_usd_per_million_tokens": ("usd_per_million_tokens", "USD/Mtoken")}
 
 
-def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData,
-                   it_power_cap_w: float | None = None,
+def binding_limits(inputs: Inputs, evaluators: Evaluators, design: ChosenDesign,
+                   data: DesignData, it_power_cap_w: float | None = None,
                    unplaced: tuple[tuple[Candidate, str], ...] = ()) -> list[BindingRow]:
     """Each limit with its slack; `binding` when the next size of the chosen configuration
     (one more scalable unit) would break it: the limit that stops the design growing.
-    The next size is evaluated exactly when it is a candidate, else scaled from this one.
+    The next size is built as its ladder would (models.design.candidates.next_size,
+    whether or not the limits cut the ladder before it); where its fabric cannot grow,
+    it is scaled from this one.
     When every larger size of the configuration is worse, that is reported too.
     ``it_power_cap_w``: the design stage's critical IT held below ``limits.it_power_mw``
     by the placed surplus of a larger design (solver.api.placed_and_re_solved); the campus
@@ -64,12 +66,12 @@ def binding_limits(inputs: Inputs, design: ChosenDesign, data: DesignData,
     pc = design.power_cost(inputs)
     lim = inputs.limits
     spend = pc.tco_usd if lim.budget_basis == "tco" else pc.capex_usd
-    bigger = _next_size(data, cand)
-    if bigger is not None:  # the next size, evaluated exactly
+    bigger = next_size(inputs, evaluators, data, cand)
+    if bigger is not None:  # the next size, as its ladder builds it
         next_it_w, next_gpus = prune.it_power_w(data, bigger), bigger.gpus
         next_spend = (prune.tco_usd(data, bigger) if lim.budget_basis == "tco"
                       else prune.capex_usd(data, bigger))
-    else:  # beyond the generated ladder: scaled from this size
+    else:  # the fabric cannot grow to it: scaled from this size
         next_nodes = cand.nodes + design.config.su_nodes
         scale = (next_nodes + cand.spare_nodes) / (cand.nodes + cand.spare_nodes)
         next_it_w, next_spend = pc.it_power_w * scale, spend * scale
@@ -281,11 +283,6 @@ def placed_limits(inputs: Inputs, design: ChosenDesign, binding: tuple[BindingRo
         out.append(row if value is None else dataclasses.replace(
             row, value=value, slack=row.limit - value, basis="placed"))
     return tuple(out)
-
-
-def _next_size(data: DesignData, cand: Candidate) -> Candidate | None:
-    same = [c for c in data.candidates if c.config == cand.config and c.nodes > cand.nodes]
-    return min(same, key=lambda c: c.nodes) if same else None
 
 
 def _row(name: str, value: float, limit: float, unit: str, binding: bool) -> BindingRow:

@@ -347,11 +347,16 @@ def solve_row(instance: Path, values: dict) -> dict:
       "site.buildings[1].it_power_mw": "0.451,0.926"}),
     # pods_per = "hall" on derived halls: 26 and 30 MW give a building a second hall
     ("sweep-default-halls-pods-per-hall.json", {"site.buildings[0].it_power_mw": "24,26,30"}),
+    # the single solve's ladder stops at the budget, the sweep's reaches the next size
+    ("binding-next-size-past-budget.json",
+     {"limits.it_power_mw": "2.646", "limits.budget_usd": "65320764,24313626"}),
 ])
-def test_building_power_with_derived_halls_sweeps_as_it_solves(tmp_path, instance, vary):
+def test_review6_sweeps_solve_as_single_solves(tmp_path, instance, vary):
     """A building that lists no halls has them derived from its power
     (solver.schema.site.default_halls), so a scenario that varies that power cannot use
-    candidates built on the base document's halls: its rows are the single solves'."""
+    candidates built on the base document's halls; and the binding limits judge the
+    next size whether or not the limits cut the ladder before it: a sweep's rows,
+    binding column included, are the single solves'."""
     table = sweep(REVIEWED / instance, vary, out=tmp_path)
     assert (table["status"] == "optimal").all(), table["error"].tolist()
     expected = pd.DataFrame([solve_row(REVIEWED / instance, {p: row[p] for p in vary})
@@ -359,3 +364,19 @@ def test_building_power_with_derived_halls_sweeps_as_it_solves(tmp_path, instanc
     assert_rows_equal(table, expected)
     assert table["binding"].fillna("").tolist() == expected["binding"].tolist()
     assert table["verified"].all()
+
+
+def test_building_binds_when_the_next_size_is_past_the_budget():
+    """The chosen 32 nodes of H100 (one scalable unit, 0.362 MW in b0 of 0.665 MW) are
+    under $24.3M; the next size, 64 nodes, is over it and needs two units, about
+    0.708 MW, in the one building: the budget and b0's power both stop growth, although
+    the ladder stops at the budget before 64 nodes."""
+    doc = read_document(REVIEWED / "binding-next-size-past-budget.json")
+    doc["limits"] |= {"it_power_mw": 2.646, "budget_usd": 24313626}
+    s = solve(instance_from_dict(doc), place=False).summary
+    rows = {b["name"]: b for b in s["binding"]}
+    assert s["design"]["nodes"] == 32
+    building = rows["site.buildings[b0].it_power_mw"]
+    assert building["scalable_units"] == 1 and building["limit"] - building["value"] < 0.708 / 2
+    assert {n for n, b in rows.items() if b["binding"]} == {
+        "limits.budget_usd", "site.buildings[b0].it_power_mw"}

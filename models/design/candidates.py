@@ -460,13 +460,44 @@ def _shape(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> tuple[tuple[str, f
     return tuple((c, m) for c, m in lengths.items() if c != "node-leaf")
 
 
+def _combo_shape(combo: tuple[MediaAssignment, ...]) -> tuple[tuple[str, float], ...]:
+    """The link classes a media combination is for, with their lengths (:func:`_shape`)."""
+    return tuple((a.link_class, a.length_m) for a in combo if a.link_class != "node-leaf")
+
+
+def next_size(inputs: Inputs, evaluators: Evaluators, data: DesignData, k: Candidate
+              ) -> Candidate | None:
+    """Candidate k one scalable unit larger (``k.nodes + su`` nodes, the next size of its
+    ladder), as :func:`size_ladder` and :func:`_candidate` build it: the candidate of
+    `data` when the ladder reached it, else built now, so that what the next size needs
+    does not depend on where the limits cut the ladder. None where the fabric cannot
+    grow to it or gains a tier there (its media combination has no such size).
+    Throughput and goodput are estimated (:func:`exact_candidate` refines them)."""
+    cfg = data.configs[k.config]
+    nodes = k.nodes + cfg.su_nodes
+    built = [c for c in data.candidates if c.config == k.config and c.nodes == nodes]
+    if built:
+        return built[0]
+    p = inputs.config(k.config)
+    spares = evaluators.spare_nodes(inputs, p, nodes, cfg.media[0].kind)
+    try:
+        fabric = design_fabric(p.fabric_spec(nodes + spares))
+    except ValueError:
+        return None
+    if _shape(inputs, p, fabric) != _combo_shape(cfg.media):
+        return None
+    links = links_of(inputs, p, cfg.media, fabric)
+    rel = evaluators.goodput(inputs, p, fabric, nodes, spares, links, band=False)
+    return _candidate(inputs, evaluators, p, k.config, nodes, spares, fabric, cfg.su_nodes,
+                      links, rel, SharedWork())
+
+
 def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                       combo: tuple[MediaAssignment, ...], su: int,
                       ladder: list[tuple[int, int, Fabric]], shared: SharedWork
                       ) -> list[Candidate]:
     """The candidates of one media combination: the ladder's sizes of its shape."""
-    shape = tuple((a.link_class, a.length_m) for a in combo if a.link_class != "node-leaf")
-    sized = [s for s in ladder if _shape(inputs, p, s[2]) == shape]
+    sized = [s for s in ladder if _shape(inputs, p, s[2]) == _combo_shape(combo)]
     if not sized:
         return []
     links = [shared.links(inputs, p, combo, fabric) for _, _, fabric in sized]
