@@ -54,8 +54,8 @@ def binding_limits(inputs: Inputs, evaluators: Evaluators, design: ChosenDesign,
     """Each limit with its slack; `binding` when the next size of the chosen configuration
     (one more scalable unit) would break it: the limit that stops the design growing.
     The next size is built as its ladder would (models.design.candidates.next_size,
-    whether or not the limits cut the ladder before it); where its fabric cannot grow,
-    it is scaled from this one.
+    whether or not the limits cut the ladder before it); where the fabric cannot grow to
+    it or gains a tier there, it is scaled from this one.
     When every larger size of the configuration is worse, that is reported too.
     ``it_power_cap_w``: the design stage's critical IT held below ``limits.it_power_mw``
     by the placed surplus of a larger design (solver.api.placed_and_re_solved); the campus

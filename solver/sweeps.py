@@ -8,11 +8,11 @@ Speed. Building the candidate designs (every configuration at every size, evalua
 exactly) is most of a solve. When every varied path is a limit or a requirement
 (`REUSABLE_PATHS`) and the halls stay the base's (`shares_candidates`), the candidates
 are built once, for the largest limits of the sweep, and each scenario applies its own
-limits to them (`models.design.candidates.with_limits`)
-before the exact pruning and the MILP, which is what `solve(candidates_of=...)` does. The
-MILP itself is rebuilt per scenario: pruning to the scenario's limits changes the
-ladders (the model's structure), and the pruned MILP solves in well under a second, so a
-persistent model with mutable limit parameters or a warm start would save little.
+limits to them (`models.design.candidates.with_limits`) before the exact pruning and
+the MILP, which is what `solve(candidates_of=...)` does. The MILP itself is rebuilt per
+scenario: pruning to the scenario's limits changes the ladders (the model's structure),
+and the pruned MILP solves in well under a second, so a persistent model with mutable
+limit parameters or a warm start would save little.
 The evaluators that built the shared candidates are kept with them (their caches of
 exact throughput, goodput and spares depend on the workload, catalog and reliability
 inputs, never on limits), so each scenario's exact refinement reuses earlier work.

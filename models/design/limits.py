@@ -53,10 +53,10 @@ LIMITS: tuple[Limit, ...] = (
 )
 """Every limit and requirement of an instance. A building's power is shared only while
 its halls stay the same (a building that lists no halls has them derived from its power,
-and the candidates read the halls: solver.sweeps.shares_candidates). min_goodput is not shared by sweeps yet
-(the candidates do not depend on it, but no test covers sharing it); site_availability
-is not shared (the redundancy levels a target rules out are pruned from the candidates,
-solver.prepare.facility_options)."""
+and the candidates read the halls: solver.sweeps.shares_candidates). min_goodput is not
+shared by sweeps yet (the candidates do not depend on it, but no test covers sharing
+it); site_availability is not shared (the redundancy levels a target rules out are
+pruned from the candidates, solver.prepare.facility_options)."""
 
 LIMIT_FIELDS: tuple[str, ...] = (
     *dict.fromkeys(f for limit in LIMITS for f in limit.data_fields), "objective")
