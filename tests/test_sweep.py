@@ -26,18 +26,15 @@ COMPARED = ["status", "objective", "gpus", "switch", "tiers", "it_mw", "capex_us
             "effective_tokens_per_s"]
 
 
-def single_solve(values: dict) -> dict:
-    doc = read_document(SMALL)
-    full = full_document(load_instance(SMALL))
+def single_solve(values: dict, instance: Path = SMALL) -> dict:
+    """The table row (sweeps.summary_row) of a single solve, without placement, of the
+    scenario `values` of `instance`."""
+    doc = read_document(instance)
+    full = full_document(load_instance(instance))
     for path, value in values.items():
         set_path(doc, full, path, value)
     result = solve(instance_from_dict(doc), place=False)
-    s = result.summary
-    return {"status": result.status, "objective": s["objective"]["value"],
-            "gpus": s["design"]["gpus"], "switch": s["design"]["switch"],
-            "tiers": s["design"]["tiers"], "it_mw": s["power"]["it_mw"],
-            "capex_usd": s["cost"]["capex_usd"],
-            "effective_tokens_per_s": s["throughput"]["effective_tokens_per_s"]}
+    return sweeps.summary_row(result.status, result.summary)
 
 
 def assert_rows_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
@@ -330,16 +327,6 @@ def test_cli_sweep_file(tmp_path):
 REVIEWED = Path(__file__).resolve().parent / "data" / "review"
 
 
-def solve_row(instance: Path, values: dict) -> dict:
-    """The table row of a single solve (no placement) of a scenario of `instance`."""
-    doc = read_document(instance)
-    full = full_document(load_instance(instance))
-    for path, value in values.items():
-        set_path(doc, full, path, value)
-    result = solve(instance_from_dict(doc), place=False)
-    return sweeps.summary_row(result.status, result.summary)
-
-
 @pytest.mark.parametrize("instance, vary", [
     # b1 lists no halls: its power decides its halls (count, positions, block slots)
     ("sweep-default-halls-building-power.json",
@@ -359,7 +346,7 @@ def test_review6_sweeps_solve_as_single_solves(tmp_path, instance, vary):
     binding column included, are the single solves'."""
     table = sweep(REVIEWED / instance, vary, out=tmp_path)
     assert (table["status"] == "optimal").all(), table["error"].tolist()
-    expected = pd.DataFrame([solve_row(REVIEWED / instance, {p: row[p] for p in vary})
+    expected = pd.DataFrame([single_solve({p: row[p] for p in vary}, REVIEWED / instance)
                              for _, row in table.iterrows()])
     assert_rows_equal(table, expected)
     assert table["binding"].fillna("").tolist() == expected["binding"].tolist()
