@@ -327,23 +327,27 @@ def test_cli_sweep_file(tmp_path):
 REVIEWED = Path(__file__).resolve().parent / "data" / "review"
 
 
-@pytest.mark.parametrize("instance, vary", [
-    # b1 lists no halls: its power decides its halls (count, positions, block slots)
+@pytest.mark.parametrize("instance, vary, shared", [
+    # b1 lists no halls: its power decides its halls (count, positions, block slots);
+    # b2 lists its halls: its power is a limit, shared
     ("sweep-default-halls-building-power.json",
      {"limits.it_power_mw": "2.76", "limits.budget_usd": "97423959,1e9",
-      "site.buildings[1].it_power_mw": "0.451,0.926"}),
+      "site.buildings[1].it_power_mw": "0.451,0.926",
+      "site.buildings[2].it_power_mw": "0.4,0.732"}, 4),
     # pods_per = "hall" on derived halls: 26 and 30 MW give a building a second hall
-    ("sweep-default-halls-pods-per-hall.json", {"site.buildings[0].it_power_mw": "24,26,30"}),
+    ("sweep-default-halls-pods-per-hall.json", {"site.buildings[0].it_power_mw": "24,26,30"},
+     1),
     # the single solve's ladder stops at the budget, the sweep's reaches the next size
     ("binding-next-size-past-budget.json",
-     {"limits.it_power_mw": "2.646", "limits.budget_usd": "65320764,24313626"}),
+     {"limits.it_power_mw": "2.646", "limits.budget_usd": "65320764,24313626"}, 2),
 ])
-def test_review6_sweeps_solve_as_single_solves(tmp_path, instance, vary):
+def test_review6_sweeps_solve_as_single_solves(tmp_path, instance, vary, shared):
     """A building that lists no halls has them derived from its power
     (solver.schema.site.default_halls), so a scenario that varies that power cannot use
     candidates built on the base document's halls; and the binding limits judge the
     next size whether or not the limits cut the ladder before it: a sweep's rows,
-    binding column included, are the single solves'."""
+    binding column included, are the single solves'. The scenarios that keep the base's
+    building power (`shared` of them) still share the candidates."""
     table = sweep(REVIEWED / instance, vary, out=tmp_path)
     assert (table["status"] == "optimal").all(), table["error"].tolist()
     expected = pd.DataFrame([single_solve({p: row[p] for p in vary}, REVIEWED / instance)
@@ -351,6 +355,7 @@ def test_review6_sweeps_solve_as_single_solves(tmp_path, instance, vary):
     assert_rows_equal(table, expected)
     assert table["binding"].fillna("").tolist() == expected["binding"].tolist()
     assert table["verified"].all()
+    assert table.attrs["shared_candidates"] == shared
 
 
 def test_building_binds_when_the_next_size_is_past_the_budget():
