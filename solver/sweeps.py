@@ -669,10 +669,17 @@ def tune_worker_process() -> None:
     MALLOC_TRIM_THRESHOLD_=65536, which also turns the adaptive thresholds off: every numpy
     temporary over 128 KiB was then a fresh mmap, its pages faulted in and unmapped
     again, and a scenario took ~3x its local time, half of it in the kernel. Other C
-    libraries (not glibc) are left as they are."""
+    libraries (not glibc) are left as they are.
+
+    Also Pyomo's output capture lock: Pyomo makes it at import, a multiprocessing lock,
+    which every worker forked from the fork server (`worker_context`: process workers
+    and LocalCluster's Dask workers) would share, so a worker ended while holding it (a
+    stopped sweep) would hang every later worker. Each worker process gets its own,
+    before its first task captures anything."""
     if _TUNED:
         return
     _TUNED.append(True)
+    pyomo_dependencies.capture_output_lock = threading.Lock()
     try:
         libc = ctypes.CDLL(None)
         libc.mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)
@@ -727,10 +734,7 @@ def _watch_coordinator(coordinator: int) -> None:
     # workers with SIGTERM, which ends them quietly (not the CLI's KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    # Pyomo guards its output capture with a multiprocessing lock made at import, which
-    # every worker forked from the fork server would share: a worker ended while holding
-    # it (a stopped sweep) would hang every later worker. Each worker gets its own.
-    pyomo_dependencies.capture_output_lock = threading.Lock()
+    tune_worker_process()
     parent = os.getppid()
 
     def watch() -> None:
@@ -741,20 +745,24 @@ def _watch_coordinator(coordinator: int) -> None:
     threading.Thread(target=watch, name="watch-coordinator", daemon=True).start()
 
 
-WORKER_PRELOAD = ["solver.sweeps"]
+WORKER_PRELOAD = ("solver.sweeps",)
 """Modules the fork server of process workers imports once (all of clusterplan's solve)."""
+DASK_WORKER_PRELOAD = ("distributed", *WORKER_PRELOAD)
+"""The fork server's modules when it serves a LocalCluster's Dask workers too."""
 
 
-def worker_context() -> multiprocessing.context.BaseContext:
-    """Process workers are forked from a fork server that has imported WORKER_PRELOAD and
-    done nothing else: a worker starts with clusterplan, Pyomo, pandas and SciPy loaded
-    (a spawned worker spent ~2.5 s of CPU importing them), and it inherits no lock that
-    another thread held (a worker forked from the coordinator copied Pyomo's output
-    capture lock while another thread held it, and hung). The server starts in the
-    background at the first call (run_scenarios calls this before it validates the
-    scenarios) and serves every later pool of this process."""
+def worker_context(preload: tuple[str, ...] = WORKER_PRELOAD
+                   ) -> multiprocessing.context.BaseContext:
+    """Worker processes (the process pool's, and a LocalCluster's Dask workers) are forked
+    from a fork server that has imported `preload` and done nothing else: a worker starts
+    with clusterplan, Pyomo, pandas and SciPy (and Dask's distributed) loaded (a spawned
+    worker spent ~2.5 s of CPU importing them), and it inherits no lock that another
+    thread held (a worker forked from the coordinator copied Pyomo's output capture lock
+    while another thread held it, and hung). The server starts in the background at the
+    first call (run_scenarios calls this before it validates the scenarios) and serves
+    every later pool of this process, with the modules of that first call."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(WORKER_PRELOAD)
+    context.set_forkserver_preload(list(preload))
     multiprocessing.forkserver.ensure_running()
     return context
 
@@ -853,7 +861,9 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
 
     cluster = None
     if scheduler is None:
+        worker_context(DASK_WORKER_PRELOAD)
         with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ(),
+                              "distributed.worker.multiprocessing-method": "forkserver",
                               **DASK_HOUSEKEEPING}):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    host="127.0.0.1", dashboard_address=None)
@@ -936,8 +946,9 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
     start = time.perf_counter()
     check_run_options(backend, workers, scheduler, time_limit_s)
     check_scenario_count(len(assignments), max_scenarios)
-    if backend == "processes":
-        worker_context()  # the fork server imports clusterplan while scenarios are validated
+    if backend == "processes" or (backend == "dask" and scheduler is None):
+        # the fork server imports clusterplan while the scenarios are validated
+        worker_context(WORKER_PRELOAD if backend == "processes" else DASK_WORKER_PRELOAD)
     paths = list(dict.fromkeys(p for a in assignments for p in a))
     name = name if name is not None else default_sweep_name(paths, assignments)
     folder = sweep_folder(base.instance.name, name, out)
