@@ -28,12 +28,14 @@ Building, pickling and unpickling run with Python's garbage collector paused
 (`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections. Scenarios go to workers in batches
 of shrinking size (`batches`), one round trip per batch; rows come back as each batch
-finishes and are written at once. `--backend processes` forks its workers from a fork
-server that has only imported clusterplan (`worker_context`: no import per worker, and
-no lock copied from the coordinator's threads); Dask workers import it while the
-candidates are built. Worker processes reset glibc's malloc thresholds
-(`tune_worker_process`); Dask's local workers get one thread each for OpenMP, MKL and
-OpenBLAS (`worker_environ`).
+finishes and are written at once. `--backend processes` and the Dask LocalCluster fork
+their workers from a fork server that has only imported clusterplan (and, for Dask,
+distributed), started while the scenarios are validated (`worker_context`: no import
+per worker, and no lock copied from the coordinator's threads); the workers of a
+user's Dask cluster import it while the candidates are built. Worker processes reset
+glibc's malloc thresholds and Pyomo's output capture lock (`tune_worker_process`);
+Dask's local workers get one thread each for OpenMP, MKL and OpenBLAS
+(`worker_environ`).
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
@@ -745,6 +747,9 @@ def _watch_coordinator(coordinator: int) -> None:
     threading.Thread(target=watch, name="watch-coordinator", daemon=True).start()
 
 
+WORKER_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+"""One thread each for the numeric libraries in a worker process (the workers take the
+cores; the libraries' own threads would only compete with them)."""
 WORKER_PRELOAD = ("solver.sweeps",)
 """Modules the fork server of process workers imports once (all of clusterplan's solve)."""
 DASK_WORKER_PRELOAD = ("distributed", *WORKER_PRELOAD)
@@ -758,12 +763,22 @@ def worker_context(preload: tuple[str, ...] = WORKER_PRELOAD
     with clusterplan, Pyomo, pandas and SciPy (and Dask's distributed) loaded (a spawned
     worker spent ~2.5 s of CPU importing them), and it inherits no lock that another
     thread held (a worker forked from the coordinator copied Pyomo's output capture lock
-    while another thread held it, and hung). The server starts in the background at the
+    while another thread held it, and hung). The server's environment adds
+    WORKER_THREADS (read by OpenBLAS as the server imports numpy). The server starts in the background at the
     first call (run_scenarios calls this before it validates the scenarios) and serves
     every later pool of this process, with the modules of that first call."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(preload))
-    multiprocessing.forkserver.ensure_running()
+    saved = {k: os.environ.get(k) for k in WORKER_THREADS}
+    os.environ.update(WORKER_THREADS)  # the server's environment, read as it starts
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = value
     return context
 
 
@@ -807,12 +822,13 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
 
 def worker_environ() -> dict[str, Any]:
     """Environment of LocalCluster worker processes: Dask's own (one thread each for
-    OpenMP, MKL and OpenBLAS) without MALLOC_TRIM_THRESHOLD_ (see tune_worker_process)."""
+    OpenMP, MKL and OpenBLAS, WORKER_THREADS) without MALLOC_TRIM_THRESHOLD_ (see
+    tune_worker_process). The libraries the fork server loaded took their thread counts
+    from its own environment, which has WORKER_THREADS too (`worker_context`)."""
     import dask
 
     environ = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
-    return {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"} | {
-        "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
+    return {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"} | WORKER_THREADS
 
 
 DASK_HOUSEKEEPING = {
