@@ -764,9 +764,10 @@ def worker_context(preload: tuple[str, ...] = WORKER_PRELOAD
     worker spent ~2.5 s of CPU importing them), and it inherits no lock that another
     thread held (a worker forked from the coordinator copied Pyomo's output capture lock
     while another thread held it, and hung). The server's environment adds
-    WORKER_THREADS (read by OpenBLAS as the server imports numpy). The server starts in the background at the
-    first call (run_scenarios calls this before it validates the scenarios) and serves
-    every later pool of this process, with the modules of that first call."""
+    WORKER_THREADS (read by OpenBLAS as the server imports numpy). The server starts in
+    the background at the first call (run_scenarios calls this before it validates the
+    scenarios) and serves every later pool of this process, with the modules of that
+    first call."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(preload))
     saved = {k: os.environ.get(k) for k in WORKER_THREADS}
