@@ -106,8 +106,8 @@ def free_port() -> int:
 
 def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subprocess.Popen]]:
     """`dask scheduler` and `workers` single-threaded `dask worker` processes on loopback,
-    with Dask's housekeeping turned down as the README says; returns the scheduler address
-    once every worker has registered."""
+    with Dask's housekeeping turned down and clusterplan preloaded, as the README says;
+    returns the scheduler address once every worker has registered."""
     from dask.distributed import Client
 
     address = f"tcp://127.0.0.1:{free_port()}"
@@ -116,7 +116,8 @@ def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subpr
     procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port",
                                address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)]
     procs += [subprocess.Popen(["dask", "worker", address, "--nworkers", "1", "--nthreads",
-                                "1", "--no-dashboard"], **quiet) for _ in range(workers)]
+                                "1", "--no-dashboard", "--preload", "solver.sweeps"], **quiet)
+              for _ in range(workers)]
     deadline = time.monotonic() + 120
     while True:
         try:
