@@ -34,8 +34,8 @@ distributed), started while the scenarios are validated (`worker_context`: no im
 per worker, and no lock copied from the coordinator's threads); the workers of a
 user's Dask cluster import it while the candidates are built. Worker processes reset
 glibc's malloc thresholds and Pyomo's output capture lock (`tune_worker_process`);
-Dask's local workers get one thread each for OpenMP, MKL and OpenBLAS
-(`worker_environ`).
+workers on this machine get one thread each for OpenMP, MKL and OpenBLAS
+(`WORKER_THREADS`, in the fork server's environment and `worker_environ`).
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
