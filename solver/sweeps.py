@@ -29,12 +29,14 @@ Building, pickling and unpickling run with Python's garbage collector paused
 (`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections. Scenarios go to workers in batches
 of shrinking size (`batches`), one round trip per batch; rows come back as each batch
-finishes and are written at once. `--backend processes` forks its workers from a fork
-server that has only imported clusterplan (`worker_context`: no import per worker, and
-no lock copied from the coordinator's threads); Dask workers import it while the
-candidates are built. Worker processes reset glibc's malloc thresholds
-(`tune_worker_process`); Dask's local workers get one thread each for OpenMP, MKL and
-OpenBLAS (`worker_environ`).
+finishes and are written at once. `--backend processes` and the Dask LocalCluster fork
+their workers from a fork server that has only imported clusterplan (and, for Dask,
+distributed), started while the scenarios are validated (`worker_context`: no import
+per worker, and no lock copied from the coordinator's threads); the workers of a
+user's Dask cluster import it while the candidates are built. Worker processes reset
+glibc's malloc thresholds and Pyomo's output capture lock (`tune_worker_process`);
+workers on this machine get one thread each for OpenMP, MKL and OpenBLAS
+(`WORKER_THREADS`, in the fork server's environment and `worker_environ`).
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
@@ -682,10 +684,17 @@ def tune_worker_process() -> None:
     MALLOC_TRIM_THRESHOLD_=65536, which also turns the adaptive thresholds off: every numpy
     temporary over 128 KiB was then a fresh mmap, its pages faulted in and unmapped
     again, and a scenario took ~3x its local time, half of it in the kernel. Other C
-    libraries (not glibc) are left as they are."""
+    libraries (not glibc) are left as they are.
+
+    Also Pyomo's output capture lock: Pyomo makes it at import, a multiprocessing lock,
+    which every worker forked from the fork server (`worker_context`: process workers
+    and LocalCluster's Dask workers) would share, so a worker ended while holding it (a
+    stopped sweep) would hang every later worker. Each worker process gets its own,
+    before its first task captures anything."""
     if _TUNED:
         return
     _TUNED.append(True)
+    pyomo_dependencies.capture_output_lock = threading.Lock()
     try:
         libc = ctypes.CDLL(None)
         libc.mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)
@@ -740,10 +749,7 @@ def _watch_coordinator(coordinator: int) -> None:
     # workers with SIGTERM, which ends them quietly (not the CLI's KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    # Pyomo guards its output capture with a multiprocessing lock made at import, which
-    # every worker forked from the fork server would share: a worker ended while holding
-    # it (a stopped sweep) would hang every later worker. Each worker gets its own.
-    pyomo_dependencies.capture_output_lock = threading.Lock()
+    tune_worker_process()
     parent = os.getppid()
 
     def watch() -> None:
@@ -754,21 +760,39 @@ def _watch_coordinator(coordinator: int) -> None:
     threading.Thread(target=watch, name="watch-coordinator", daemon=True).start()
 
 
-WORKER_PRELOAD = ["solver.sweeps"]
+WORKER_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+"""One thread each for the numeric libraries in a worker process (the workers take the
+cores; the libraries' own threads would only compete with them)."""
+WORKER_PRELOAD = ("solver.sweeps",)
 """Modules the fork server of process workers imports once (all of clusterplan's solve)."""
+DASK_WORKER_PRELOAD = ("distributed", *WORKER_PRELOAD)
+"""The fork server's modules when it serves a LocalCluster's Dask workers too."""
 
 
-def worker_context() -> multiprocessing.context.BaseContext:
-    """Process workers are forked from a fork server that has imported WORKER_PRELOAD and
-    done nothing else: a worker starts with clusterplan, Pyomo, pandas and SciPy loaded
-    (a spawned worker spent ~2.5 s of CPU importing them), and it inherits no lock that
-    another thread held (a worker forked from the coordinator copied Pyomo's output
-    capture lock while another thread held it, and hung). The server starts in the
-    background at the first call (run_scenarios calls this before it validates the
-    scenarios) and serves every later pool of this process."""
+def worker_context(preload: tuple[str, ...] = WORKER_PRELOAD
+                   ) -> multiprocessing.context.BaseContext:
+    """Worker processes (the process pool's, and a LocalCluster's Dask workers) are forked
+    from a fork server that has imported `preload` and done nothing else: a worker starts
+    with clusterplan, Pyomo, pandas and SciPy (and Dask's distributed) loaded (a spawned
+    worker spent ~2.5 s of CPU importing them), and it inherits no lock that another
+    thread held (a worker forked from the coordinator copied Pyomo's output capture lock
+    while another thread held it, and hung). The server's environment adds
+    WORKER_THREADS (read by OpenBLAS as the server imports numpy). The server starts in
+    the background at the first call (run_scenarios calls this before it validates the
+    scenarios) and serves every later pool of this process, with the modules of that
+    first call."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(WORKER_PRELOAD)
-    multiprocessing.forkserver.ensure_running()
+    context.set_forkserver_preload(list(preload))
+    saved = {k: os.environ.get(k) for k in WORKER_THREADS}
+    os.environ.update(WORKER_THREADS)  # the server's environment, read as it starts
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = value
     return context
 
 
@@ -812,12 +836,13 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
 
 def worker_environ() -> dict[str, Any]:
     """Environment of LocalCluster worker processes: Dask's own (one thread each for
-    OpenMP, MKL and OpenBLAS) without MALLOC_TRIM_THRESHOLD_ (see tune_worker_process)."""
+    OpenMP, MKL and OpenBLAS, WORKER_THREADS) without MALLOC_TRIM_THRESHOLD_ (see
+    tune_worker_process). The libraries the fork server loaded took their thread counts
+    from its own environment, which has WORKER_THREADS too (`worker_context`)."""
     import dask
 
     environ = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
-    return {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"} | {
-        "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
+    return {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"} | WORKER_THREADS
 
 
 DASK_HOUSEKEEPING = {
@@ -866,7 +891,9 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
 
     cluster = None
     if scheduler is None:
+        worker_context(DASK_WORKER_PRELOAD)
         with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ(),
+                              "distributed.worker.multiprocessing-method": "forkserver",
                               **DASK_HOUSEKEEPING}):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    host="127.0.0.1", dashboard_address=None)
@@ -949,8 +976,9 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
     start = time.perf_counter()
     check_run_options(backend, workers, scheduler, time_limit_s)
     check_scenario_count(len(assignments), max_scenarios)
-    if backend == "processes":
-        worker_context()  # the fork server imports clusterplan while scenarios are validated
+    if backend == "processes" or (backend == "dask" and scheduler is None):
+        # the fork server imports clusterplan while the scenarios are validated
+        worker_context(WORKER_PRELOAD if backend == "processes" else DASK_WORKER_PRELOAD)
     paths = list(dict.fromkeys(p for a in assignments for p in a))
     name = name if name is not None else default_sweep_name(paths, assignments)
     folder = sweep_folder(base.instance.name, name, out)

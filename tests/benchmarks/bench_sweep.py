@@ -86,6 +86,18 @@ class CpuMeter:
         return sum(cpu - self.base.get(pid, 0.0) for pid, cpu in now.items())
 
 
+def stop_fork_server() -> None:
+    """End this process's fork server (solver.sweeps.worker_context), if it runs: the next
+    row starts its own, preloaded for its back-end, as a CLI process would (Python has no
+    public call for this; without it a Dask row after the processes row would fork its
+    workers from a server that has not imported distributed)."""
+    import multiprocessing.forkserver
+
+    stop = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        stop()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -94,8 +106,8 @@ def free_port() -> int:
 
 def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subprocess.Popen]]:
     """`dask scheduler` and `workers` single-threaded `dask worker` processes on loopback,
-    with Dask's housekeeping turned down as the README says; returns the scheduler address
-    once every worker has registered."""
+    with Dask's housekeeping turned down and clusterplan preloaded, as the README says;
+    returns the scheduler address once every worker has registered."""
     from dask.distributed import Client
 
     address = f"tcp://127.0.0.1:{free_port()}"
@@ -104,7 +116,8 @@ def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subpr
     procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port",
                                address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)]
     procs += [subprocess.Popen(["dask", "worker", address, "--nworkers", "1", "--nthreads",
-                                "1", "--no-dashboard"], **quiet) for _ in range(workers)]
+                                "1", "--no-dashboard", "--preload", "solver.sweeps"], **quiet)
+              for _ in range(workers)]
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -147,7 +160,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for row in rows:
             out = Path(tmp) / row
-            sweeps._CACHE.clear()  # each row starts cold, as a new CLI process does
+            sweeps._CACHE.clear()  # each row starts cold, as a new CLI process does,
+            stop_fork_server()  # with a fork server of its back-end's modules
             if row == "dask-external-2":
                 address, procs = external_cluster(2, env)
                 try:
