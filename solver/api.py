@@ -252,7 +252,9 @@ def report(inputs: Inputs, evaluators: Evaluators, full: DesignData, design: Cho
                                binding_limits(inputs, evaluators, design, full,
                                               it_power_cap_w, unplaced),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
-    summary = dataclasses.replace(summary, runner_ups=runner_ups(full, design, summary))
+    held = full if it_power_cap_w is None else dataclasses.replace(
+        full, it_power_cap_w=it_power_cap_w)  # runner-ups judged under the chosen's limits
+    summary = dataclasses.replace(summary, runner_ups=runner_ups(held, design, summary))
     return SolveResult(milp.status, summary, tables(summary), design,
                        tuple(notes), inputs)
 
@@ -329,6 +331,17 @@ def without_candidates(full: DesignData, refused: list[str]) -> DesignData:
     (placement depends on the candidate alone, not on its split over buildings), applied
     before pruning, so the candidates they beat come back."""
     return restricted(full, [i for i, k in enumerate(full.candidates) if k.key not in refused])
+
+
+def runner_ups_without(result: SolveResult, full: DesignData, cap_w: float,
+                       refused: list[str]) -> SolveResult:
+    """``result`` (a design placement refused, kept when no other design places) with its
+    runner-ups re-judged under the hold ``cap_w`` it was designed under, less the
+    designs placement refused after it: none of them is a design to choose instead."""
+    others = [k for k in refused if k != result.design.candidate.key]
+    data = dataclasses.replace(without_candidates(full, others), it_power_cap_w=cap_w)
+    return dataclasses.replace(result, document=dataclasses.replace(
+        result.document, runner_ups=runner_ups(data, result.design, result.document)))
 
 
 def with_notes(result: SolveResult, notes: list[str]) -> SolveResult:
@@ -415,7 +428,7 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
     the limit then (not verified). Every round's note is kept, in order."""
     cap_w, refused, said = full.it_power_cap_w, [], list(notes)
     unplaced: list[tuple[Candidate, str]] = []  # the refused candidates, with why
-    first_unplaced = None
+    first_unplaced, first_cap_w = None, cap_w  # and the hold it was designed under
     for round_ in range(RESOLVE_ROUNDS + 1):
         excess_w, over = placed_power_excess(placed)
         refusal = unplaceable(placed)
@@ -424,7 +437,8 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
         if round_ == RESOLVE_ROUNDS:
             break
         if refusal:
-            first_unplaced = first_unplaced or placed
+            if first_unplaced is None:
+                first_unplaced, first_cap_w = placed, cap_w
             refused.append(placed.design.candidate.key)
             unplaced.append((placed.design.candidate, placed.placement.summary.get(
                 "diagnosis", "no placement exists")))
@@ -443,14 +457,19 @@ def placed_and_re_solved(placed: SolveResult, inputs: Inputs, evaluators: Evalua
                    if again.status == Status.INFEASIBLE else
                    f"the re-solve found no design within {options.time_limit_s:g} s "
                    f"({again.status})")
-            return with_notes(first_unplaced if refusal else placed, [*said, why + (
+            kept = (runner_ups_without(first_unplaced, full, first_cap_w, refused)
+                    if refusal else placed)
+            return with_notes(kept, [*said, why + (
                 ", so the first design is kept" if refusal
                 else ", so this one is kept, not verified")])
         placed = place_stage(again, options)
     if refusal:
-        return with_notes(first_unplaced, [*said, (
-            f"no design placed in {RESOLVE_ROUNDS} re-solves (refused: "
-            f"{', '.join(refused + [placed.design.candidate.key])})")])
+        if first_unplaced is None:  # the rounds before held power only
+            first_unplaced, first_cap_w = placed, cap_w
+        refused.append(placed.design.candidate.key)
+        kept = runner_ups_without(first_unplaced, full, first_cap_w, refused)
+        return with_notes(kept, [*said, f"no design placed in {RESOLVE_ROUNDS} re-solves "
+                                        f"(refused: {', '.join(refused)})"])
     return with_notes(placed, [*said, over + f"; still over after {RESOLVE_ROUNDS} "
                                "re-solves, so it is returned not verified"])
 

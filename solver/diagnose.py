@@ -62,7 +62,7 @@ def far_beyond_limits(inputs: Inputs) -> list[str]:
     msgs = [f"limits.min_gpus {limits.min_gpus:,} is far beyond the largest design the "
             f"limits allow (about {largest:,} GPUs)"]
     if it_w > limits.it_power_mw * 1e6:
-        msgs.append(f"limits.it_power_mw {limits.it_power_mw:g} cannot host it; needs >= "
+        msgs.append(f"limits.it_power_mw {given(limits.it_power_mw)} cannot host it; needs >= "
                     f"{ceil_to(it_w / 1e6, 0):,.0f} (servers and NICs alone)")
     if usd > limits.budget_usd:
         msgs.append(f"limits.budget_usd {limits.budget_usd:,.0f} cannot buy it; needs >= "
@@ -77,9 +77,9 @@ def requirement_text(data: DesignData) -> str:
     if data.required_effective_tokens_per_s:
         parts.append(f"{data.required_effective_tokens_per_s:,.0f} effective tokens/s")
     if data.min_goodput:
-        parts.append(f"goodput >= {data.min_goodput:g}")
+        parts.append(f"goodput >= {given(data.min_goodput)}")
     if data.min_site_availability:
-        parts.append(f"site availability >= {data.min_site_availability:g}")
+        parts.append(f"site availability >= {given(data.min_site_availability)}")
     return " and ".join(parts) or "even the smallest design"
 
 
@@ -91,6 +91,23 @@ def requirement_fields(data: DesignData) -> list[str]:
          data.required_effective_tokens_per_s),
         ("reliability.min_goodput", data.min_goodput),
         ("reliability.site_availability_target", data.min_site_availability)) if active]
+
+
+def above(required: float, best: float, decimals: int) -> tuple[str, str]:
+    """``required`` and ``best < required`` printed at the same decimals: at least
+    ``decimals``, and as many more as show ``required`` as given and still tell the two
+    apart, so "required is above best" reads true (0.999999999 above 0.999950000, where
+    :g printed 1 above 0.999950)."""
+    d = decimals
+    while d < 15 and (round(required, d) != required or round(best, d) >= round(required, d)):
+        d += 1
+    return f"{required:.{d}f}", f"{best:.{d}f}"
+
+
+def given(value: float) -> str:
+    """A field's value as the instance gives it (up to 15 significant digits; :g kept
+    6, printing a target of 0.999999999 as 1)."""
+    return f"{value:.15g}"
 
 
 def ceil_to(value: float, digits: int) -> float:
@@ -124,15 +141,17 @@ def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
         msgs.append(f"the required {data.required_effective_tokens_per_s:,.0f} effective "
                     f"tokens/s (objective.required_tokens_per_s or limits.deadline_days) is "
                     f"out of reach{within}: the best design reaches {best_tput:,.0f}")
-    if data.min_goodput > max(k.goodput for k in data.candidates):
-        msgs.append(f"reliability.min_goodput {data.min_goodput:g} is above the best "
-                    f"goodput of any design ({max(k.goodput for k in data.candidates):.3f})")
+    best_goodput = max(k.goodput for k in data.candidates)
+    if data.min_goodput > best_goodput:
+        need, best = above(data.min_goodput, best_goodput, 3)
+        msgs.append(f"reliability.min_goodput {need} is above the best goodput of any "
+                    f"design ({best})")
     best_site = max(site_availability(k) for k in data.candidates)
     if data.min_site_availability > best_site:
-        msgs.append(f"reliability.site_availability_target {data.min_site_availability:g} is "
-                    f"above the availability of every power and cooling chain in `choices` "
-                    f"(the best reaches {best_site:.6f}; add redundancy to "
-                    f"choices.redundancy or lower the target)")
+        need, best = above(data.min_site_availability, best_site, 6)
+        msgs.append(f"reliability.site_availability_target {need} is above the availability "
+                    f"of every power and cooling chain in `choices` (the best reaches {best}; "
+                    f"add redundancy to choices.redundancy or lower the target)")
     return msgs or [f"no one design in `choices` meets {requirement_text(data)} at once "
                     "(each is met by some design, none meets all); relax one of "
                     + ", ".join(requirement_fields(data))]
@@ -158,7 +177,7 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
     msgs = []
     if hasattr(m, "slack_it_power") and pyo.value(m.slack_it_power) > 1e-6:
         cap = data.it_power_cap_w / 1e6
-        msgs.append(f"limits.it_power_mw {cap:g} cannot host {need}; needs >= "
+        msgs.append(f"limits.it_power_mw {given(cap)} cannot host {need}; needs >= "
                     f"{ceil_to(cap + pyo.value(m.slack_it_power), 2):.2f}")
     if hasattr(m, "slack_budget") and pyo.value(m.slack_budget) > 1e-6:
         need_usd = math.ceil(data.budget_usd + pyo.value(m.slack_budget) * 1e6)
@@ -168,8 +187,9 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
         if hasattr(m, "slack_building_power"):
             extra_mw = pyo.value(m.slack_building_power[b.name])
             if extra_mw > 1e-6:
-                msgs.append(f"site.buildings[{b.name}].it_power_mw {b.it_power_w / 1e6:g} is too "
-                            f"small for its share of {need}; needs >= "
+                msgs.append(f"site.buildings[{b.name}].it_power_mw "
+                            f"{given(b.it_power_w / 1e6)} is too small for its share of "
+                            f"{need}; needs >= "
                             f"{ceil_to(b.it_power_w / 1e6 + extra_mw, 2):.2f}")
         if hasattr(m, "slack_space") and b.name in m.RACK_LIMITED:
             extra = pyo.value(m.slack_space[b.name])
@@ -184,7 +204,7 @@ def diagnose(data: DesignData, options: SolveOptions) -> list[str]:
         extra_mw = pyo.value(m.slack_block_power[b.name]) if hasattr(
             m, "slack_block_power") else 0.0
         if extra_mw > 1e-6:
-            msgs.append(f"site.buildings[{b.name}].it_power_mw {b.it_power_w / 1e6:g} cannot "
+            msgs.append(f"site.buildings[{b.name}].it_power_mw {given(b.it_power_w / 1e6)} cannot "
                         f"feed the scalable-unit blocks placement puts there for {need}; needs "
                         f">= {ceil_to(b.it_power_w / 1e6 + extra_mw, 2):.2f}")
         if hasattr(m, "slack_pod_power"):

@@ -144,8 +144,14 @@ def floorplan_png(result: PlacementResult, path: str | Path) -> None:
                 f"{i} {t}" for i, t in enumerate(labels, start=1)), loc="right",
                 fontsize=6, color="#0050a0")
         w, d = extent[b]
-        ax.set_xlim(-3, (d if transpose else w) + 3)
-        ax.set_ylim((w if transpose else d) + 6, -6)
+        x0, x1, y0, y1 = -3, (d if transpose else w) + 3, -6, (w if transpose else d) + 6
+        # the panel keeps its full width: x spans what fills it at the halls' scale (an
+        # axes shrunk to the halls' aspect put its title over the runs' caption)
+        slot = ax.get_position(original=True)
+        grow = max(0.0, (y1 - y0) * slot.width * width_in / (slot.height * height_in)
+                   - (x1 - x0)) / 2
+        ax.set_xlim(x0 - grow, x1 + grow)
+        ax.set_ylim(y1, y0)
         ax.set_aspect("equal")
         ax.set_title(f"building {b}: {len(racks):,} racks, {kw.sum() / 1e3:,.1f} MW in racks",
                      fontsize=9, loc="left")

@@ -14,6 +14,7 @@ from models.design.chosen import ChosenDesign
 from models.design.data import Candidate, DesignData
 from models.design.evaluate import Evaluators, ModelGoodput
 from models.design.inputs import Inputs
+from models.design.milp import pod_node_mw
 from models.design.prune import fits_buildings
 from models.fabric import MediaLine, design_fabric
 from models.facility import RACK_CATEGORIES, FacilityCost, facility_cost
@@ -165,7 +166,7 @@ def _building_rows(inputs: Inputs, design: ChosenDesign, data: DesignData,
     cfg, rows = design.config, []
     for b in inputs.site.buildings:
         used = design.su_per_building[b.name]
-        power_mw = _building_mw(inputs, design, b.name)
+        power_mw = _building_mw(inputs, design, data, b.name)
         full = b.it_power_mw - power_mw < _su_mw(inputs, design)
         rows.append(dataclasses.replace(
             _row(f"site.buildings[{b.name}].it_power_mw", power_mw, b.it_power_mw, "MW",
@@ -183,11 +184,17 @@ def _su_mw(inputs: Inputs, design: ChosenDesign) -> float:
     return f * design.config.su_nodes * design.config.node_power_w / 1e6
 
 
-def _building_mw(inputs: Inputs, design: ChosenDesign, building: str) -> float:
-    """Critical IT power placed in a building: its scalable units and network [MW]."""
+def _building_mw(inputs: Inputs, design: ChosenDesign, data: DesignData,
+                 building: str) -> float:
+    """Critical IT power placed in a building, as the design MILP counts it
+    (models.design.milp.add_building_power): its scalable units, or with pods aligned
+    with the site the nodes of its pods (pod_node_mw), and its network [MW]."""
     f = 1 + inputs.facility.non_server_it_fraction
-    return (design.su_per_building[building] * _su_mw(inputs, design)
-            + f * design.network_w_per_building[building] / 1e6)
+    nodes_mw = (f * pod_node_mw(data, design.config.key, building,
+                                lambda quantity: quantity(design.candidate))
+                if design.config.pods_in_buildings
+                else design.su_per_building[building] * _su_mw(inputs, design))
+    return nodes_mw + f * design.network_w_per_building[building] / 1e6
 
 
 RUNNER_UPS = 6

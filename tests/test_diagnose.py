@@ -215,3 +215,24 @@ def test_a_site_availability_out_of_reach_is_named():
     assert "the best reaches 0.996710" in msg and "choices.redundancy" in msg
     assert not any("together" in m or "even the smallest" in m for m in msgs)
 
+
+
+def test_a_requirement_and_the_best_reached_read_in_the_stated_order():
+    """tests/data/review/site-availability-target-of-nine-nines.json (review 6, defect
+    6): a target of 0.999999999 was printed with :g as "1 is above ... the best reaches
+    0.999950". Both now print at the same decimals, enough to show the target as given
+    and to tell the two apart, so the stated relation reads true."""
+    from solver.diagnose import above, given
+
+    msgs = solve(load_instance(REVIEWED / "site-availability-target-of-nine-nines.json"),
+                 place=False).summary["diagnosis"]
+    msg = only(msgs, "reliability.site_availability_target 0.999999999 is above")
+    assert "the best reaches 0.999950000;" in msg
+    need, best = re.search(r"target ([\d.]+) is above .* reaches ([\d.]+);", msg).groups()
+    assert len(need) == len(best) and float(need) > float(best)
+    # rounding to the first decimals would make them equal (0.999950 and 0.999950), or
+    # turn the order round (1.000 above 1.000): more decimals are printed
+    assert above(0.99995, 0.9999499, 6) == ("0.9999500", "0.9999499")
+    assert above(0.9996, 0.99955, 3) == ("0.99960", "0.99955")
+    assert above(0.95, 0.9, 3) == ("0.950", "0.900")
+    assert (given(0.999999999), given(0.749), given(2.0)) == ("0.999999999", "0.749", "2")

@@ -974,7 +974,8 @@ def test_a_design_placement_cannot_place_is_re_solved_without_it(monkeypatch):
     is refused the same way, then 768 GPUs, the next size down, are placed and verified,
     with a note per refusal, and the binding table names placement as what stopped the
     1,024 GPUs. With one re-solve allowed the loop stops at the twin and
-    keeps today's answer: the first design, its placement's diagnosis, exit 4."""
+    keeps today's answer: the first design, its placement's diagnosis, exit 4, with
+    runner-ups that leave the refused twin out."""
     from models.design import prune
     from solver import api, solve
     from solver.loading import instance_from_dict
@@ -1004,3 +1005,28 @@ def test_a_design_placement_cannot_place_is_re_solved_without_it(monkeypatch):
     assert len(s["notes"]) == 2 and "/storage/" in s["notes"][0]  # each round's note kept
     assert s["notes"][0].endswith("re-solved without it")
     assert s["notes"][-1].count("@128") == 2
+    # its runner-ups leave out the in-memory twin placement refused after it (it was
+    # listed, tying the kept design): that family's best left is 768 GPUs
+    assert [(r["recovery"], r["gpus"]) for r in s["runner_ups"]] == [("in-memory", 768)]
+
+
+def test_runner_ups_are_judged_under_the_re_solves_hold():
+    """tests/data/review/runner-ups-under-a-re-solve-hold.json (review 6, defect 3): 768
+    B200 on quantum2 are estimated at 1.489973 MW, just within limits.it_power_mw =
+    1.4899731 MW, and placed at 1.490490 MW, over it; the design stage is re-solved held
+    to 1.489456 MW and returns 512 GPUs. The runner-ups were judged under the instance's
+    limit, not the hold, so the 768 GPUs that were over it were listed first, beating the
+    chosen design by 50% (loss_fraction -0.4997). Under the hold every runner-up draws
+    at most the held figure and none beats the chosen design."""
+    from solver import load_instance
+    from solver import solve as solve_instance
+
+    s = solve_instance(load_instance(REVIEWED / "runner-ups-under-a-re-solve-hold.json")
+                       ).summary
+    assert s["design"]["gpus"] == 512 and s["verified"] is True
+    assert "held to 1.489456 MW" in s["notes"][0]
+    assert s["runner_ups"]
+    for r in s["runner_ups"]:
+        assert r["it_mw"] <= 1.489456 and r["loss_fraction"] >= 0, r
+    assert not any(r["gpu"] == "b200" and r["gpus"] == 768
+                   and r["switch"] == "quantum2-qm9700" for r in s["runner_ups"])

@@ -634,3 +634,23 @@ def test_the_wired_ratio_between_pods_is_reported_with_the_one_asked_for(cli, tm
                          "quantum2-qm9700", "--pods", "4", "--oversubscription", "7",
                          "--json").stdout)
     assert (doc["oversubscription"], doc["oversubscription_requested"]) == (6.4, 7.0)
+
+
+def test_design_stage_building_rows_count_each_pods_nodes():
+    """tests/data/review/pod-building-rows.json (review 6, defect 4): 512 B200 in two
+    pods aligned with the buildings, 33 nodes each (64 + 2 spares), one pod per
+    building. The building rows counted a whole scalable unit of nodes at full power in
+    each, so b1 read 0.950 MW of its 0.649 MW (slack -0.301, not binding) on a verified
+    design, and the rows summed to 1.97 MW against the campus's 1.049 MW. They now count
+    each pod's nodes as prune and the design MILP do: within each building's power and
+    summing to the campus's critical IT (all of it stands in the two buildings)."""
+    path = Path(__file__).resolve().parent / "data" / "review" / "pod-building-rows.json"
+    s = solve(instance_from_dict(read_document(path)), place=False).summary
+    assert (s["design"]["gpus"], s["design"]["pods"], s["verified"]) == (512, 2, True)
+    assert s["design"]["scalable_units_per_building"] == {"b0": 1, "b1": 1}
+    rows = [b for b in s["binding"] if b["name"].endswith("].it_power_mw")]
+    assert [b["name"] for b in rows] == ["site.buildings[b0].it_power_mw",
+                                         "site.buildings[b1].it_power_mw"]
+    for b in rows:
+        assert 0 < b["value"] <= b["limit"] and b["slack"] >= 0, b
+    assert sum(b["value"] for b in rows) == pytest.approx(s["power"]["it_mw"], rel=1e-12)
