@@ -220,3 +220,36 @@ def test_throughput_points_cover_every_feasible_set_the_build_reads():
     build_design_data(inputs, evaluators)
     points = {(system.id, gpus) for system, gpus in throughput_points(inputs)}
     assert len(read) > 10 and read == points  # every ladder here reaches max_nodes
+
+
+def test_sizes_below_min_gpus_are_not_built_and_the_others_are_unchanged():
+    """limits.min_gpus: of each media combination's sizes below it only the largest is
+    built (the chosen size's next smaller, for the report's requirement rows); every size
+    at or above it is the one the whole ladder builds, so the buildable designs are too."""
+    from models.design.candidates import with_limits
+    from models.design.prune import buildable_index
+
+    whole = with_power(12.0)
+    full, _ = build_design_data(whole, default_evaluators(whole))
+    sizes = sorted({k.gpus for k in full.candidates})
+    least = sizes[len(sizes) // 2] + 1  # between two sizes: the cut is not at a rung
+    doc = read_document(LLAMA)
+    doc["limits"]["it_power_mw"] = 12.0
+    doc["site"]["buildings"][0]["it_power_mw"] = 12.0
+    doc["limits"]["min_gpus"] = least
+    inputs = prepare(instance_from_dict(doc))
+    cut, _ = build_design_data(inputs, default_evaluators(inputs))
+    expected = set()
+    for config in full.configs:
+        own = [k for k in full.candidates if k.config == config]
+        below = [k for k in own if k.gpus < least]
+        expected |= {k.key for k in own if k.gpus >= least}
+        expected |= {max(below, key=lambda k: k.nodes).key} if below else set()
+    assert len(cut.candidates) < len(full.candidates)
+    assert sorted(k.key for k in cut.candidates) == sorted(expected)
+    by_key = {k.key: k for k in full.candidates}
+    assert all(k == by_key[k.key] for k in cut.candidates)
+    on_full = with_limits(full, inputs)
+    assert ([on_full.candidates[i].key for i in buildable_index(on_full)]
+            == [cut.candidates[i].key for i in buildable_index(cut)])
+    assert buildable_index(cut).size

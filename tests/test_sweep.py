@@ -106,6 +106,21 @@ def test_shared_candidates_equal_rebuilt(tmp_path):
     assert_rows_equal(shared, rebuilt)
 
 
+def test_sweep_varying_min_gpus_equals_single_solves(tmp_path):
+    """limits.min_gpus is shared (models.design.limits): the shared build keeps the
+    sizes from the sweep's smallest min_gpus up (models.design.candidates cuts the sizes
+    below it), enough for every scenario's solve and report."""
+    vary = {"limits.min_gpus": "1024,3000", "limits.budget_usd": "1e8,1.5e8"}
+    table = sweep(SMALL, vary, out=tmp_path)
+    assert table.attrs["shared_candidates"] == 4
+    expected = pd.DataFrame([single_solve(dict(zip(vary, (g, b), strict=True)))
+                             for g, b in zip(table["limits.min_gpus"],
+                                             table["limits.budget_usd"], strict=True)])
+    assert_rows_equal(table, expected)
+    solved = table[table["status"] == "optimal"]
+    assert len(set(solved["gpus"])) > 1  # min_gpus moves the design
+
+
 def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(tmp_path):
     """The process and Dask back-ends (sweeps.shared_parts): workers build the first parts
     and keep them, the coordinator builds the rest, and a worker merges its own parts

@@ -420,7 +420,8 @@ def _config_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
                 ladders[node_kind] = size_ladder(inputs, evaluators, p, su, top, node_kind,
                                                  first, shared)
             candidates += _combo_candidates(inputs, evaluators, p, key, combo, su,
-                                            ladders[node_kind][0], shared)
+                                            ladders[node_kind][0], shared,
+                                            0 if relax_limits else inputs.limits.min_gpus)
     return ConfigCandidates(configs, candidates, notes)
 
 
@@ -494,18 +495,23 @@ def next_size(inputs: Inputs, evaluators: Evaluators, data: DesignData, k: Candi
 
 def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
                       combo: tuple[MediaAssignment, ...], su: int,
-                      ladder: list[tuple[int, int, Fabric]], shared: SharedWork
-                      ) -> list[Candidate]:
-    """The candidates of one media combination: the ladder's sizes of its shape."""
+                      ladder: list[tuple[int, int, Fabric]], shared: SharedWork,
+                      least_gpus: int = 0) -> list[Candidate]:
+    """The candidates of one media combination: the ladder's sizes of its shape from the
+    largest with fewer than ``least_gpus`` training GPUs (nodes x GPUs per node;
+    limits.min_gpus: no smaller size can be chosen; that one is the chosen size's next
+    smaller in the report's requirement rows). The ladder and its goodput points stay
+    whole, so a size built is the same whatever ``least_gpus``."""
     sized = [s for s in ladder if _shape(inputs, p, s[2]) == _combo_shape(combo)]
     if not sized:
         return []
     links = [shared.links(inputs, p, combo, fabric) for _, _, fabric in sized]
     goodputs = ladder_goodput(inputs, evaluators, p, combo, sized, links)
+    below = sum(nodes * p.gpu.gpus_per_node < least_gpus for nodes, _, _ in sized)
     return [_candidate(inputs, evaluators, p, key, nodes, spares, fabric, su,
                        size_links, rel, shared)
             for (nodes, spares, fabric), size_links, rel
-            in zip(sized, links, goodputs, strict=True)]
+            in list(zip(sized, links, goodputs, strict=True))[max(0, below - 1):]]
 
 
 def config_groups(inputs: Inputs, parts: int) -> list[tuple[ConfigParts, ...]]:
