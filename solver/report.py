@@ -224,16 +224,17 @@ def runner_ups(data: DesignData, design: ChosenDesign, summary: SolveSummary
         if f != chosen and (f not in best or value[i] > value[best[f]]):
             best[f] = i
     rows = []
-    for c in sorted((data.candidates[i] for i in best.values()),
-                    key=lambda c: (-prune.objective_value(data, c), c.key)):
+    for i in sorted(best.values(), key=lambda i: (-value[i], data.candidates[i].key)
+                    )[:RUNNER_UPS]:
+        c = data.candidates[i]
         f = data.configs[c.config]
         rows.append(RunnerUp(
             f.gpu, f.switch, c.tiers, f.pods, c.extra["wired_oversubscription"],
             f.oversubscription, f.rail_optimized, f.nic_attachment, f.recovery, c.gpus,
             c.effective_tokens_per_s,
             prune.capex_usd(data, c), prune.it_power_w(data, c) / 1e6, c.exact,
-            0.0, 0.0, 0.0, abs(prune.objective_value(data, c))))
-    return compared_runner_ups(tuple(rows[:RUNNER_UPS]), summary.objective, summary.cost)
+            0.0, 0.0, 0.0, abs(float(value[i]))))
+    return compared_runner_ups(tuple(rows), summary.objective, summary.cost)
 
 
 def compared_runner_ups(rows: tuple[RunnerUp, ...], objective: Objective, cost: Cost
