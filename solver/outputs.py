@@ -235,8 +235,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                           d["media"])
     lines += ["", "## Limits" + (" (on the placed design)" if placed else ""), "",
               "| limit | value | limit | binding | why |", "|---|---|---|---|---|"]
-    lines += [f"| {b['name']} | {b['value']:,.3f} | {b['limit']:,.3f} | {b['binding']} | "
-              f"{b.get('note', '')} |" for b in summary["binding"]]
+    lines += [f"| {table_cell(b['name'])} | {b['value']:,.3f} | {b['limit']:,.3f} | "
+              f"{b['binding']} | {table_cell(b.get('note', ''))} |" for b in summary["binding"]]
     if placed:
         est = summary["design_estimate"]
         lines += ["", "## Design-stage estimate (before placement)", "",
@@ -247,6 +247,11 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                   f"{est['throughput']['effective_tokens_per_s']:,.0f} tokens/s"]
         lines += _media_table("Media (design-stage estimate)", est.get("media", []))
     return "\n".join(lines) + "\n"
+
+
+def table_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: a '|' escaped, so it cannot split the row."""
+    return text.replace("|", "\\|")
 
 
 def pods_text(design: dict[str, Any]) -> str:

@@ -719,6 +719,8 @@ def test_solve_prints_each_buildings_placed_limit_by_name(tmp_path):
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())  # rich wraps at the terminal's width
     assert "site.buildings[hall-a].it_power_mw yes" in text, out.output
+    # and why it binds, below the table
+    assert "binding site.buildings[hall-a].it_power_mw: " in text, out.output
 
 
 # --- found by the review of 2026-12-02 (instances in tests/data/review) ----------------

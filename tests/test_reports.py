@@ -18,7 +18,7 @@ from solver import load_instance, solve
 from solver.bom_xlsx import write_bom_xlsx
 from solver.floorplan import floorplan_png
 from solver.loading import INSTANCES_DIR
-from solver.outputs import write_solve_outputs
+from solver.outputs import summary_markdown, write_solve_outputs
 from solver.report_html import stack_parts, write_report_html
 
 # --- a small evaluator for the workbook's formulas ------------------------------------------
@@ -201,6 +201,21 @@ def test_default_solve_outputs_agree(default_solve_run):
         if m:
             assert row["value"] == pytest.approx(placed_mw[m.group(1)], rel=1e-9)
             assert row["basis"] == "placed"
+
+
+def test_summary_md_limits_table_keeps_one_row_per_limit(default_solve_json):
+    """summary.md's limits table: a row of five cells per limit, its "why" the note even
+    when a note holds a '|' (escaped, so the row does not split)."""
+    doc = json.loads(json.dumps(default_solve_json))
+    doc["binding"][0]["note"] = "a | b"
+    text = summary_markdown(doc)
+    rows = [line for line in text.splitlines()
+            if any(line.startswith(f"| {b['name']} |") for b in doc["binding"])]
+    assert len(rows) == len(doc["binding"])
+    for row, limit in zip(rows, doc["binding"]):
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert len(cells) == 5
+        assert cells[4].replace("\\|", "|") == limit.get("note", "")
 
 
 def test_stacks_add_up_to_the_summary(default_solve_json):

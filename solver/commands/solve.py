@@ -101,6 +101,9 @@ def render(result) -> None:
         limits.add_row(escape(b["name"]), f"{b['value']:,.2f}", f"{b['limit']:,.2f}",
                        f"{b['slack']:,.2f} {b['unit']}", "yes" if b["binding"] else "")
     stdout.print(limits)
+    for b in s["binding"]:
+        if b["binding"] and b.get("note"):
+            stdout.print(f"  binding {escape(b['name'])}: {escape(b['note'])}")
     if "placement" in s:
         render_placement(s["placement"])
         est, placed = s["design_estimate"]["cost"]["capex_usd"], s["cost"]["capex_usd"]
