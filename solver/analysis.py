@@ -198,7 +198,7 @@ def pareto(instance: str | Path | Instance | dict | None = None, x: str = "capex
            y: str = "effective_tokens_per_s", points: int = 9, x_min: float | None = None,
            x_max: float | None = None, **run_options: Any) -> pd.DataFrame:
     """ε-constraint frontier: maximise y subject to x <= ε for `points` values of ε from
-    x_min (default: the smallest candidate design's x) to x_max (default: the instance's
+    x_min (default: the smallest x of a candidate design with at least limits.min_gpus) to x_max (default: the instance's
     limit on x). One row per ε with the design found; `on_frontier` marks the points no
     other point dominates (less or equal x with more y). Writes pareto.{parquet,csv,png}."""
     if x not in PARETO_X:
@@ -230,7 +230,9 @@ def pareto(instance: str | Path | Instance | dict | None = None, x: str = "capex
                                                               [{path: top}], base.source))
             data = shared_candidates(Shared(shared, base.source,
                                             resolved_sha256(shared, base.source)))
-            x_min = min((candidate_x(data, c, x) for c in data.candidates), default=top)
+            least = base.instance.limits.min_gpus  # smaller designs cannot be chosen
+            x_min = min((candidate_x(data, c, x) for c in data.candidates
+                         if c.gpus >= least), default=top)
         eps = np.linspace(min(x_min, top), top, points)
         if x == "gpus":
             eps = np.unique(np.round(eps).astype(int))

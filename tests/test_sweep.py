@@ -297,6 +297,21 @@ def test_pareto_matches_enumeration_of_candidates(tmp_path):
     assert (tmp_path / "pareto.png").exists()
 
 
+def test_pareto_starts_at_the_smallest_design_meeting_min_gpus(tmp_path):
+    """With limits.min_gpus the default smallest ε is the smallest x of a candidate with
+    at least min_gpus GPUs (the build also keeps the next smaller size, which no ε can
+    choose): every point is solved and the first ε is that candidate's x."""
+    doc = read_document(SMALL)
+    doc["limits"]["min_gpus"] = 1000
+    front = pareto(doc, "it_mw", "effective_tokens_per_s", points=3, out=tmp_path)
+    assert (front["status"] == "optimal").all(), front[["epsilon", "status", "error"]]
+    inputs = prepare(instance_from_dict(pareto_base(doc, "it_mw")))
+    data, _ = build_design_data(inputs, default_evaluators(inputs))
+    assert any(c.gpus < 1000 for c in data.candidates)
+    least = min(candidate_x(data, c, "it_mw") for c in data.candidates if c.gpus >= 1000)
+    assert front["epsilon"].min() == pytest.approx(least, rel=1e-12)
+
+
 def test_marginal_values_are_finite_differences(tmp_path):
     table = marginal_values(SMALL, 0.2, out=tmp_path).set_index("limit")
     budget = table.loc["limits.budget_usd"]
