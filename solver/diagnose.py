@@ -17,7 +17,6 @@ from models.design.candidates import max_nodes, no_hall_takes_a_node, node_power
 from models.design.data import DesignData, PodSite
 from models.design.inputs import Inputs
 from models.design.milp import build_model
-from models.design.prune import site_availability
 from solver.backends import SolveOptions
 from solver.backends.highs import solve_milp
 
@@ -146,7 +145,7 @@ def unmet_requirements(data: DesignData, notes: list[str]) -> list[str]:
         need, best = above(data.min_goodput, best_goodput, 3)
         msgs.append(f"reliability.min_goodput {need} is above the best goodput of any "
                     f"design ({best})")
-    best_site = max(site_availability(k) for k in data.candidates)
+    best_site = max(k.site_availability for k in data.candidates)
     if data.min_site_availability > best_site:
         need, best = above(data.min_site_availability, best_site, 6)
         msgs.append(f"reliability.site_availability_target {need} is above the availability "

@@ -14,7 +14,6 @@ from models.design.prune import (
     REL_TIE,
     capex_usd,
     it_power_w,
-    site_availability,
     spine_hub_w,
     tco_usd,
     within,
@@ -92,7 +91,7 @@ def meets_requirements(data: DesignData, k: Candidate, optimistic: bool = False)
         tput = k.tokens_per_s_upper * good
     return (k.gpus >= data.min_gpus and (data.max_gpus is None or k.gpus <= data.max_gpus)
             and tput >= data.required_effective_tokens_per_s and good >= data.min_goodput
-            and site_availability(k) >= data.min_site_availability)
+            and k.site_availability >= data.min_site_availability)
 
 
 def pods_fit(data: DesignData, k: Candidate, power: bool, space: bool) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from operator import attrgetter
 
 import pyomo.environ as pyo
 
@@ -428,7 +429,7 @@ def add_site_availability(m: pyo.ConcreteModel, data: DesignData) -> None:
     if data.min_site_availability <= 0:
         return
     m.site_availability = pyo.Constraint(
-        expr=ladder_sum(m, prune.site_availability) >= data.min_site_availability)
+        expr=ladder_sum(m, attrgetter("site_availability")) >= data.min_site_availability)
 
 
 def add_min_goodput(m: pyo.ConcreteModel, data: DesignData) -> None:

@@ -82,11 +82,6 @@ def annual_opex_usd(data: DesignData, k: Candidate) -> float:
     return power_cost.energy_cost_usd(it_power_w(data, k), pue, data.electricity_usd_per_kwh)
 
 
-def site_availability(k: Candidate) -> float:
-    """Availability of k's power and cooling chain (1 when not modelled)."""
-    return k.site_availability
-
-
 def capex_usd(data: DesignData, k: Candidate) -> float:
     return k.equipment_capex_usd + facility_usd(data, k)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.design.data import Candidate, DesignData
-from models.design.prune import GOODPUT_TOL, site_availability
+from models.design.prune import GOODPUT_TOL
 
 SECONDS_PER_DAY = 86400.0
 
@@ -77,7 +77,7 @@ def plans_of(design: DesignData) -> tuple[Plan, ...]:
     are left out."""
     by_key: dict[str, list[Candidate]] = {}
     for k in design.candidates:
-        if site_availability(k) < design.min_site_availability:
+        if k.site_availability < design.min_site_availability:
             continue
         by_key.setdefault(f"{k.config}#t{k.tiers}", []).append(k)
     return tuple(Plan(key, ladder[0].config, design.configs[ladder[0].config].gpu,
