@@ -118,13 +118,30 @@ def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
             * inputs.facility.checkpoint_storage_w_per_gbyte_s)
 
 
-def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
+def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric,
+                 media: list | None = None) -> SpaceLayout:
     """Blocks, racks and block slots per hall of ``fabric`` on the instance's halls as the
     configuration's cooling equips them (``Inputs.halls_for``): the space model placement
-    uses (models.space), with the media of the link speed."""
-    media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
+    uses (models.space), with the media of the link speed (``media``: media_for's, if
+    already known)."""
+    if media is None:
+        media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
     return space_layout(fabric, p.gpu, p.switch, node_power_w(p), media,
                         inputs.halls_for(p.cooling))
+
+
+def space_figures(space: SpaceLayout, by_power: bool) -> dict:
+    """What a candidate's ``extra`` reads of its space layout (the same for every
+    candidate of the layout): blocks, block slots by building and by hall (``by_power``:
+    capped by the hall's power, SpaceLayout.block_slots_by_hall), block, pod and network
+    powers [W] and the largest tier-2 group's spine power [W]."""
+    return {"blocks": space.block_count,
+            "block_slots": space.block_slots_by_building(by_power),
+            "hall_block_slots": space.block_slots_by_hall(by_power),
+            "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
+            "pod_blocks_power_w": space.pod_blocks_power_w,
+            "network_power_w": space.network_power_w,
+            "group_spine_power_w": space.group_spine_power_w}
 
 
 def su_racks(inputs: Inputs, p: ConfigParts, fabric: Fabric, su: int) -> int:
@@ -141,29 +158,34 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
     """Front-end/storage network, storage, management and control plane of a candidate
     whose compute and back-end network take ``racks`` racks, in support racks of at most
     :func:`support_rack_power_w` (models.support); None in the 'per-node' shortcut mode.
-    ``cache``: a dict kept across the candidates of one instance (of the part that does
-    not depend on the racks)."""
+    ``cache``: a dict kept across the candidates of one instance, of the part that does
+    not depend on the racks (by GPU system, checkpoint GB/s per node, nodes, nodes with
+    spares) and of the whole design (the same and the racks, the support rack power
+    [W])."""
     fac = inputs.facility
     if fac.support_networks != "sized":
         return None
     g = p.gpu
     total = nodes + spares
+    cache = {} if cache is None else cache
     key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total)
-    if cache is not None and key in cache:
-        return with_management(fac, cache[key], racks, support_rack_power_w(inputs, p))
-    switch = inputs.switch[fac.frontend_switch]
-    core = support_core(
-        fac, switch, media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
-        lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
-                                    inputs.single_building),
-        total, nodes * g.gpus_per_node,
-        g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
-        g.peak_tflops(inputs.workload.precision),
-        arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
-        inputs.workload.train_tokens)
-    if cache is not None:
-        cache[key] = core
-    return with_management(fac, core, racks, support_rack_power_w(inputs, p))
+    whole = ("with management", *key, racks, support_rack_power_w(inputs, p))
+    if whole in cache:
+        return cache[whole]
+    if key not in cache:
+        switch = inputs.switch[fac.frontend_switch]
+        cache[key] = support_core(
+            fac, switch,
+            media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
+            lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
+                                        inputs.single_building),
+            total, nodes * g.gpus_per_node,
+            g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
+            g.peak_tflops(inputs.workload.precision),
+            arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
+            inputs.workload.train_tokens)
+    cache[whole] = with_management(fac, cache[key], racks, whole[-1])
+    return cache[whole]
 
 
 def support_rack_power_w(inputs: Inputs, p: ConfigParts) -> float:
@@ -296,6 +318,8 @@ class SharedWork:
     spares: dict = dataclasses.field(default_factory=dict)
     support: dict = dataclasses.field(default_factory=dict)
     media: dict = dataclasses.field(default_factory=dict)
+    speed_media: dict = dataclasses.field(default_factory=dict)
+    space_figures: dict = dataclasses.field(default_factory=dict)
 
     def fabric(self, spec) -> Fabric:
         """design_fabric(spec), once per spec (its ValueError raised again)."""
@@ -319,10 +343,30 @@ class SharedWork:
 
     def space(self, inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
         """design_space, once per (GPU system, switch, NIC, cooling, fabric spec)."""
-        key = (p.gpu.id, p.switch.id, p.nic.id, p.cooling, fabric.spec)
+        key = self._space_key(p, fabric)
         if key not in self.spaces:
-            self.spaces[key] = design_space(inputs, p, fabric)
+            speed = (p.nic.port_gbps, p.switch.family)  # media_for's arguments
+            if speed not in self.speed_media:
+                self.speed_media[speed] = media_for(inputs.medium.values(), *speed)
+            self.spaces[key] = design_space(inputs, p, fabric, self.speed_media[speed])
         return self.spaces[key]
+
+    def figures(self, inputs: Inputs, p: ConfigParts, fabric: Fabric) -> dict:
+        """space_figures of the configuration's space layout, once per (space key, whether
+        the halls' slots are capped by power); a fresh copy of its block_slots dict."""
+        space = self.space(inputs, p, fabric)
+        by_power = not space.pods_own_halls(p.pods_in_buildings, p.pods_in_halls)
+        key = (self._space_key(p, fabric), by_power)
+        if key not in self.space_figures:
+            self.space_figures[key] = space_figures(space, by_power)
+        found = self.space_figures[key]
+        return found | {"block_slots": dict(found["block_slots"])}
+
+    @staticmethod
+    def _space_key(p: ConfigParts, fabric: Fabric) -> tuple:
+        """What design_space depends on besides the instance: GPU system (and its NIC's
+        power, by NIC id), switch, cooling and fabric spec."""
+        return (p.gpu.id, p.switch.id, p.nic.id, p.cooling, fabric.spec)
 
 
 def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool = False
@@ -651,7 +695,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
     support_racks = support.support_racks if support else 0
     racks = space.racks + support_racks
     it_w = it_power_w(sum(line.power_w for line in lines), inputs.facility)
-    by_power = not space.pods_own_halls(p.pods_in_buildings, p.pods_in_halls)
+    figures = shared.figures(inputs, p, fabric)
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
@@ -666,16 +710,17 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         exact=perf.exact and rel.exact,
         extra={"su_count": su_count(nodes + spares, su, fabric.pods, p.pods_in_buildings),
                "perf": perf.details,
-               "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
+               "reliability": rel.details, "pods": fabric.pods, "blocks": figures["blocks"],
                "wired_oversubscription": fabric.wired_oversubscription,
-               "block_slots": space.block_slots_by_building(by_power),
-               "hall_block_slots": space.block_slots_by_hall(by_power),
-               "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
-               "pod_blocks_power_w": space.pod_blocks_power_w,
+               "block_slots": figures["block_slots"],
+               "hall_block_slots": figures["hall_block_slots"],
+               "block_power_w": figures["block_power_w"],
+               "pod_power_w": figures["pod_power_w"],
+               "pod_blocks_power_w": figures["pod_blocks_power_w"],
                # placement stands the support racks in network rows (solver.placement)
-               "network_rack_power_w": space.network_power_w + sum(
+               "network_rack_power_w": figures["network_power_w"] + sum(
                    line.power_w for line in lines if line.category in SUPPORT_CATEGORIES),
-               "group_spine_power_w": space.group_spine_power_w,
+               "group_spine_power_w": figures["group_spine_power_w"],
                **({"support": support.summary()} if support else {})},
         facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
     )
