@@ -307,10 +307,11 @@ def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
 @dataclasses.dataclass
 class SharedWork:
     """What configurations that differ only in recovery mode, redundancy or cooling share
-    while their candidates are built (one build of one instance): fabrics by spec,
-    space layouts (by GPU system, switch, NIC, cooling and fabric spec), throughput by
-    (GPU system, switch, NIC, fabric spec), cold-spare pools, support designs and
-    media lines."""
+    while their candidates are built (one build of one instance): fabrics and their
+    link-class shapes by spec, space layouts and the candidate figures read from them (by
+    GPU system, switch, NIC, cooling and fabric spec), the media of a link speed (by port
+    Gb/s and switch family), throughput by (GPU system, switch, NIC, fabric spec, GPUs),
+    cold-spare pools, support designs and media lines."""
 
     fabrics: dict = dataclasses.field(default_factory=dict)
     spaces: dict = dataclasses.field(default_factory=dict)
@@ -320,6 +321,7 @@ class SharedWork:
     media: dict = dataclasses.field(default_factory=dict)
     speed_media: dict = dataclasses.field(default_factory=dict)
     space_figures: dict = dataclasses.field(default_factory=dict)
+    shapes: dict = dataclasses.field(default_factory=dict)
 
     def fabric(self, spec) -> Fabric:
         """design_fabric(spec), once per spec (its ValueError raised again)."""
@@ -332,6 +334,13 @@ class SharedWork:
         if isinstance(found, ValueError):
             raise found
         return found
+
+    def shape(self, inputs: Inputs, p: ConfigParts, fabric: Fabric
+              ) -> tuple[tuple[str, float], ...]:
+        """_shape, once per fabric spec (the instance's site lengths are the build's)."""
+        if fabric.spec not in self.shapes:
+            self.shapes[fabric.spec] = _shape(inputs, p, fabric)
+        return self.shapes[fabric.spec]
 
     def links(self, inputs: Inputs, p: ConfigParts, combo: tuple[MediaAssignment, ...],
               fabric: Fabric) -> list[MediaLine]:
@@ -442,7 +451,7 @@ def _config_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
     if not sized:
         notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
         return ConfigCandidates(configs, candidates, notes)
-    for largest, combos, problem in _combos_by_shape(inputs, p, sized):
+    for largest, combos, problem in _combos_by_shape(inputs, p, sized, shared):
         if problem:
             notes.append(problem)
             continue
@@ -486,7 +495,8 @@ def no_hall_takes_a_node(inputs: Inputs, p: ConfigParts) -> str | None:
             f"{max(h.rack_power_kw for h in halls):g} kW; skipped")
 
 
-def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int, Fabric]]
+def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int, Fabric]],
+                     shared: SharedWork
                      ) -> list[tuple[Fabric, list[tuple[MediaAssignment, ...]], str | None]]:
     """Per link-class shape of the ladder's fabrics (their classes and each class's
     length: a class's length depends on whether it is the campus class, so a ladder
@@ -494,7 +504,7 @@ def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int,
     :func:`_media_combos` over it."""
     largest: dict = {}
     for _, _, fabric in sized:
-        largest[_shape(inputs, p, fabric)] = fabric
+        largest[shared.shape(inputs, p, fabric)] = fabric
     return [(f, *_media_combos(inputs, p, f)) for f in largest.values()]
 
 
@@ -546,7 +556,8 @@ def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, ke
     limits.min_gpus: no smaller size can be chosen; that one is the chosen size's next
     smaller in the report's requirement rows). The ladder and its goodput points stay
     whole, so a size built is the same whatever ``least_gpus``."""
-    sized = [s for s in ladder if _shape(inputs, p, s[2]) == _combo_shape(combo)]
+    shape = _combo_shape(combo)
+    sized = [s for s in ladder if shared.shape(inputs, p, s[2]) == shape]
     if not sized:
         return []
     links = [shared.links(inputs, p, combo, fabric) for _, _, fabric in sized]
