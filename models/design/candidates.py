@@ -310,8 +310,8 @@ class SharedWork:
     while their candidates are built (one build of one instance): fabrics and their
     link-class shapes by spec, space layouts and the candidate figures read from them (by
     GPU system, switch, NIC, cooling and fabric spec), the media of a link speed (by port
-    Gb/s and switch family), throughput by (GPU system, switch, NIC, fabric spec, GPUs),
-    cold-spare pools, support designs and media lines."""
+    Gb/s and switch family), size ladders (size_ladder), throughput by (GPU system,
+    switch, NIC, fabric spec, GPUs), cold-spare pools, support designs and media lines."""
 
     fabrics: dict = dataclasses.field(default_factory=dict)
     spaces: dict = dataclasses.field(default_factory=dict)
@@ -322,6 +322,7 @@ class SharedWork:
     speed_media: dict = dataclasses.field(default_factory=dict)
     space_figures: dict = dataclasses.field(default_factory=dict)
     shapes: dict = dataclasses.field(default_factory=dict)
+    ladders: dict = dataclasses.field(default_factory=dict)
 
     def fabric(self, spec) -> Fabric:
         """design_fabric(spec), once per spec (its ValueError raised again)."""
@@ -613,18 +614,36 @@ def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int,
                 ) -> tuple[list[tuple[int, int, Fabric]], str | None]:
     """Sizes first (default su), first + su, ... <= top nodes with their hot spares (for
     node links of `node_kind`; None: the layout's usual kind) and exact fabric; and a note
-    where the fabric cannot grow further."""
+    where the fabric cannot grow further. Kept in ``shared`` per (fabric spec but its
+    nodes, GPU system, NIC, node_kind, su, top, first): configurations that differ only in
+    recovery, redundancy or cooling climb the same ladder (hot spares depend on the GPU
+    system, NIC, layout and node links; the fabric on its spec)."""
     shared = shared or SharedWork()
+    key = (p.fabric_spec(0), p.gpu.id, p.nic.id, node_kind, su, top, first)
+    if key not in shared.ladders:
+        shared.ladders[key] = _climb(inputs, evaluators, p, su, top, node_kind, first, shared)
+    sized, failed = shared.ladders[key]
+    if failed is None:
+        return list(sized), None
+    nodes, exc = failed
+    if not sized:
+        return [], f"{p.key} cannot reach {nodes:,} nodes: {exc}"
+    return list(sized), f"{p.key} stops at {nodes - su} nodes: {exc}"
+
+
+def _climb(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
+           node_kind: str | None, first: int | None, shared: SharedWork
+           ) -> tuple[tuple[tuple[int, int, Fabric], ...], tuple[int, ValueError] | None]:
+    """:func:`size_ladder`'s sizes, and the first size (nodes) whose fabric cannot be
+    built with design_fabric's error (None if every size up to top can)."""
     sized = []
     for nodes in range(first or su, top + 1, su):
         spares = evaluators.spare_nodes(inputs, p, nodes, node_kind)
         try:
             sized.append((nodes, spares, shared.fabric(p.fabric_spec(nodes + spares))))
         except ValueError as exc:
-            if not sized:
-                return sized, f"{p.key} cannot reach {nodes:,} nodes: {exc}"
-            return sized, f"{p.key} stops at {nodes - su} nodes: {exc}"
-    return sized, None
+            return tuple(sized), (nodes, exc)
+    return tuple(sized), None
 
 
 def links_of(inputs: Inputs, p: ConfigParts, combo: tuple[MediaAssignment, ...],
