@@ -55,6 +55,7 @@ Every function is pure and fast (no I/O); it is called for thousands of candidat
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -200,8 +201,10 @@ def _divisors(n: int) -> tuple[int, ...]:
 
 
 def _fewest_divisor_at_least(n: int, need: int) -> int:
-    """Smallest divisor of ``n`` that is ``≥ need`` (``need ≤ n``)."""
-    return next(d for d in _divisors(n) if d >= need)
+    """Smallest divisor of ``n`` that is ``≥ need`` (``need ≤ n``): bisection of the
+    ascending divisors."""
+    divisors = _divisors(n)
+    return divisors[bisect.bisect_left(divisors, need)]
 
 
 @dataclass(frozen=True)

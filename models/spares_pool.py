@@ -79,10 +79,14 @@ def poisson_cdf(s: int, mu: float) -> float:
     return min(total, 1.0) if below else max(1.0 - total, 0.0)
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def poisson_stock(mu: float, fill: float) -> int:
     """Smallest s with P(Poisson(mu) <= s) >= fill (:func:`poisson_cdf`). The search
     starts at the Cornish-Fisher estimate ``mu + z sqrt(mu) + (z^2 - 1)/6`` (z the normal
-    quantile of ``fill``) and steps to the exact s, usually in one or two steps."""
+    quantile of ``fill``) and steps to the exact s, usually in one or two steps. Kept per
+    (mu, fill): a pure function of them, and the candidates of one instance ask for the
+    same class sizes (GPUs, NICs, switches of one size) under many media and facility
+    options."""
     if mu <= 0:
         return 0
     z = _normal_quantile(min(max(fill, 1e-12), 1 - 1e-12))

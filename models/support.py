@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from models.fabric import Fabric, FabricSpec, MediaLine, MediumLike, choose_media, design_fabric
@@ -70,7 +71,7 @@ class SupportDesign:
     support_racks: int
     lines: tuple[BomLine, ...]
 
-    @property
+    @cached_property  # summed once: the candidates of one size share a support design
     def power_w(self) -> float:
         return sum(line.power_w for line in self.lines)
 

@@ -118,13 +118,30 @@ def storage_power_w(inputs: Inputs, p: ConfigParts, nodes: int) -> float:
             * inputs.facility.checkpoint_storage_w_per_gbyte_s)
 
 
-def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
+def design_space(inputs: Inputs, p: ConfigParts, fabric: Fabric,
+                 media: list | None = None) -> SpaceLayout:
     """Blocks, racks and block slots per hall of ``fabric`` on the instance's halls as the
     configuration's cooling equips them (``Inputs.halls_for``): the space model placement
-    uses (models.space), with the media of the link speed."""
-    media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
+    uses (models.space), with the media of the link speed (``media``: media_for's, if
+    already known)."""
+    if media is None:
+        media = media_for(inputs.medium.values(), p.nic.port_gbps, p.switch.family)
     return space_layout(fabric, p.gpu, p.switch, node_power_w(p), media,
                         inputs.halls_for(p.cooling))
+
+
+def space_figures(space: SpaceLayout, by_power: bool) -> dict:
+    """What a candidate's ``extra`` reads of its space layout (the same for every
+    candidate of the layout): blocks, block slots by building and by hall (``by_power``:
+    capped by the hall's power, SpaceLayout.block_slots_by_hall), block, pod and network
+    powers [W] and the largest tier-2 group's spine power [W]."""
+    return {"blocks": space.block_count,
+            "block_slots": space.block_slots_by_building(by_power),
+            "hall_block_slots": space.block_slots_by_hall(by_power),
+            "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
+            "pod_blocks_power_w": space.pod_blocks_power_w,
+            "network_power_w": space.network_power_w,
+            "group_spine_power_w": space.group_spine_power_w}
 
 
 def su_racks(inputs: Inputs, p: ConfigParts, fabric: Fabric, su: int) -> int:
@@ -141,29 +158,34 @@ def support_of(inputs: Inputs, p: ConfigParts, nodes: int, spares: int, racks: i
     """Front-end/storage network, storage, management and control plane of a candidate
     whose compute and back-end network take ``racks`` racks, in support racks of at most
     :func:`support_rack_power_w` (models.support); None in the 'per-node' shortcut mode.
-    ``cache``: a dict kept across the candidates of one instance (of the part that does
-    not depend on the racks)."""
+    ``cache``: a dict kept across the candidates of one instance, of the part that does
+    not depend on the racks (by GPU system, checkpoint GB/s per node, nodes, nodes with
+    spares) and of the whole design (the same and the racks, the support rack power
+    [W])."""
     fac = inputs.facility
     if fac.support_networks != "sized":
         return None
     g = p.gpu
     total = nodes + spares
+    cache = {} if cache is None else cache
     key = (g.id, p.checkpoint_gbytes_per_s_per_node, nodes, total)
-    if cache is not None and key in cache:
-        return with_management(fac, cache[key], racks, support_rack_power_w(inputs, p))
-    switch = inputs.switch[fac.frontend_switch]
-    core = support_core(
-        fac, switch, media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
-        lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
-                                    inputs.single_building),
-        total, nodes * g.gpus_per_node,
-        g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
-        g.peak_tflops(inputs.workload.precision),
-        arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
-        inputs.workload.train_tokens)
-    if cache is not None:
-        cache[key] = core
-    return with_management(fac, core, racks, support_rack_power_w(inputs, p))
+    whole = ("with management", *key, racks, support_rack_power_w(inputs, p))
+    if whole in cache:
+        return cache[whole]
+    if key not in cache:
+        switch = inputs.switch[fac.frontend_switch]
+        cache[key] = support_core(
+            fac, switch,
+            media_for(inputs.medium.values(), fac.frontend_port_gbps, switch.family),
+            lambda fabric: link_lengths(inputs.site.cable_lengths, fabric,
+                                        inputs.single_building),
+            total, nodes * g.gpus_per_node,
+            g.frontend_gbps_per_node, p.checkpoint_gbytes_per_s_per_node,
+            g.peak_tflops(inputs.workload.precision),
+            arch_of(inputs.workload).model_flops_per_token, inputs.checkpoint_gb,
+            inputs.workload.train_tokens)
+    cache[whole] = with_management(fac, cache[key], racks, whole[-1])
+    return cache[whole]
 
 
 def support_rack_power_w(inputs: Inputs, p: ConfigParts) -> float:
@@ -285,10 +307,11 @@ def _media_combos(inputs: Inputs, p: ConfigParts, fabric: Fabric
 @dataclasses.dataclass
 class SharedWork:
     """What configurations that differ only in recovery mode, redundancy or cooling share
-    while their candidates are built (one build of one instance): fabrics by spec,
-    space layouts (by GPU system, switch, NIC, cooling and fabric spec), throughput by
-    (GPU system, switch, NIC, fabric spec), cold-spare pools, support designs and
-    media lines."""
+    while their candidates are built (one build of one instance): fabrics and their
+    link-class shapes by spec, space layouts and the candidate figures read from them (by
+    GPU system, switch, NIC, cooling and fabric spec), the media of a link speed (by port
+    Gb/s and switch family), size ladders (size_ladder), throughput by (GPU system,
+    switch, NIC, fabric spec, GPUs), cold-spare pools, support designs and media lines."""
 
     fabrics: dict = dataclasses.field(default_factory=dict)
     spaces: dict = dataclasses.field(default_factory=dict)
@@ -296,6 +319,10 @@ class SharedWork:
     spares: dict = dataclasses.field(default_factory=dict)
     support: dict = dataclasses.field(default_factory=dict)
     media: dict = dataclasses.field(default_factory=dict)
+    speed_media: dict = dataclasses.field(default_factory=dict)
+    space_figures: dict = dataclasses.field(default_factory=dict)
+    shapes: dict = dataclasses.field(default_factory=dict)
+    ladders: dict = dataclasses.field(default_factory=dict)
 
     def fabric(self, spec) -> Fabric:
         """design_fabric(spec), once per spec (its ValueError raised again)."""
@@ -309,6 +336,13 @@ class SharedWork:
             raise found
         return found
 
+    def shape(self, inputs: Inputs, p: ConfigParts, fabric: Fabric
+              ) -> tuple[tuple[str, float], ...]:
+        """_shape, once per fabric spec (the instance's site lengths are the build's)."""
+        if fabric.spec not in self.shapes:
+            self.shapes[fabric.spec] = _shape(inputs, p, fabric)
+        return self.shapes[fabric.spec]
+
     def links(self, inputs: Inputs, p: ConfigParts, combo: tuple[MediaAssignment, ...],
               fabric: Fabric) -> list[MediaLine]:
         """links_of, once per (media combination, fabric spec, NIC attachment)."""
@@ -319,10 +353,30 @@ class SharedWork:
 
     def space(self, inputs: Inputs, p: ConfigParts, fabric: Fabric) -> SpaceLayout:
         """design_space, once per (GPU system, switch, NIC, cooling, fabric spec)."""
-        key = (p.gpu.id, p.switch.id, p.nic.id, p.cooling, fabric.spec)
+        key = self._space_key(p, fabric)
         if key not in self.spaces:
-            self.spaces[key] = design_space(inputs, p, fabric)
+            speed = (p.nic.port_gbps, p.switch.family)  # media_for's arguments
+            if speed not in self.speed_media:
+                self.speed_media[speed] = media_for(inputs.medium.values(), *speed)
+            self.spaces[key] = design_space(inputs, p, fabric, self.speed_media[speed])
         return self.spaces[key]
+
+    def figures(self, inputs: Inputs, p: ConfigParts, fabric: Fabric) -> dict:
+        """space_figures of the configuration's space layout, once per (space key, whether
+        the halls' slots are capped by power); a fresh copy of its block_slots dict."""
+        space = self.space(inputs, p, fabric)
+        by_power = not space.pods_own_halls(p.pods_in_buildings, p.pods_in_halls)
+        key = (self._space_key(p, fabric), by_power)
+        if key not in self.space_figures:
+            self.space_figures[key] = space_figures(space, by_power)
+        found = self.space_figures[key]
+        return found | {"block_slots": dict(found["block_slots"])}
+
+    @staticmethod
+    def _space_key(p: ConfigParts, fabric: Fabric) -> tuple:
+        """What design_space depends on besides the instance: GPU system (and its NIC's
+        power, by NIC id), switch, cooling and fabric spec."""
+        return (p.gpu.id, p.switch.id, p.nic.id, p.cooling, fabric.spec)
 
 
 def build_design_data(inputs: Inputs, evaluators: Evaluators, relax_limits: bool = False
@@ -398,7 +452,7 @@ def _config_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts,
     if not sized:
         notes.append(f"{p.key}: not even one scalable unit ({su} nodes) fits the limits")
         return ConfigCandidates(configs, candidates, notes)
-    for largest, combos, problem in _combos_by_shape(inputs, p, sized):
+    for largest, combos, problem in _combos_by_shape(inputs, p, sized, shared):
         if problem:
             notes.append(problem)
             continue
@@ -442,7 +496,8 @@ def no_hall_takes_a_node(inputs: Inputs, p: ConfigParts) -> str | None:
             f"{max(h.rack_power_kw for h in halls):g} kW; skipped")
 
 
-def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int, Fabric]]
+def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int, Fabric]],
+                     shared: SharedWork
                      ) -> list[tuple[Fabric, list[tuple[MediaAssignment, ...]], str | None]]:
     """Per link-class shape of the ladder's fabrics (their classes and each class's
     length: a class's length depends on whether it is the campus class, so a ladder
@@ -450,7 +505,7 @@ def _combos_by_shape(inputs: Inputs, p: ConfigParts, sized: list[tuple[int, int,
     :func:`_media_combos` over it."""
     largest: dict = {}
     for _, _, fabric in sized:
-        largest[_shape(inputs, p, fabric)] = fabric
+        largest[shared.shape(inputs, p, fabric)] = fabric
     return [(f, *_media_combos(inputs, p, f)) for f in largest.values()]
 
 
@@ -502,7 +557,8 @@ def _combo_candidates(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, ke
     limits.min_gpus: no smaller size can be chosen; that one is the chosen size's next
     smaller in the report's requirement rows). The ladder and its goodput points stay
     whole, so a size built is the same whatever ``least_gpus``."""
-    sized = [s for s in ladder if _shape(inputs, p, s[2]) == _combo_shape(combo)]
+    shape = _combo_shape(combo)
+    sized = [s for s in ladder if shared.shape(inputs, p, s[2]) == shape]
     if not sized:
         return []
     links = [shared.links(inputs, p, combo, fabric) for _, _, fabric in sized]
@@ -558,18 +614,36 @@ def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int,
                 ) -> tuple[list[tuple[int, int, Fabric]], str | None]:
     """Sizes first (default su), first + su, ... <= top nodes with their hot spares (for
     node links of `node_kind`; None: the layout's usual kind) and exact fabric; and a note
-    where the fabric cannot grow further."""
+    where the fabric cannot grow further. Kept in ``shared`` per (fabric spec but its
+    nodes, GPU system, NIC, node_kind, su, top, first): configurations that differ only in
+    recovery, redundancy or cooling climb the same ladder (hot spares depend on the GPU
+    system, NIC, layout and node links; the fabric on its spec)."""
     shared = shared or SharedWork()
+    key = (p.fabric_spec(0), p.gpu.id, p.nic.id, node_kind, su, top, first)
+    if key not in shared.ladders:
+        shared.ladders[key] = _climb(inputs, evaluators, p, su, top, node_kind, first, shared)
+    sized, failed = shared.ladders[key]
+    if failed is None:
+        return list(sized), None
+    nodes, exc = failed
+    if not sized:
+        return [], f"{p.key} cannot reach {nodes:,} nodes: {exc}"
+    return list(sized), f"{p.key} stops at {nodes - su} nodes: {exc}"
+
+
+def _climb(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
+           node_kind: str | None, first: int | None, shared: SharedWork
+           ) -> tuple[tuple[tuple[int, int, Fabric], ...], tuple[int, ValueError] | None]:
+    """:func:`size_ladder`'s sizes, and the first size (nodes) whose fabric cannot be
+    built with design_fabric's error (None if every size up to top can)."""
     sized = []
     for nodes in range(first or su, top + 1, su):
         spares = evaluators.spare_nodes(inputs, p, nodes, node_kind)
         try:
             sized.append((nodes, spares, shared.fabric(p.fabric_spec(nodes + spares))))
         except ValueError as exc:
-            if not sized:
-                return sized, f"{p.key} cannot reach {nodes:,} nodes: {exc}"
-            return sized, f"{p.key} stops at {nodes - su} nodes: {exc}"
-    return sized, None
+            return tuple(sized), (nodes, exc)
+    return tuple(sized), None
 
 
 def links_of(inputs: Inputs, p: ConfigParts, combo: tuple[MediaAssignment, ...],
@@ -651,7 +725,7 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
     support_racks = support.support_racks if support else 0
     racks = space.racks + support_racks
     it_w = it_power_w(sum(line.power_w for line in lines), inputs.facility)
-    by_power = not space.pods_own_halls(p.pods_in_buildings, p.pods_in_halls)
+    figures = shared.figures(inputs, p, fabric)
     return Candidate(
         config=key, nodes=nodes, spare_nodes=spares, gpus=gpus, tiers=fabric.tiers,
         switches_per_tier=fabric.switches_per_tier, links_per_tier=fabric.links_per_tier,
@@ -666,16 +740,17 @@ def _candidate(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, key: str,
         exact=perf.exact and rel.exact,
         extra={"su_count": su_count(nodes + spares, su, fabric.pods, p.pods_in_buildings),
                "perf": perf.details,
-               "reliability": rel.details, "pods": fabric.pods, "blocks": space.block_count,
+               "reliability": rel.details, "pods": fabric.pods, "blocks": figures["blocks"],
                "wired_oversubscription": fabric.wired_oversubscription,
-               "block_slots": space.block_slots_by_building(by_power),
-               "hall_block_slots": space.block_slots_by_hall(by_power),
-               "block_power_w": space.block_power_w, "pod_power_w": space.pod_power_w,
-               "pod_blocks_power_w": space.pod_blocks_power_w,
+               "block_slots": figures["block_slots"],
+               "hall_block_slots": figures["hall_block_slots"],
+               "block_power_w": figures["block_power_w"],
+               "pod_power_w": figures["pod_power_w"],
+               "pod_blocks_power_w": figures["pod_blocks_power_w"],
                # placement stands the support racks in network rows (solver.placement)
-               "network_rack_power_w": space.network_power_w + sum(
+               "network_rack_power_w": figures["network_power_w"] + sum(
                    line.power_w for line in lines if line.category in SUPPORT_CATEGORIES),
-               "group_spine_power_w": space.group_spine_power_w,
+               "group_spine_power_w": figures["group_spine_power_w"],
                **({"support": support.summary()} if support else {})},
         facility=facility_cost(inputs.facility, p.redundancy, p.cooling, it_w, racks),
     )

@@ -195,10 +195,10 @@ class InterpolatedThroughput:
         lo, hi = grid_bracket(parts.gpu.gpus_per_node, gpus)
         if lo == hi:
             return self._at(inputs, parts, fabric, gpus)[0]
-        (a, _) = self._at(inputs, parts, fabric, lo)
         (b, used_b) = self._at(inputs, parts, fabric, hi)
-        if used_b <= gpus:
+        if used_b <= gpus:  # exact without the lower point (786 of 2,662 on the default)
             return PerfEstimate(b.tokens_per_s, b.mfu * hi / gpus, b.details)
+        (a, _) = self._at(inputs, parts, fabric, lo)
         return PerfEstimate(a.tokens_per_s, a.mfu * lo / gpus, a.details | {
             "bounded_between_gpus": [lo, hi]}, upper_tokens_per_s=b.tokens_per_s)
 

@@ -85,20 +85,29 @@ def _result(arch: Arch, res: Mapping[str, np.ndarray], grid: Mapping[str, np.nda
                       etp=int(grid["etp"][i]))
     tokens_per_s = float(res["tokens_per_s"][i])
     low, high = band_factors(profile)
-    mem = {k: float(np.broadcast_to(v, res["step"].shape)[i]) / GIB
-           for k, v in res["memory"].items() if k != "total"}
+    shape = res["step"].shape
+    mem = {k: _element(v, shape, i) / GIB for k, v in res["memory"].items() if k != "total"}
     return PerfResult(
         step_time_s=float(res["step"][i]), tokens_per_s=tokens_per_s,
         model_tflops_per_gpu=float(res["model_tflops_per_gpu"][i]),
         mfu=float(res["mfu"][i]), hfu=float(res["hfu"][i]),
         memory_gib_per_gpu=float(res["memory_gib"][i]), fits=bool(res["fits"][i]),
         parallelism=par,
-        breakdown={k: float(np.broadcast_to(res[k], res["step"].shape)[i])
-                   for k in BREAKDOWN_KEYS},
+        breakdown={k: _element(res[k], shape, i) for k in BREAKDOWN_KEYS},
         gpus=gpus, gpus_used=par.gpus, memory_breakdown_gib=mem,
-        traffic_bytes={k: float(np.broadcast_to(v, res["step"].shape)[i])
-                       for k, v in res["traffic"].items()},
+        traffic_bytes={k: _element(v, shape, i) for k, v in res["traffic"].items()},
         profile=profile, tokens_per_s_band=(tokens_per_s * low, tokens_per_s * high))
+
+
+def _element(value, shape: tuple[int, ...], i: int) -> float:
+    """Element ``i`` of ``value`` broadcast to ``shape`` (a grid's column or a scalar the
+    whole grid shares), without building the broadcast view where it is not needed."""
+    a = np.asarray(value)
+    if a.ndim == 0:
+        return float(a)
+    if a.shape == shape:
+        return float(a[i])
+    return float(np.broadcast_to(a, shape)[i])
 
 
 def evaluate(workload: WorkloadLike, system: GpuSystemLike, network: NetworkSpec,

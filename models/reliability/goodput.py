@@ -172,7 +172,7 @@ def goodput(inputs: ReliabilityInputs, rates: ReliabilityRates, band: bool = Tru
     per_h = sum(c.rate_per_h for c in classes)
     spares = choose_spares(inputs, rates)
     value, delta, tau = goodput_value(inputs, rates, spares, classes)
-    band_h = interruption_band_per_h(inputs, rates)
+    band_h = interruption_band_per_h(inputs, rates, classes)
     ends = None
     if band:
         fixed = replace(inputs, spare_nodes=spares)

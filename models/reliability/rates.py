@@ -297,11 +297,12 @@ def interruption_rate_per_h(inputs: ReliabilityInputs, rates: ReliabilityRates) 
     return sum(c.rate_per_h for c in failure_classes(inputs, rates))
 
 
-def interruption_band_per_h(inputs: ReliabilityInputs, rates: ReliabilityRates
-                            ) -> tuple[float, float]:
+def interruption_band_per_h(inputs: ReliabilityInputs, rates: ReliabilityRates,
+                            classes: list[FailureClass] | None = None) -> tuple[float, float]:
     """(low, high) of Lambda: the classes' ranges are independent sources, so their
-    deviations from the central rate add in quadrature on each side."""
-    classes = failure_classes(inputs, rates)
+    deviations from the central rate add in quadrature on each side (`classes`:
+    failure_classes(inputs, rates), if already known)."""
+    classes = failure_classes(inputs, rates) if classes is None else classes
     total = sum(c.rate_per_h for c in classes)
     down = sum((c.rate_per_h - c.low_per_h) ** 2 for c in classes) ** 0.5
     up = sum((c.high_per_h - c.rate_per_h) ** 2 for c in classes) ** 0.5
