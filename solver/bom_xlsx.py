@@ -50,10 +50,10 @@ def write_bom_xlsx(result, folder: str | Path) -> Path:
 def bom_workbook(summary: dict[str, Any], inputs, placement=None):
     """The workbook (openpyxl, write-only: rows are streamed as they are appended; about
     half the CPU of keeping a cell object per cell on the default's ~11,600-row cable
-    schedule) of a solved ``summary``; ``inputs`` (models.design.inputs.Inputs) gives the facility figures and
-    the sources; ``placement`` (PlacementResult) the cable schedule. Every sheet's header
-    row is bold and frozen; a sheet's widths and panes are set before its first row (a
-    write-only sheet writes them with it)."""
+    schedule) of a solved ``summary``; ``inputs`` (models.design.inputs.Inputs) gives the
+    facility figures and the sources; ``placement`` (PlacementResult) the cable schedule.
+    Every sheet's header row is bold and frozen; a sheet's widths and panes are set before
+    its first row (a write-only sheet writes them with it)."""
     from openpyxl import Workbook
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.styles import Font
