@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models import power_cost
 from models.design import prune
