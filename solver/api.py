@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models.design.candidates import (
     ExactAll,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models.design.candidates import max_nodes, no_hall_takes_a_node, node_power_w
 from models.design.data import DesignData, PodSite

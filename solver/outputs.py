@@ -299,7 +299,7 @@ def write_solve_outputs(result, out_dir: Path) -> list[Path]:
 @contextlib.contextmanager
 def beside(write: Callable[[], object]) -> Iterator[None]:
     """Run ``write`` in a forked process while the block runs, so a second core takes it
-    (bom.xlsx: ~1 s of openpyxl beside the floor plan and report.html); at the block's
+    (bom.xlsx: ~0.8 s of openpyxl beside the floor plan and report.html); at the block's
     end wait for it and raise its error (an OSError as an OSError: an output-location
     problem). When the block raises, the process is ended first (solver.forked)."""
     with forked(write) as wait:

@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 import pandas as pd
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models.design.candidates import build_design_data, exact_candidate, node_power_w
 from models.design.chosen import ChosenDesign

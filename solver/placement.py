@@ -30,12 +30,13 @@ from models.placement.assemble import (
 )
 from models.placement.economics import (
     COST_UNITS_PER_USD,
-    cheapest_medium,
     cost_usd_per_hour,
     failure_cost_usd,
+    first_reaching,
     lifetime_cost_usd,
     link_cost_units,
     lost_hours_per_interruption,
+    media_by_cost,
 )
 from models.placement.geometry import Position, block_leaf_offsets, routed_length_m
 from models.placement.halls import HallGeo, max_length, routing
@@ -296,14 +297,17 @@ class CableRun:
 
 
 def cable_runs(inp: PlacementInputs, layout: Layout) -> list[CableRun]:
-    """Routed length of every bundle and the cheapest medium reaching it."""
+    """Routed length of every bundle and the cheapest medium reaching it (the media ranked
+    by cost once per tier)."""
     where = {r.id: r.position for r in layout.racks}
     geo = {h.key: h for h in inp.halls}
+    ranked = {tier: media_by_cost(inp.media, tier, inp.pricing)
+              for tier in sorted({b.tier for b in layout.bundles})}
     runs = []
     for b in layout.bundles:
         pa, pb = where[b.a], where[b.b]
         length = routed_length_m(pa, pb, routing(geo[f"{pa.building}/{pa.hall}"], inp.inputs))
-        m = cheapest_medium(inp.media, length, b.tier, inp.pricing)
+        m = first_reaching(ranked[b.tier], length)
         if m is None:
             raise Unplaceable(f"{pa.building}/{pa.hall} row {pa.row}: a {b.link_class} link "
                               f"of {length:,.1f} m is beyond every medium's reach")
@@ -408,10 +412,11 @@ def placement_summary(inp: PlacementInputs, sol: PlacementSolution, layout: Layo
     roles = Counter(r.role for r in layout.racks)
     halls_used = sorted({f"{r.position.building}/{r.position.hall}" for r in layout.racks})
     medium = inp.inputs.medium
-    lifetime = sum(r.count * lifetime_cost_usd(medium[r.medium], r.tier, inp.pricing)
-                   for r in runs)
-    failures = sum(r.count * failure_cost_usd(medium[r.medium], r.tier, inp.pricing)
-                   for r in runs)
+    per_link = {(m, tier): (lifetime_cost_usd(medium[m], tier, inp.pricing),
+                            failure_cost_usd(medium[m], tier, inp.pricing))
+                for m, tier in {(r.medium, r.tier) for r in runs}}
+    lifetime = sum(r.count * per_link[r.medium, r.tier][0] for r in runs)
+    failures = sum(r.count * per_link[r.medium, r.tier][1] for r in runs)
     gap = ((sol.objective - sol.bound) / sol.objective) if sol.objective else 0.0
     cables: dict[tuple[str, str], dict[str, Any]] = {}
     for r in runs:

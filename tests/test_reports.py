@@ -12,10 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from bom_xlsx_reference import bom_workbook as reference_workbook
 from openpyxl import load_workbook
 
 from solver import load_instance, solve
-from solver.bom_xlsx import write_bom_xlsx
+from solver.bom_xlsx import bom_workbook, write_bom_xlsx
 from solver.floorplan import floorplan_png
 from solver.loading import INSTANCES_DIR
 from solver.outputs import summary_markdown, write_solve_outputs
@@ -115,6 +116,46 @@ def test_a_price_change_moves_the_totals(tmp_path):
         qty * price)
     assert after["capex USD"] - before["capex USD"] == pytest.approx(qty * price)
     assert after["critical IT power W"] == pytest.approx(before["critical IT power W"])
+
+
+def workbook_content(path: Path) -> dict:
+    """What a reader of a workbook sees: sheet names; per sheet the frozen panes, the
+    column widths and every cell holding a value with its value (a formula's text),
+    number format and bold flag."""
+    book = load_workbook(path)
+    out: dict = {"sheets": book.sheetnames}
+    for sheet in book.worksheets:
+        out[sheet.title] = (sheet.freeze_panes,
+                            {k: d.width for k, d in sheet.column_dimensions.items()})
+        for row in sheet.iter_rows():
+            for c in row:
+                if c.value is not None:
+                    out[sheet.title, c.coordinate] = (c.value, c.number_format, c.font.bold)
+    return out
+
+
+@pytest.mark.parametrize("instance, place", [("space-bound", True), ("two-buildings", False)])
+def test_streamed_workbook_equals_the_cell_by_cell_one(instance, place, tmp_path):
+    """bom.xlsx written in openpyxl's write-only mode holds what the normal-mode workbook
+    (tests/bom_xlsx_reference.py, the code before) held: the same sheets, widths, panes
+    and cells (values, formulas, number formats, bold), placed (cable schedule, halls) and
+    not. (The reference also bolded the empty cells D1:E1 of Facility, row 1 up to the
+    widest row, and gave an unplaced solve's cable schedule no column widths: those cells
+    hold nothing and the widths are now the placed schedule's, checked below.)"""
+    r = solve(load_instance(INSTANCES_DIR / "tiny" / f"{instance}.toml"), place=place)
+    doc = r.to_dict()
+    bom_workbook(doc, r.inputs, r.placement).save(tmp_path / "streamed.xlsx")
+    reference_workbook(doc, r.inputs, r.placement).save(tmp_path / "reference.xlsx")
+    streamed = workbook_content(tmp_path / "streamed.xlsx")
+    reference = workbook_content(tmp_path / "reference.xlsx")
+    panes, widths = streamed["Cable schedule"]
+    assert widths == {"A": 14, "B": 22, "C": 16, "D": 22, "E": 12, "F": 12, "G": 10, "H": 8}
+    if not place:
+        assert reference["Cable schedule"] == (panes, {})
+        reference["Cable schedule"] = (panes, widths)
+    assert streamed == reference
+    assert sum(1 for k in reference if k[:1] == ("Cable schedule",)) > (100 if place else 1)
+    assert sum(1 for v in reference.values() if isinstance(v, tuple) and v[2:] == (True,)) > 30
 
 
 def test_report_embeds_the_analysis_pictures(tmp_path):

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from operator import attrgetter
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models import power_cost
 from models.design import prune

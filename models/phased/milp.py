@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models.design import milp as single
 from models.design.data import Candidate

@@ -153,20 +153,20 @@ def count_compositions(total: int, caps: list[int]) -> int:
 
 
 def compositions(total: int, caps: list[int]) -> np.ndarray:
-    """Every ``x`` with ``Σ x = total``, ``0 ≤ x_j ≤ caps[j]`` as rows (lexicographic)."""
-    rows: list[tuple[int, ...]] = []
-
-    def extend(prefix: tuple[int, ...], left: int, j: int) -> None:
-        if j == len(caps) - 1:
-            if left <= caps[j]:
-                rows.append(prefix + (left,))
-            return
-        room = sum(caps[j + 1:])
-        for x in range(max(0, left - room), min(caps[j], left) + 1):
-            extend(prefix + (x,), left - x, j + 1)
-
-    extend((), total, 0)
-    return np.array(rows, dtype=np.int64).reshape(len(rows), len(caps))
+    """Every ``x`` with ``Σ x = total``, ``0 ≤ x_j ≤ caps[j]`` as rows (lexicographic).
+    Built a column at a time: each row so far (``left`` still to place) takes every ``x_j``
+    from ``max(0, left - Σ caps[j+1:])`` to ``min(caps[j], left)``, its children kept
+    together in increasing ``x_j``, so the rows stay in lexicographic order."""
+    rows = np.zeros((1, 0), dtype=np.int64)
+    left = np.array([total], dtype=np.int64)
+    for j, cap in enumerate(caps):
+        low = np.maximum(0, left - sum(caps[j + 1:]))
+        count = (np.minimum(cap, left) - low + 1).clip(0)
+        parent = np.repeat(np.arange(len(rows)), count)
+        x = low[parent] + np.arange(len(parent)) - np.repeat(np.cumsum(count) - count, count)
+        rows = np.column_stack([rows[parent], x])
+        left = left[parent] - x
+    return rows
 
 
 def hall_leaf_spine_table(problem: PlacementProblem, types, j: int) -> np.ndarray:

@@ -137,11 +137,19 @@ def lifetime_cost_usd(m: Medium, tier: int, pricing: MediaPricing) -> float:
 def cheapest_medium(media: list[Medium], length_m: float, tier: int,
                     pricing: MediaPricing) -> Medium | None:
     """Cheapest medium (lifetime cost, then capex, then id) whose reach covers ``length_m``."""
-    options = [m for m in media if m.reach_m >= length_m - 1e-9]
-    if not options:
-        return None
-    return min(options, key=lambda m: (lifetime_cost_usd(m, tier, pricing),
-                                       link_price_usd(m, tier), m.id))
+    return first_reaching(media_by_cost(media, tier, pricing), length_m)
+
+
+def media_by_cost(media: list[Medium], tier: int, pricing: MediaPricing) -> list[Medium]:
+    """``media`` cheapest first for a link of tier ``tier``: lifetime cost, then capex,
+    then id (a total order: the first that reaches a length is :func:`cheapest_medium`)."""
+    return sorted(media, key=lambda m: (lifetime_cost_usd(m, tier, pricing),
+                                        link_price_usd(m, tier), m.id))
+
+
+def first_reaching(ranked: list[Medium], length_m: float) -> Medium | None:
+    """The first of ``ranked`` whose reach covers ``length_m``, None when none does."""
+    return next((m for m in ranked if m.reach_m >= length_m - 1e-9), None)
 
 
 def link_cost_units(media: list[Medium], length_m: float, tier: int,
