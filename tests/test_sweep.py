@@ -121,12 +121,19 @@ def test_sweep_varying_min_gpus_equals_single_solves(tmp_path):
     assert len(set(solved["gpus"])) > 1  # min_gpus moves the design
 
 
-def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(tmp_path):
+def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(tmp_path,
+                                                                           monkeypatch):
     """The process and Dask back-ends (sweeps.shared_parts): workers build the first parts
     and keep them, the coordinator builds the rest, and a worker merges its own parts
     with the pickles of the others (bytes or a file): the same data as one build, also
-    for a worker that built none."""
+    for a worker that built none. The perf model's feasible sets are computed once over
+    all the part builders (one share each, then exchanged), not once by each."""
     import gc
+    from concurrent.futures import Future
+
+    from models.design import evaluate
+    from models.design.candidates import throughput_points
+    from solver.prepare import prepare
 
     from solver.loading import INSTANCES_DIR
 
@@ -138,14 +145,28 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(tmp_p
     sweeps._CACHE.clear()
     started = []
 
-    def start_part(s, index, keys):
-        started.append(index)
-        return lambda: sweeps.build_part(s, index, keys)
+    def start(index, task, *args):
+        started.append((index, task.__name__))
+        done = Future()
+        done.set_result(task(*args))
+        return done
 
-    parts = sweeps.shared_parts(shared, 3, 2, start_part)
+    computed = []
+    feasible_candidates = evaluate.feasible_candidates
+    monkeypatch.setattr(evaluate, "feasible_candidates", lambda workload, system, gpus: (
+        computed.append((system.id, gpus)) or feasible_candidates(workload, system, gpus)))
+    workers = sweeps.PartWorkers(2, start, lambda future: future.result(), lambda part: part,
+                                 lambda future: future.result())
+    parts = sweeps.shared_parts(shared, 3, workers)
+    points = throughput_points(prepare(sweeps.instance_from_dict(doc, "llama")))
+    assert sorted(computed) == sorted((system.id, gpus) for system, gpus in points)
     try:
-        assert started == [0, 1] and len(parts) == 3  # the third built by the coordinator
-        assert set(sweeps._CACHE[shared.key].parts) == {0, 1}  # kept by the "worker"
+        # each builder computed one share of the feasible sets, then built its part; the
+        # third share and part by the coordinator
+        assert started == [(0, "feasible_share"), (1, "feasible_share"),
+                           (0, "build_part"), (1, "build_part")] and len(parts) == 3
+        kept = sweeps._CACHE[shared.key]
+        assert set(kept.parts) == {0, 1} and kept.shares == {0, 1, 2}  # the "worker"'s
         (tmp_path / "part-2").write_bytes(parts[2])
         for given in [(b"", b"", str(tmp_path / "part-2")), tuple(parts)]:
             merged = sweeps._received(sweeps.SharedParts(shared, given))
