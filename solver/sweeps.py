@@ -327,6 +327,10 @@ class PartWorkers:
     folder: str | None = None
     """Where the pickles go as files (process workers on this machine, `_handed`); None:
     as bytes."""
+    slow_start: bool = False
+    """`start` waits for the workers to be up (a process pool: for its fork server to
+    import clusterplan, `worker_context`): this process computes its share of the
+    feasible sets first, meanwhile, not after."""
 
 
 def shared_candidates(shared: Shared) -> DesignData:
@@ -347,27 +351,32 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
     The first `workers.count` parts are built by workers, which keep them; this process
     builds the rest meanwhile. Every part builder reads the perf model's feasible sets
     at every grid point (on the default instance 91 sets, ~1.6 s of CPU): first each
-    computes one share of them (`feasible_share`), then builds its part given the others'
-    shares (`build_part`). Nothing is merged here: each worker merges the parts when its
-    first scenario needs them (`_received`)."""
+    builder computes one share of them (`feasible_share`; this process one too while
+    the workers are slow to start, `PartWorkers.slow_start`), then builds its part given
+    the others' shares (`build_part`). Nothing is merged here: each worker merges the
+    parts when its first scenario needs them (`_received`)."""
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
         groups = [tuple(p.key for p in g) for g in config_groups(inputs, parts)]
         count, theirs = len(groups), min(workers.count, len(groups))
-        mine = _Kept(default_evaluators(inputs)) if count > theirs else None
+        sharing = max(count, theirs + 1) if workers.slow_start else count
+        mine = _Kept(default_evaluators(inputs))
 
         def path(name: str) -> str | None:
             return str(Path(workers.folder) / name) if workers.folder else None
         shares: list[Any] = []  # as the workers take them
         known: list[bytes | str] = []  # as this process does (its own are in `mine`)
-        if count > 1:
-            started = [workers.start(i, feasible_share, shared, i, count,
-                                     path(f"feasible-{i}.pickle")) for i in range(theirs)]
-            own = [workers.offer(_feasible_share(mine, inputs, i, count,
+        if sharing > 1:
+            def start_shares() -> list[Any]:
+                return [workers.start(i, feasible_share, shared, i, sharing,
+                                      path(f"feasible-{i}.pickle")) for i in range(theirs)]
+            started = None if workers.slow_start else start_shares()
+            own = [workers.offer(_feasible_share(mine, inputs, i, sharing,
                                                  path(f"feasible-{i}.pickle")))
-                   for i in range(theirs, count)]
+                   for i in range(theirs, sharing)]
+            started = start_shares() if started is None else started
             shares = [workers.ready(f) for f in started] + own
-            known = [workers.result(f) for f in started] if mine else []
+            known = [workers.result(f) for f in started] if count > theirs else []
         started = [workers.start(i, build_part, shared, i, groups[i], shares,
                                  path(f"candidates-{i}.pickle")) for i in range(theirs)]
         own = [workers.offer(_build_part(mine, inputs, i, groups[i], known,
@@ -901,7 +910,7 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
                 shared, local_parts(size), PartWorkers(
                     size, lambda i, task, *args: pool.submit(task, *args),
                     lambda future: future.result(), lambda path: path,
-                    lambda future: future.result(), tmp)))
+                    lambda future: future.result(), tmp, slow_start=True)))
             yield from failed
             for batch in batches(tasks, workers):
                 try:
