@@ -382,7 +382,11 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
         own = [workers.offer(_build_part(mine, inputs, i, groups[i], known,
                                          path(f"candidates-{i}.pickle")))
                for i in range(theirs, count)]
-        return [workers.ready(f) for f in started] + own
+        given = [workers.ready(f) for f in started] + own
+        if workers.folder:  # every builder has read the shares' files (~160 MB in all)
+            for share in shares:
+                Path(share).unlink(missing_ok=True)
+        return given
 
 
 @dataclass(frozen=True)
