@@ -170,17 +170,24 @@ def feasible_in_two(inputs: Inputs, evaluators: Evaluators) -> None:
     grid points (throughput_points), every other one in a forked process, kept in
     ``evaluators``: both candidate-building processes read all of them (on the default
     instance 91 sets, ~1.5 s of CPU, were each process to compute them)."""
+    if not isinstance(evaluators.throughput, InterpolatedThroughput):
+        return
+    with forked(lambda: feasible_share(inputs, evaluators, 1, 2)) as other:
+        feasible_share(inputs, evaluators, 0, 2)
+        evaluators.throughput.add_feasible(other())
+
+
+def feasible_share(inputs: Inputs, evaluators: Evaluators, index: int, count: int
+                   ) -> dict[tuple[str, int], object]:
+    """Share `index` of `count` of the perf model's feasible sets at the build's grid
+    points (every `count`-th of throughput_points from `index`), by (system id, GPUs),
+    kept in ``evaluators`` too (feasible_in_two; a sweep's part builders,
+    solver.sweeps.shared_parts); {} when the throughput is not interpolated."""
     throughput = evaluators.throughput
     if not isinstance(throughput, InterpolatedThroughput):
-        return
-    points = throughput_points(inputs)
-
-    def compute(part: list) -> dict[tuple[str, int], object]:
-        return {(system.id, gpus): throughput.feasible(inputs, system, gpus)
-                for system, gpus in part}
-    with forked(lambda: compute(points[1::2])) as other:
-        compute(points[::2])
-        throughput.add_feasible(other())
+        return {}
+    return {(system.id, gpus): throughput.feasible(inputs, system, gpus)
+            for system, gpus in throughput_points(inputs)[index::count]}
 
 
 def exact_in_two(inputs: Inputs, evaluators: Evaluators) -> ExactAll:

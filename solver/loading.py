@@ -236,7 +236,8 @@ def load_workload(ref: str | dict[str, Any], where: str = "workload") -> Workloa
 def instance_from_dict(data: dict[str, Any], source: str = "instance") -> Instance:
     """Validate a parsed instance document; every problem is reported at once."""
     data = copy.deepcopy(data)
-    catalog, problems = apply_overrides(raw_catalog(), data.pop("catalog", {}))
+    # apply_overrides copies the shared parse (raw_catalog would copy it a second time)
+    catalog, problems = apply_overrides(_parsed_catalog(), data.pop("catalog", {}))
     workload = data.get("workload")
     if isinstance(workload, str):
         try:

@@ -20,11 +20,13 @@ inputs, never on limits), so each scenario's exact refinement reuses earlier wor
 Execution. The shared candidates are built once per sweep, in parts over groups of
 configurations (`shared_parts`): each worker builds one part and keeps it, with the
 evaluators that built it (warm for its scenarios), and the coordinator builds the parts
-left over (on a machine with a core to spare); the coordinator hands every part, as the
-pickle bytes it received, to every worker once (a file per part for process workers, a
-broadcast scatter on Dask), and each worker merges its own part with the others' when
-its first scenario needs them (the same data as one build), keeping the result under
-`Shared.key` (`_kept`).
+left over (on a machine with a core to spare). Every part builder reads all of the perf
+model's feasible sets, so each first computes one share of them and takes the others'
+(`feasible_share`) before it builds. Each part goes to every worker once (a file per
+part that the process worker who built it writes; a Dask future, moved between workers
+by Dask), and each worker merges its own part with the others' when its first scenario
+needs them (the same data as one build), keeping the result under `Shared.key`
+(`_kept`).
 Building, pickling and unpickling run with Python's garbage collector paused
 (`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections. Scenarios go to workers in batches
@@ -98,6 +100,7 @@ from models.design.data import DesignData
 from models.design.evaluate import Evaluators, default_evaluators
 from models.design.inputs import Inputs
 from models.design.limits import shared_paths
+from solver.api import feasible_share as api_feasible_share
 from solver.api import solve
 from solver.backends import SolveOptions
 from solver.deadline import Deadline
@@ -196,6 +199,9 @@ class _Kept:
     parts: dict[int, DesignData] = dataclasses.field(default_factory=dict)
     """The parts of the shared candidates this process built (`build_part`), by their
     index in `config_groups` order: kept, so only the other parts are sent to it."""
+    shares: set[int] = dataclasses.field(default_factory=set)
+    """The shares of the perf model's feasible sets in `evaluators` (`feasible_share`),
+    by index: computed here or received."""
 
 
 _CACHE: dict[str, _Kept] = {}
@@ -229,6 +235,20 @@ def loads(payload: bytes) -> Any:
         return pickle.loads(payload)
 
 
+def _handed(payload: bytes, path: str | None) -> bytes | str:
+    """A pickle as it goes to other processes: itself, or written to `path` (a file
+    that process workers on this machine read), then the path."""
+    if path is None:
+        return payload
+    Path(path).write_bytes(payload)
+    return path
+
+
+def _payload(given: bytes | str) -> bytes:
+    """The pickle `_handed` made."""
+    return given if isinstance(given, bytes) else Path(given).read_bytes()
+
+
 def _part(inputs: Inputs, evaluators: Evaluators, configs: tuple[str, ...]) -> DesignData:
     """The candidate designs of the configurations `configs` (keys) of `inputs`, without
     their limit columns (merge_design_data lays them out for the merged candidates; a
@@ -237,17 +257,47 @@ def _part(inputs: Inputs, evaluators: Evaluators, configs: tuple[str, ...]) -> D
     return dataclasses.replace(build_design_data(part, evaluators)[0], columns=None)
 
 
-def build_part(shared: Shared, index: int, configs: tuple[str, ...]) -> bytes:
-    """A worker task: part `index` of the shared candidates, the candidate designs of the
-    configurations `configs` (keys) of `shared`, built with the evaluators the worker
-    keeps for its scenarios (warm for these configurations) and kept by the worker
-    (`_Kept.parts`); returned pickled (`dumps`) for the other workers (`shared_parts`)."""
+def feasible_share(shared: Shared, index: int, count: int, path: str | None = None
+                   ) -> bytes | str:
+    """A worker task: share `index` of `count` of the perf model's feasible sets of
+    `shared` (solver.api.feasible_share), kept in the evaluators the worker keeps; for
+    the other part builders, pickled (`dumps`) or in the file `path` (`_handed`)."""
     tune_worker_process()
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
-        kept = _kept(shared.key, lambda: inputs)
-        kept.parts[index] = _part(inputs, kept.evaluators, configs)
-        return dumps(kept.parts[index])
+        return _feasible_share(_kept(shared.key, lambda: inputs), inputs, index, count, path)
+
+
+def _feasible_share(kept: _Kept, inputs: Inputs, index: int, count: int,
+                    path: str | None) -> bytes | str:
+    kept.shares.add(index)
+    return _handed(dumps(api_feasible_share(inputs, kept.evaluators, index, count)), path)
+
+
+def build_part(shared: Shared, index: int, configs: tuple[str, ...],
+               shares: list[bytes | str] | tuple[()] = (), path: str | None = None
+               ) -> bytes | str:
+    """A worker task: part `index` of the shared candidates, the candidate designs of the
+    configurations `configs` (keys) of `shared`, built with the evaluators the worker
+    keeps for its scenarios (warm for these configurations), given the feasible sets'
+    `shares` it has not computed (`feasible_share`), and kept by the worker
+    (`_Kept.parts`); for the other workers, pickled or in the file `path` (`_handed`)."""
+    tune_worker_process()
+    with gc_paused():
+        inputs = prepare(instance_from_dict(shared.doc, shared.source))
+        return _build_part(_kept(shared.key, lambda: inputs), inputs, index, configs,
+                           shares, path)
+
+
+def _build_part(kept: _Kept, inputs: Inputs, index: int, configs: tuple[str, ...],
+                shares: list[bytes | str] | tuple[()], path: str | None) -> bytes | str:
+    for i, share in enumerate(shares):
+        if i not in kept.shares:
+            if sets := loads(_payload(share)):
+                kept.evaluators.throughput.add_feasible(sets)
+            kept.shares.add(i)
+    kept.parts[index] = _part(inputs, kept.evaluators, configs)
+    return _handed(dumps(kept.parts[index]), path)
 
 
 def local_parts(workers: int) -> int:
@@ -258,9 +308,29 @@ def local_parts(workers: int) -> int:
     return max(1, min(workers + 1, os.cpu_count() or 1))
 
 
-PartBuilder = Callable[[Shared, int, tuple[str, ...]], Callable[[], bytes]]
-"""Starts building part `index` (`build_part`) on a worker; returns the call that waits
-for it (the part pickled)."""
+@dataclass(frozen=True)
+class PartWorkers:
+    """How `shared_parts` runs its tasks on a back-end's workers."""
+
+    count: int
+    start: Callable[..., Any]
+    """start(i, task, *args): task(*args) on worker i (another when it is lost); a
+    future."""
+    ready: Callable[[Any], Any]
+    """Waits for a future of `start` and raises its error; what a later task takes as an
+    argument for its result (a process pool: the result; Dask: the future itself, whose
+    result Dask moves between workers)."""
+    offer: Callable[[bytes | str], Any]
+    """A pickle of this process (`_handed`) as such an argument."""
+    result: Callable[[Any], bytes | str]
+    """The result of a future of `start` in this process (`_handed`'s pickle or path)."""
+    folder: str | None = None
+    """Where the pickles go as files (process workers on this machine, `_handed`); None:
+    as bytes."""
+    slow_start: bool = False
+    """`start` waits for the workers to be up (a process pool: for its fork server to
+    import clusterplan, `worker_context`): this process computes its share of the
+    feasible sets first, meanwhile, not after."""
 
 
 def shared_candidates(shared: Shared) -> DesignData:
@@ -274,20 +344,49 @@ def shared_candidates(shared: Shared) -> DesignData:
         return kept.data
 
 
-def shared_parts(shared: Shared, parts: int, workers: int, start_part: PartBuilder
-                 ) -> list[bytes]:
-    """The candidate designs of `shared` in `parts` parts, pickled (`dumps`), in
-    `config_groups` order (models.design.candidates: merged, equal to one build). The
-    first `workers` parts are built by workers (`start_part`), which keep them; this
-    process builds the rest meanwhile. Nothing is unpickled or merged here: each worker
-    merges the parts when its first scenario needs them (`_received`)."""
+def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
+    """The candidate designs of `shared` in `parts` parts, in `config_groups` order
+    (models.design.candidates: merged, equal to one build), as `workers` hand them to
+    later tasks (`PartWorkers.ready` and `offer`: pickles, their files or Dask futures).
+    The first `workers.count` parts are built by workers, which keep them; this process
+    builds the rest meanwhile. Every part builder reads the perf model's feasible sets
+    at every grid point (on the default instance 91 sets, ~1.6 s of CPU): first each
+    builder computes one share of them (`feasible_share`; this process one too while
+    the workers are slow to start, `PartWorkers.slow_start`), then builds its part given
+    the others' shares (`build_part`). Nothing is merged here: each worker merges the
+    parts when its first scenario needs them (`_received`)."""
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
         groups = [tuple(p.key for p in g) for g in config_groups(inputs, parts)]
-        waits = [start_part(shared, i, keys) for i, keys in enumerate(groups[:workers])]
-        evaluators = default_evaluators(inputs) if len(groups) > workers else None
-        mine = [dumps(_part(inputs, evaluators, keys)) for keys in groups[workers:]]
-        return [wait() for wait in waits] + mine
+        count, theirs = len(groups), min(workers.count, len(groups))
+        sharing = max(count, theirs + 1) if workers.slow_start else count
+        mine = _Kept(default_evaluators(inputs))
+
+        def path(name: str) -> str | None:
+            return str(Path(workers.folder) / name) if workers.folder else None
+        shares: list[Any] = []  # as the workers take them
+        known: list[bytes | str] = []  # as this process does (its own are in `mine`)
+        if sharing > 1:
+            def start_shares() -> list[Any]:
+                return [workers.start(i, feasible_share, shared, i, sharing,
+                                      path(f"feasible-{i}.pickle")) for i in range(theirs)]
+            started = None if workers.slow_start else start_shares()
+            own = [workers.offer(_feasible_share(mine, inputs, i, sharing,
+                                                 path(f"feasible-{i}.pickle")))
+                   for i in range(theirs, sharing)]
+            started = start_shares() if started is None else started
+            shares = [workers.ready(f) for f in started] + own
+            known = [workers.result(f) for f in started] if count > theirs else []
+        started = [workers.start(i, build_part, shared, i, groups[i], shares,
+                                 path(f"candidates-{i}.pickle")) for i in range(theirs)]
+        own = [workers.offer(_build_part(mine, inputs, i, groups[i], known,
+                                         path(f"candidates-{i}.pickle")))
+               for i in range(theirs, count)]
+        given = [workers.ready(f) for f in started] + own
+        if workers.folder:  # every builder has read the shares' files (~160 MB in all)
+            for share in shares:
+                Path(share).unlink(missing_ok=True)
+        return given
 
 
 @dataclass(frozen=True)
@@ -312,8 +411,7 @@ def _received(given: DesignData | SharedParts) -> DesignData:
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
         built = _kept(shared.key, lambda: inputs).parts
-        parts = [built[i] if i in built else
-                 loads(part if isinstance(part, bytes) else Path(part).read_bytes())
+        parts = [built[i] if i in built else loads(_payload(part))
                  for i, part in enumerate(given.parts)]
         data = merge_design_data(inputs, parts)
     gc.freeze()
@@ -801,7 +899,8 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
     """A process pool of batches; a worker that dies fails its scenarios (status 'error').
     The shared candidates are built in parts, one by each worker and one by the
     coordinator when a core is left (`shared_parts`), and given to the workers once, as
-    a file per part that each reads when its first batch needs it."""
+    a file per part (written by its builder) that each reads when its first batch needs
+    it."""
     if not tasks:
         return
     size = min(workers, len(batches(tasks, workers)))
@@ -811,17 +910,15 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
             tempfile.TemporaryDirectory(prefix="clusterplan-sweep-") as tmp:
         futures: dict[Any, list[Task]] = {}
         try:
-            parts, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
-                shared, local_parts(size), size,
-                lambda s, i, keys: pool.submit(build_part, s, i, keys).result))
+            paths, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
+                shared, local_parts(size), PartWorkers(
+                    size, lambda i, task, *args: pool.submit(task, *args),
+                    lambda future: future.result(), lambda path: path,
+                    lambda future: future.result(), tmp, slow_start=True)))
             yield from failed
-            paths = []
-            for i, part in enumerate(parts or []):
-                paths.append(str(Path(tmp) / f"candidates-{i}.pickle"))
-                Path(paths[-1]).write_bytes(part)
             for batch in batches(tasks, workers):
                 try:
-                    futures[pool.submit(solve_batch, batch, shared, paths)] = batch
+                    futures[pool.submit(solve_batch, batch, shared, paths or [])] = batch
                 except BrokenProcessPool as exc:
                     yield from _lost(batch, exc)
             for fut in as_completed(futures):
@@ -877,8 +974,9 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
     """On a dask.distributed cluster: `scheduler` address, or a LocalCluster on loopback
     with `workers` single-threaded worker processes. Batches of scenarios are the tasks.
     The shared candidates are built in parts, one by each worker (pinned to it by
-    address) and the rest by the coordinator (`shared_parts`), and each part is scattered
-    to every worker once; later batches find them there. Tasks are retried once
+    address) and the rest by the coordinator (`shared_parts`); each worker's part stays
+    on it as a future's result that Dask moves to the other workers once (the
+    coordinator's are scattered); later batches find them there. Tasks are retried once
     when a worker is lost, then fail their scenarios. Workers must be processes with one
     thread: Pyomo captures solver output by swapping the process's file descriptors, so
     concurrent solves in threads of one process hang. A scheduler that does not answer
@@ -916,13 +1014,14 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
         try:
             count = local_parts(size) if cluster is not None else size + 1
             parts, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
-                shared, count, size, lambda s, i, keys: client.submit(
-                    build_part, s, i, keys, pure=False, retries=1,
-                    workers=addresses[i:i + 1] or None, allow_other_workers=True).result))
+                shared, count, PartWorkers(
+                    size, lambda i, task, *args: client.submit(
+                        task, *args, pure=False, retries=1,
+                        workers=addresses[i:i + 1] or None, allow_other_workers=True),
+                    _finished, lambda payload: client.scatter(payload, hash=False),
+                    lambda future: future.result())))
             yield from failed
-            scattered = (client.scatter(parts, broadcast=True, hash=False)
-                         if parts is not None else [])
-            futures = {client.submit(solve_batch, b, shared, scattered,
+            futures = {client.submit(solve_batch, b, shared, parts or [],
                                      key=f"scenarios-{b[0].id}-{len(b)}", pure=False,
                                      retries=1): b
                        for b in batches(tasks, max(size, 1))}
@@ -934,6 +1033,13 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _finished(future: Any) -> Any:
+    """A Dask future once it has finished (its error raised here), left on its worker."""
+    if (error := future.exception()) is not None:
+        raise error
+    return future
 
 
 RUNNERS: dict[str, Callable[..., Iterator[dict[str, Any]]]] = {

@@ -121,14 +121,22 @@ def test_sweep_varying_min_gpus_equals_single_solves(tmp_path):
     assert len(set(solved["gpus"])) > 1  # min_gpus moves the design
 
 
-def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(tmp_path):
+@pytest.mark.parametrize("parts, slow_start", [(3, False), (2, True)])
+def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
+        tmp_path, monkeypatch, parts, slow_start):
     """The process and Dask back-ends (sweeps.shared_parts): workers build the first parts
     and keep them, the coordinator builds the rest, and a worker merges its own parts
     with the pickles of the others (bytes or a file): the same data as one build, also
-    for a worker that built none."""
+    for a worker that built none. The perf model's feasible sets are computed once over
+    all the part builders (one share each, then exchanged), not once by each; with
+    workers slow to start, the coordinator computes a share first, building no part."""
     import gc
+    from concurrent.futures import Future
 
+    from models.design import evaluate
+    from models.design.candidates import throughput_points
     from solver.loading import INSTANCES_DIR
+    from solver.prepare import prepare
 
     doc = read_document(INSTANCES_DIR / "llama3-16k.toml")
     doc["limits"]["it_power_mw"] = doc["site"]["buildings"][0]["it_power_mw"] = 12.0
@@ -136,19 +144,34 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(tmp_p
     sweeps._CACHE.clear()
     whole = sweeps.shared_candidates(shared)
     sweeps._CACHE.clear()
-    started = []
+    started, computed = [], []
 
-    def start_part(s, index, keys):
-        started.append(index)
-        return lambda: sweeps.build_part(s, index, keys)
+    def start(index, task, *args):
+        started.append((index, task.__name__, len(computed)))
+        done = Future()
+        done.set_result(task(*args))
+        return done
 
-    parts = sweeps.shared_parts(shared, 3, 2, start_part)
+    feasible_candidates = evaluate.feasible_candidates
+    monkeypatch.setattr(evaluate, "feasible_candidates", lambda workload, system, gpus: (
+        computed.append((system.id, gpus)) or feasible_candidates(workload, system, gpus)))
+    workers = sweeps.PartWorkers(2, start, lambda future: future.result(), lambda part: part,
+                                 lambda future: future.result(), slow_start=slow_start)
+    given = sweeps.shared_parts(shared, parts, workers)
+    points = throughput_points(prepare(sweeps.instance_from_dict(doc, "llama")))
+    assert sorted(computed) == sorted((system.id, gpus) for system, gpus in points)
     try:
-        assert started == [0, 1] and len(parts) == 3  # the third built by the coordinator
-        assert set(sweeps._CACHE[shared.key].parts) == {0, 1}  # kept by the "worker"
-        (tmp_path / "part-2").write_bytes(parts[2])
-        for given in [(b"", b"", str(tmp_path / "part-2")), tuple(parts)]:
-            merged = sweeps._received(sweeps.SharedParts(shared, given))
+        # each builder computed one share of the feasible sets (the third by the
+        # coordinator: first, when the workers are slow to start), then built its part
+        first = len(points[2::3]) if slow_start else 0
+        assert [s[:2] for s in started] == [(0, "feasible_share"), (1, "feasible_share"),
+                                            (0, "build_part"), (1, "build_part")]
+        assert started[0][2] == first and len(given) == parts
+        kept = sweeps._CACHE[shared.key]
+        assert set(kept.parts) == {0, 1} and kept.shares == {0, 1, 2}  # the "worker"'s
+        (tmp_path / "part-1").write_bytes(given[-1])
+        for taken in [(b"",) * (parts - 1) + (str(tmp_path / "part-1"),), tuple(given)]:
+            merged = sweeps._received(sweeps.SharedParts(shared, taken))
             assert merged == whole
             assert list(merged.configs) == list(whole.configs)
             assert [k.key for k in merged.candidates] == [k.key for k in whole.candidates]
