@@ -234,8 +234,9 @@ def pareto(instance: str | Path | Instance | dict | None = None, x: str = "capex
             x_min = min((candidate_x(data, c, x) for c in data.candidates
                          if c.gpus >= least), default=top)
         eps = np.linspace(min(x_min, top), top, points)
-        if x == "gpus":
-            eps = np.unique(np.round(eps).astype(int))
+        # each ε once: rounded GPU counts can repeat, and every point is the top one when
+        # no candidate has min_gpus (one infeasible row with its diagnosis, not three)
+        eps = np.unique(np.round(eps).astype(int) if x == "gpus" else eps)
         table = run_scenarios(base, [{path: e.item()} for e in eps], **run_options)
         return _pareto_table(table, path, x, y)
 

@@ -22,7 +22,7 @@ def cpsat(seconds: float):
     return placement_solver(SolveOptions(placement_time_limit_s=seconds))
 
 
-@pytest.mark.parametrize("caps", [[2, 0, 3, 1], [4], [0, 0], [3, 5, 2, 4, 1]])
+@pytest.mark.parametrize("caps", [[2, 0, 3, 1], [4], [0, 0], [3, 5, 2, 4, 1], []])
 def test_compositions_match_brute_force_and_count(caps):
     """Every composition, in lexicographic order (the bound's first least distribution is
     the placement's start, so the order is part of the answer)."""

@@ -335,6 +335,18 @@ def test_pareto_starts_at_the_smallest_design_meeting_min_gpus(tmp_path):
     assert front["epsilon"].min() == pytest.approx(least, rel=1e-12)
 
 
+def test_pareto_with_min_gpus_out_of_reach_is_one_infeasible_point(tmp_path):
+    """No candidate has min_gpus: the smallest ε falls back to the top one, and the front
+    is that one point, infeasible with the diagnosis (not the same scenario `points`
+    times)."""
+    doc = read_document(SMALL)
+    doc["limits"].pop("max_gpus")
+    doc["limits"]["min_gpus"] = 10**6
+    front = pareto(doc, "capex_usd", "effective_tokens_per_s", points=3, out=tmp_path)
+    assert len(front) == 1 and front["status"].iloc[0] == "infeasible"
+    assert "limits.min_gpus" in front["error"].iloc[0] or "minimum" in front["error"].iloc[0]
+
+
 def test_marginal_values_are_finite_differences(tmp_path):
     table = marginal_values(SMALL, 0.2, out=tmp_path).set_index("limit")
     budget = table.loc["limits.budget_usd"]

@@ -166,7 +166,7 @@ def compositions(total: int, caps: list[int]) -> np.ndarray:
         x = low[parent] + np.arange(len(parent)) - np.repeat(np.cumsum(count) - count, count)
         rows = np.column_stack([rows[parent], x])
         left = left[parent] - x
-    return rows
+    return rows[left == 0]  # with no caps, the empty row only when total is 0
 
 
 def hall_leaf_spine_table(problem: PlacementProblem, types, j: int) -> np.ndarray:
