@@ -12,8 +12,13 @@ import dataclasses
 from models.design.candidates import build_configs, support_rack_power_w
 from models.design.evaluate import Evaluators, default_evaluators
 from models.design.inputs import Inputs
-from solver.loading import INSTANCES_DIR, instance_from_dict, load_catalog, load_instance
-from solver.loading import read_instance_document
+from solver.loading import (
+    INSTANCES_DIR,
+    instance_from_dict,
+    load_catalog,
+    load_instance,
+    read_instance_document,
+)
 from solver.prepare import prepare
 
 
