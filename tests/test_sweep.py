@@ -169,8 +169,14 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
         assert started[0][2] == first and len(given) == parts
         kept = sweeps._CACHE[shared.key]
         assert set(kept.parts) == {0, 1} and kept.shares == {0, 1, 2}  # the "worker"'s
-        (tmp_path / "part-1").write_bytes(given[-1])
-        for taken in [(b"",) * (parts - 1) + (str(tmp_path / "part-1"),), tuple(given)]:
+        files = [tmp_path / f"part-{i}" for i in range(parts)]
+        for file, part in zip(files, given, strict=True):
+            file.write_bytes(part)
+        # first worker 0, which keeps its own part only (given b"" for it, which does not
+        # unpickle) and reads the others' from their files; then a worker that built no
+        # part, given them all as bytes
+        kept.parts = {0: kept.parts[0]}
+        for taken in [(b"", *map(str, files[1:])), tuple(given)]:
             merged = sweeps._received(sweeps.SharedParts(shared, taken))
             assert merged == whole
             assert list(merged.configs) == list(whole.configs)
