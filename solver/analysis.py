@@ -198,9 +198,10 @@ def pareto(instance: str | Path | Instance | dict | None = None, x: str = "capex
            y: str = "effective_tokens_per_s", points: int = 9, x_min: float | None = None,
            x_max: float | None = None, **run_options: Any) -> pd.DataFrame:
     """ε-constraint frontier: maximise y subject to x <= ε for `points` values of ε from
-    x_min (default: the smallest x of a candidate design with at least limits.min_gpus) to x_max (default: the instance's
-    limit on x). One row per ε with the design found; `on_frontier` marks the points no
-    other point dominates (less or equal x with more y). Writes pareto.{parquet,csv,png}."""
+    x_min (default: the smallest x of a candidate design with at least limits.min_gpus)
+    to x_max (default: the instance's limit on x). One row per ε with the design found;
+    `on_frontier` marks the points no other point dominates (less or equal x with more
+    y). Writes pareto.{parquet,csv,png}."""
     if x not in PARETO_X:
         raise UsageError(f"--x: one of {', '.join(PARETO_X)} (got '{x}')")
     if y not in PARETO_Y:

@@ -85,7 +85,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -129,6 +129,7 @@ from solver.scenario import (
 )
 from solver.schema import Instance
 from solver.schema.site import Hall
+from solver.shared_evaluations import SharedEvaluations, make_folder
 
 BACKENDS = ("local", "processes", "dask")
 REUSABLE_PATHS = re.compile("^(" + "|".join(
@@ -195,6 +196,9 @@ class _Kept:
     candidates) and, once built or received, the shared candidate designs."""
 
     evaluators: Evaluators
+    memo: SharedEvaluations
+    """The evaluators' memo: shared with the sweep's other workers on this machine once
+    the scenarios start (`SharedParts.evaluations`)."""
     data: DesignData | None = None
     parts: dict[int, DesignData] = dataclasses.field(default_factory=dict)
     """The parts of the shared candidates this process built (`build_part`), by their
@@ -218,7 +222,8 @@ def _kept(key: str, inputs: Callable[[], Inputs]) -> _Kept:
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE.clear()
-            _CACHE[key] = _Kept(default_evaluators(inputs()))
+            memo = SharedEvaluations()
+            _CACHE[key] = _Kept(default_evaluators(inputs(), memo), memo)
         return _CACHE[key]
 
 
@@ -360,7 +365,7 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
         groups = [tuple(p.key for p in g) for g in config_groups(inputs, parts)]
         count, theirs = len(groups), min(workers.count, len(groups))
         sharing = max(count, theirs + 1) if workers.slow_start else count
-        mine = _Kept(default_evaluators(inputs))
+        mine = _Kept(default_evaluators(inputs), SharedEvaluations())
 
         def path(name: str) -> str | None:
             return str(Path(workers.folder) / name) if workers.folder else None
@@ -393,10 +398,12 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
 class SharedParts:
     """The shared candidates as a worker is given them: the `Shared` they were built for
     and their parts in `config_groups` order, each pickled (Dask) or the path of its
-    pickle (processes)."""
+    pickle (processes); and the folder of the exact evaluations the workers share
+    (solver.shared_evaluations; None, or not seen by a worker: none)."""
 
     shared: Shared
     parts: tuple[bytes | str, ...]
+    evaluations: str | None = None
 
 
 def _received(given: DesignData | SharedParts) -> DesignData:
@@ -438,6 +445,8 @@ def solve_task(task: Task, shared: DesignData | SharedParts | None = None
             kept = _kept(task.shared_key, lambda: prepare(inst))
             if kept.data is None:
                 kept.data = _received(shared)
+            if isinstance(shared, SharedParts):
+                kept.memo.use(shared.evaluations)
             cands, evaluators = kept.data, kept.evaluators
         deadline = Deadline(task.time_limit_s, SCENARIO_LIMIT_FLAG)
         with deadline.alarm():
@@ -732,7 +741,8 @@ def check_scenario_count(count: int, max_scenarios: int) -> None:
 # --- back-ends -----------------------------------------------------------------------
 
 def _run_local(tasks: list[Task], workers: int, scheduler: str | None,
-               shared: Shared | None) -> Iterator[dict[str, Any]]:
+               shared: Shared | None, cluster: Callable[[], Any] | None = None
+               ) -> Iterator[dict[str, Any]]:
     data, failed, tasks = _with_shared(tasks, shared, lambda: shared_candidates(shared))
     yield from failed
     for task in tasks:
@@ -761,12 +771,15 @@ def batches(tasks: list[Task], workers: int) -> list[list[Task]]:
 
 
 def solve_batch(batch: list[Task], shared: Shared | None = None,
-                parts: list[bytes | str] | tuple[()] = ()) -> list[dict[str, Any]]:
+                parts: list[bytes | str] | tuple[()] = (), evaluations: str | None = None
+                ) -> list[dict[str, Any]]:
     """The rows of a batch of scenarios, solved one after the other in a worker, on the
     shared candidates of `shared` given as `parts` (pickles or their paths, see
-    `SharedParts`; a list, so that Dask hands over the scattered parts themselves)."""
+    `SharedParts`; a list, so that Dask hands over the scattered parts themselves),
+    sharing exact evaluations through the folder `evaluations`."""
     tune_worker_process()
-    given = SharedParts(shared, tuple(parts)) if shared is not None and parts else None
+    given = (SharedParts(shared, tuple(parts), evaluations)
+             if shared is not None and parts else None)
     return [solve_task(task, given) for task in batch]
 
 
@@ -895,7 +908,8 @@ def worker_context(preload: tuple[str, ...] = WORKER_PRELOAD
 
 
 def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
-                   shared: Shared | None) -> Iterator[dict[str, Any]]:
+                   shared: Shared | None, cluster: Callable[[], Any] | None = None
+                   ) -> Iterator[dict[str, Any]]:
     """A process pool of batches; a worker that dies fails its scenarios (status 'error').
     The shared candidates are built in parts, one by each worker and one by the
     coordinator when a core is left (`shared_parts`), and given to the workers once, as
@@ -907,7 +921,7 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
     with ProcessPoolExecutor(max_workers=size, mp_context=worker_context(),
                              initializer=_watch_coordinator,
                              initargs=(os.getpid(),)) as pool, \
-            tempfile.TemporaryDirectory(prefix="clusterplan-sweep-") as tmp:
+            tempfile.TemporaryDirectory(prefix="clusterplan-sweep-", dir=scratch()) as tmp:
         futures: dict[Any, list[Task]] = {}
         try:
             paths, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
@@ -916,9 +930,11 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
                     lambda future: future.result(), lambda path: path,
                     lambda future: future.result(), tmp, slow_start=True)))
             yield from failed
+            evaluations = make_folder(tmp) if size > 1 else None
             for batch in batches(tasks, workers):
                 try:
-                    futures[pool.submit(solve_batch, batch, shared, paths or [])] = batch
+                    futures[pool.submit(solve_batch, batch, shared, paths or [],
+                                        evaluations)] = batch
                 except BrokenProcessPool as exc:
                     yield from _lost(batch, exc)
             for fut in as_completed(futures):
@@ -929,6 +945,25 @@ def _run_processes(tasks: list[Task], workers: int, scheduler: str | None,
         finally:
             for fut in futures:
                 fut.cancel()
+
+
+SCRATCH = "/dev/shm"
+SCRATCH_FREE_BYTES = 2 * 2**30
+"""A sweep's temporary files (the shared candidates' parts, the perf model's feasible
+sets, ~300 MB on the default instance, and the shared exact evaluations) go to SCRATCH,
+memory-backed, when it has this much free; else to the system's temporary folder (on
+this VM's disk a 54 MB write took 0.14 to 0.5 s, in /dev/shm 0.03 to 0.06 s)."""
+
+
+def scratch() -> str | None:
+    """SCRATCH when it is a writable folder with SCRATCH_FREE_BYTES free, else None (the
+    system's temporary folder)."""
+    try:
+        stats = os.statvfs(SCRATCH)
+    except OSError:
+        return None
+    free = stats.f_bavail * stats.f_frsize
+    return SCRATCH if free >= SCRATCH_FREE_BYTES and os.access(SCRATCH, os.W_OK) else None
 
 
 def worker_environ() -> dict[str, Any]:
@@ -969,41 +1004,70 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True)
 
 
+def local_cluster(workers: int) -> Any:
+    """A Dask LocalCluster on loopback of `workers` single-threaded worker processes,
+    forked from the fork server (`worker_context`), with Dask's housekeeping turned down
+    (DASK_HOUSEKEEPING)."""
+    import dask
+    from dask.distributed import LocalCluster
+
+    worker_context(DASK_WORKER_PRELOAD)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ(),
+                          "distributed.worker.multiprocessing-method": "forkserver",
+                          **DASK_HOUSEKEEPING}):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                            host="127.0.0.1", dashboard_address=None)
+
+
+@contextmanager
+def started_cluster(backend: str, workers: int, scheduler: str | None
+                    ) -> Iterator[Callable[[], Any] | None]:
+    """For `--backend dask` without a scheduler, a `local_cluster` started in a thread
+    while this one validates the scenarios (its workers wait ~1 s for the fork server's
+    import): the block gets the call that waits for it (None for other back-ends). The
+    cluster is closed when the block ends, however it ends."""
+    if backend != "dask" or scheduler is not None:
+        yield None
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="clusterplan-cluster") as starter:
+        started = starter.submit(local_cluster, workers)
+        try:
+            yield started.result
+        finally:
+            if started.exception() is None:
+                started.result().close()
+
+
 def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
-              shared: Shared | None) -> Iterator[dict[str, Any]]:
-    """On a dask.distributed cluster: `scheduler` address, or a LocalCluster on loopback
-    with `workers` single-threaded worker processes. Batches of scenarios are the tasks.
+              shared: Shared | None, cluster: Callable[[], Any] | None = None
+              ) -> Iterator[dict[str, Any]]:
+    """On a dask.distributed cluster: `scheduler` address, or the LocalCluster that
+    `cluster()` gives (`started_cluster`). Batches of scenarios are the tasks.
     The shared candidates are built in parts, one by each worker (pinned to it by
-    address) and the rest by the coordinator (`shared_parts`); each worker's part stays
-    on it as a future's result that Dask moves to the other workers once (the
-    coordinator's are scattered); later batches find them there. Tasks are retried once
+    address) and the rest by the coordinator (`shared_parts`); each worker keeps its own
+    part. On a LocalCluster the parts go to the other workers as files (as with process
+    workers); on a user's cluster, whose workers may be on other machines, as a future's
+    result that Dask moves to the other workers once (the coordinator's are scattered).
+    Later batches find them there. Tasks are retried once
     when a worker is lost, then fail their scenarios. Workers must be processes with one
     thread: Pyomo captures solver output by swapping the process's file descriptors, so
     concurrent solves in threads of one process hang. A scheduler that does not answer
     within SCHEDULER_TIMEOUT_S is NoSolution (exit 5)."""
     if not tasks:
         return
-    import dask
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
     from dask.distributed import as_completed as dask_completed
 
-    cluster = None
-    if scheduler is None:
-        worker_context(DASK_WORKER_PRELOAD)
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ(),
-                              "distributed.worker.multiprocessing-method": "forkserver",
-                              **DASK_HOUSEKEEPING}):
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None)
     try:
-        client = Client(cluster if cluster is not None else scheduler,
+        client = Client(cluster() if cluster is not None else scheduler,
                         timeout=SCHEDULER_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - refused, timed out, or not speaking Dask
         if cluster is not None:
-            cluster.close()
+            raise
         raise NoSolution(f"--scheduler: could not reach a Dask scheduler at {scheduler} "
                          f"(waited at most {SCHEDULER_TIMEOUT_S:g} s): "
                          f"{type(exc).__name__}: {exc}") from None
+    tmp = tempfile.TemporaryDirectory(prefix="clusterplan-sweep-", dir=scratch())
     try:
         addresses = sorted(client.scheduler_info().get("workers", {}))
         size = len(addresses) if cluster is None else workers
@@ -1018,10 +1082,11 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
                     size, lambda i, task, *args: client.submit(
                         task, *args, pure=False, retries=1,
                         workers=addresses[i:i + 1] or None, allow_other_workers=True),
-                    _finished, lambda payload: client.scatter(payload, hash=False),
-                    lambda future: future.result())))
+                    *(_by_file if cluster is not None else _by_dask)(client),
+                    folder=tmp.name if cluster is not None else None)))
             yield from failed
-            futures = {client.submit(solve_batch, b, shared, parts or [],
+            evaluations = make_folder(tmp.name) if size > 1 else None
+            futures = {client.submit(solve_batch, b, shared, parts or [], evaluations,
                                      key=f"scenarios-{b[0].id}-{len(b)}", pure=False,
                                      retries=1): b
                        for b in batches(tasks, max(size, 1))}
@@ -1031,8 +1096,22 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
             client.cancel([*futures, *warm])
     finally:
         client.close()
-        if cluster is not None:
-            cluster.close()
+        tmp.cleanup()
+
+
+def _by_file(client: Any) -> tuple[Callable, Callable, Callable]:
+    """`PartWorkers.ready`, `offer` and `result` when the pickles go as files (workers on
+    this machine): a finished task's path, the path itself, the path."""
+    def path(future: Any) -> str:
+        return future.result()
+    return path, lambda given: given, path
+
+
+def _by_dask(client: Any) -> tuple[Callable, Callable, Callable]:
+    """`PartWorkers.ready`, `offer` and `result` when Dask moves the pickles: the
+    finished future (left on its worker), the pickle scattered, the pickle."""
+    return (_finished, lambda payload: client.scatter(payload, hash=False),
+            lambda future: future.result())
 
 
 def _finished(future: Any) -> Any:
@@ -1088,44 +1167,46 @@ def run_scenarios(base: Base, assignments: list[dict[str, Any]], *, name: str | 
     paths = list(dict.fromkeys(p for a in assignments for p in a))
     name = name if name is not None else default_sweep_name(paths, assignments)
     folder = sweep_folder(base.instance.name, name, out)
-    scenarios = make_scenarios(base.doc, base.instance, assignments, base.source,
-                               {"time_limit_s": float(time_limit_s)})
-    halls = site_halls(base.instance)
-    reusable = [s for s in scenarios if shares_candidates(s, halls)]
-    shared_doc = shared_document(base.doc, reusable) if share_candidates else None
-    shared = (Shared(shared_doc, base.source, resolved_sha256(shared_doc, base.source))
-              if shared_doc is not None else None)
-    reusable_ids = {s.id for s in reusable} if shared is not None else set()
-    with folder_lock(folder):
-        _remove_temporary_files(folder)
-        resumed = finished_rows(folder, scenarios)
-        todo = {s.id: Task(s.id, s.values, s.doc, base.source, time_limit_s,
-                           shared.key if s.id in reusable_ids else None)
-                for s in scenarios if s.id not in resumed.rows}
-        rows = dict(resumed.rows)
-        with _progress(progress, len(scenarios), len(resumed.rows)) as advance:
-            for row in RUNNERS[backend](list(todo.values()), workers, scheduler, shared):
-                write_json_durably(folder / "scenarios" / f"{row['id']}.json", row)
-                rows[row["id"]] = row
-                advance()
-                if on_result is not None:
-                    on_result(row)
-        table = pd.DataFrame([rows[s.id] for s in scenarios],
-                             columns=["id", *paths, *METRIC_COLUMNS])
-        parquet = write_table(folder, table)
-        meta = {"name": name, "instance": base.instance.name, "source": base.source,
-                "scenarios": len(scenarios),
-                "solved": int(table["status"].isin(SOLVED).sum()),
-                "failed": int((~table["status"].isin(SOLVED)).sum()),
-                "errors": int(table["status"].eq("error").sum()),
-                "solved_now": len(todo), "reused": len(resumed.rows),
-                "retried": resumed.retried, "warnings": resumed.warnings,
-                "table": str(parquet), "csv": str(parquet.with_suffix(".csv")),
-                "folder": str(folder), "runtime_s": round(time.perf_counter() - start, 3),
-                "backend": backend,
-                "shared_candidates": sum(t.shared_key is not None for t in todo.values()),
-                "paths": paths}
-        write_json_durably(folder / "sweep.json", meta)
+    with started_cluster(backend, workers, scheduler) as cluster:
+        scenarios = make_scenarios(base.doc, base.instance, assignments, base.source,
+                                   {"time_limit_s": float(time_limit_s)})
+        halls = site_halls(base.instance)
+        reusable = [s for s in scenarios if shares_candidates(s, halls)]
+        shared_doc = shared_document(base.doc, reusable) if share_candidates else None
+        shared = (Shared(shared_doc, base.source, resolved_sha256(shared_doc, base.source))
+                  if shared_doc is not None else None)
+        reusable_ids = {s.id for s in reusable} if shared is not None else set()
+        with folder_lock(folder):
+            _remove_temporary_files(folder)
+            resumed = finished_rows(folder, scenarios)
+            todo = {s.id: Task(s.id, s.values, s.doc, base.source, time_limit_s,
+                               shared.key if s.id in reusable_ids else None)
+                    for s in scenarios if s.id not in resumed.rows}
+            rows = dict(resumed.rows)
+            with _progress(progress, len(scenarios), len(resumed.rows)) as advance:
+                for row in RUNNERS[backend](list(todo.values()), workers, scheduler, shared,
+                                            cluster):
+                    write_json_durably(folder / "scenarios" / f"{row['id']}.json", row)
+                    rows[row["id"]] = row
+                    advance()
+                    if on_result is not None:
+                        on_result(row)
+            table = pd.DataFrame([rows[s.id] for s in scenarios],
+                                 columns=["id", *paths, *METRIC_COLUMNS])
+            parquet = write_table(folder, table)
+            meta = {"name": name, "instance": base.instance.name, "source": base.source,
+                    "scenarios": len(scenarios),
+                    "solved": int(table["status"].isin(SOLVED).sum()),
+                    "failed": int((~table["status"].isin(SOLVED)).sum()),
+                    "errors": int(table["status"].eq("error").sum()),
+                    "solved_now": len(todo), "reused": len(resumed.rows),
+                    "retried": resumed.retried, "warnings": resumed.warnings,
+                    "table": str(parquet), "csv": str(parquet.with_suffix(".csv")),
+                    "folder": str(folder), "runtime_s": round(time.perf_counter() - start, 3),
+                    "backend": backend,
+                    "shared_candidates": sum(t.shared_key is not None for t in todo.values()),
+                    "paths": paths}
+            write_json_durably(folder / "sweep.json", meta)
     table.attrs.update(meta)
     return table
 

@@ -253,7 +253,7 @@ def test_summary_md_limits_table_keeps_one_row_per_limit(default_solve_json):
     rows = [line for line in text.splitlines()
             if any(line.startswith(f"| {b['name']} |") for b in doc["binding"])]
     assert len(rows) == len(doc["binding"])
-    for row, limit in zip(rows, doc["binding"]):
+    for row, limit in zip(rows, doc["binding"], strict=True):
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
         assert len(cells) == 5
         assert cells[4].replace("\\|", "|") == limit.get("note", "")

@@ -774,9 +774,8 @@ def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData,
            exact_all: ExactAll | None = None) -> DesignData:
     """Evaluate exactly every candidate whose bounds could change the optimum
     (models.design.prune.to_refine), until none is left; ``exact_all`` evaluates each
-    round's candidates (default: one by one with ``evaluators``)."""
-    exact_all = exact_all or (lambda d, ks: [exact_candidate(inputs, evaluators, d, k)
-                                             for k in ks])
+    round's candidates (default: one by one with ``evaluators``, `exact_in_turn`)."""
+    exact_all = exact_all or functools.partial(exact_in_turn, inputs, evaluators)
     while targets := to_refine(data):
         exact = {k.key: e for k, e in zip(targets, exact_all(data, targets), strict=True)}
         changed = [i for i, k in enumerate(data.candidates) if k.key in exact]
@@ -789,6 +788,19 @@ def refine(inputs: Inputs, evaluators: Evaluators, data: DesignData,
         data = dataclasses.replace(data, candidates=refined,
                                    columns=columns(data).refined(refined, changed))
     return data
+
+
+def exact_in_turn(inputs: Inputs, evaluators: Evaluators, data: DesignData,
+                  targets: list[Candidate]) -> list[Candidate]:
+    """The exact candidates of `targets`, evaluated one by one in order of GPUs (fewest
+    first; most first in a process of odd ``evaluators.memo.rank``). Two processes that
+    share a memo (solver.sweeps) and refine overlapping candidates at the same time then
+    compute different ones first and read the rest from each other, rather than one
+    waiting on each that the other computes; and the candidates of one GPU count, which
+    share the perf model's feasible set there, are mostly evaluated in one process."""
+    order = sorted(targets, key=lambda k: k.gpus, reverse=bool(evaluators.memo.rank % 2))
+    exact = {k.key: exact_candidate(inputs, evaluators, data, k) for k in order}
+    return [exact[k.key] for k in targets]
 
 
 def exact_candidate(inputs: Inputs, evaluators: Evaluators, data: DesignData,

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from models.design.inputs import Inputs
 from models.fabric import Fabric, MediaLine
@@ -33,6 +33,7 @@ from models.perf.flops import arch_of
 from models.reliability import ReliabilityInputs, ReliabilityRates, design_inputs, goodput
 from models.reliability.goodput import choose_spares
 
+T = TypeVar("T")
 BREAKPOINT_RATIO = 1.05
 """Spacing of exact performance evaluations in GPU count (5%)."""
 
@@ -63,6 +64,21 @@ class GoodputEstimate:
     """False when interpolated between exact evaluations."""
 
 
+class Memo:
+    """Where the evaluators' exact evaluations are looked up before they are computed,
+    beyond each evaluator's own cache: here nowhere, every one is computed
+    (``evaluate()``). solver.sweeps shares them between a sweep's worker processes, each
+    computed by one of them. Evaluations are pure functions of their key, so where one
+    comes from never changes a result."""
+
+    rank = 0
+    """This process's place among the processes sharing the memo (0: first, or alone)."""
+
+    def __call__(self, kind: str, key: tuple, evaluate: Callable[[], T]) -> T:
+        """The evaluation of `kind` ('perf', 'goodput') at `key`."""
+        return evaluate()
+
+
 @dataclass(frozen=True)
 class Evaluators:
     throughput: Callable[..., PerfEstimate]
@@ -71,6 +87,8 @@ class Evaluators:
     spare_nodes: Callable[..., int]
     exact_throughput: Callable[..., PerfEstimate]
     """The same, evaluated exactly (for re-evaluating the chosen design)."""
+    memo: Memo = field(default_factory=Memo)
+    """Where the exact throughput and goodput are looked up before they are computed."""
 
 
 # --- assumed MFU and overhead fraction -------------------------------------------------
@@ -163,9 +181,10 @@ class InterpolatedThroughput:
     `models.design.candidates.refine` evaluates exactly wherever the bounds could matter.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, memo: Memo | None = None) -> None:
         self._cache: dict[tuple, tuple[PerfEstimate, int]] = {}
         self._feasible: dict[tuple[str, int], Candidates] = {}
+        self._memo = memo or Memo()
 
     def feasible(self, inputs: Inputs, system, gpus: int) -> Candidates:
         """The workload's feasible_candidates on `gpus` GPUs of `system`, kept per
@@ -182,9 +201,11 @@ class InterpolatedThroughput:
     def _at(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> tuple[PerfEstimate, int]:
         key = (parts.gpu.id, network_spec(parts, fabric, gpus), gpus)
         if key not in self._cache:
-            est = exact_throughput(inputs, parts, fabric, gpus,
-                                   self.feasible(inputs, parts.gpu, gpus))
-            self._cache[key] = (est, est.details.get("gpus_used", gpus))
+            def evaluate() -> tuple[PerfEstimate, int]:
+                est = exact_throughput(inputs, parts, fabric, gpus,
+                                       self.feasible(inputs, parts.gpu, gpus))
+                return est, est.details.get("gpus_used", gpus)
+            self._cache[key] = self._memo("perf", key, evaluate)
         return self._cache[key]
 
     def exact(self, inputs: Inputs, parts, fabric: Fabric, gpus: int) -> PerfEstimate:
@@ -230,9 +251,10 @@ class ModelGoodput:
     recovery mode (a configuration dimension, chosen by the MILP with its cost) and the
     instance's rate profile."""
 
-    def __init__(self, inputs: Inputs):
+    def __init__(self, inputs: Inputs, memo: Memo | None = None):
         self.checkpoint_gb = inputs.checkpoint_gb
         self._rates = inputs.rates
+        self._memo = memo or Memo()
         self._spares: dict[tuple, int] = {}
         self._goodput: dict[tuple, GoodputEstimate] = {}
         self._ladders: dict[tuple, list[tuple[int, int]]] = {}
@@ -284,8 +306,8 @@ class ModelGoodput:
         key = (parts.key.removesuffix(f"/{parts.redundancy}-{parts.cooling}"), fabric, nodes,
                spares, tuple(media_lines), inputs.reliability.availability_target, band)
         if key not in self._goodput:
-            self._goodput[key] = self._evaluate_goodput(inputs, parts, fabric, nodes, spares,
-                                                        media_lines, band)
+            self._goodput[key] = self._memo("goodput", key, lambda: self._evaluate_goodput(
+                inputs, parts, fabric, nodes, spares, media_lines, band))
         return self._goodput[key]
 
     def _evaluate_goodput(self, inputs: Inputs, parts, fabric: Fabric, nodes: int,
@@ -306,14 +328,16 @@ class ModelGoodput:
             "interruptions_per_day_by_cause": r.breakdown})
 
 
-def default_evaluators(inputs: Inputs) -> Evaluators:
-    """The evaluators the instance's [objective] asks for."""
+def default_evaluators(inputs: Inputs, memo: Memo | None = None) -> Evaluators:
+    """The evaluators the instance's [objective] asks for; the model's exact throughput
+    and goodput looked up in `memo` before they are computed."""
+    memo = memo or Memo()
     if inputs.objective.performance == "model":
-        throughput = InterpolatedThroughput()
+        throughput = InterpolatedThroughput(memo)
         exact = throughput.exact
     else:
         throughput = exact = assumed_mfu_throughput
     if inputs.objective.reliability_model == "model":
-        rel = ModelGoodput(inputs)
-        return Evaluators(throughput, rel.goodput, rel.spare_nodes, exact)
-    return Evaluators(throughput, overhead_goodput, fraction_spares, exact)
+        rel = ModelGoodput(inputs, memo)
+        return Evaluators(throughput, rel.goodput, rel.spare_nodes, exact, memo)
+    return Evaluators(throughput, overhead_goodput, fraction_spares, exact, memo)

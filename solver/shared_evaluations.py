@@ -1,0 +1,155 @@
+"""Exact evaluations shared by the worker processes of a sweep on one machine.
+
+Every scenario of a sweep refines the shared candidates near its own optimum
+(models.design.candidates.refine): the perf model's search and the reliability model at
+sizes the candidate build only interpolated. Most scenarios need most of the same
+evaluations (on the default 100-scenario sweep ~1,240 of them, ~3 s of CPU, and each
+half of the scenarios needs ~90% of them), so two workers that each kept their own
+caches computed nearly all of them twice. `SharedEvaluations` is the evaluators' memo
+(models.design.evaluate.Memo) in a folder both can read: an evaluation is computed by
+the first process to claim it and read by the others.
+
+Protocol, per (kind, key), named by the SHA-256 of its pickle (keys are dataclasses,
+tuples, strings and numbers, which pickle alike in every process):
+- ``<name>`` holds the pickled value once published (written to a temporary file and
+  renamed: never half a value);
+- ``<name>.claim`` is created exclusively (O_EXCL) by the process that computes it and
+  holds ``host pid``; a process that finds it waits for the value, and takes the
+  evaluation over when the claimant has ended without publishing (its claim removed on
+  an error, or its process gone) or after CLAIM_WAIT_S (another host, a stuck process).
+Any failure of the folder itself (removed, full, unwritable) computes the evaluation in
+the process, as without sharing. Processes register a rank (``rank-<i>``, created
+exclusively) that orders their refine rounds (models.design.candidates.exact_in_turn).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from models.design.evaluate import Memo
+from solver.outputs import process_alive
+
+T = TypeVar("T")
+MARKER = "clusterplan-shared-evaluations"
+"""A file that marks a folder as made for sharing (a worker that cannot see it, on
+another machine, shares nothing)."""
+CLAIM_WAIT_S = 60.0
+"""Longest wait for another process's evaluation before computing it here."""
+POLL_S = 0.001
+_MISSING = object()
+
+
+def make_folder(parent: str | Path) -> str:
+    """A new folder for shared evaluations inside `parent`, marked (MARKER)."""
+    folder = Path(tempfile.mkdtemp(prefix="evaluations-", dir=parent))
+    (folder / MARKER).touch()
+    return str(folder)
+
+
+class SharedEvaluations(Memo):
+    """The memo of one process: unshared (every evaluation computed here) until `use`
+    gives it a folder made by `make_folder` that this process can see."""
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+        self.rank = 0
+        self._host = socket.gethostname()
+
+    def use(self, folder: str | None) -> None:
+        """Share through `folder` from now on (None, or a folder this process cannot see:
+        share nothing); a process registers its rank in a folder once."""
+        path = Path(folder) if folder else None
+        if path == self.folder:
+            return
+        self.folder, self.rank = None, 0
+        if path is None or not (path / MARKER).is_file():
+            return
+        for rank in range(1024):
+            try:
+                os.close(os.open(path / f"rank-{rank}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue
+            except OSError:
+                return
+            self.folder, self.rank = path, rank
+            return
+
+    def __call__(self, kind: str, key: tuple, evaluate: Callable[[], T]) -> T:
+        if self.folder is None:
+            return evaluate()
+        name = hashlib.sha256(pickle.dumps((kind, key), pickle.HIGHEST_PROTOCOL)).hexdigest()
+        value_path, claim = self.folder / name, self.folder / f"{name}.claim"
+        while True:
+            value = _read(value_path)
+            if value is not _MISSING:
+                return value
+            try:
+                fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                if self._awaited(value_path, claim):
+                    continue
+                return evaluate()  # waited CLAIM_WAIT_S: compute it here, unshared
+            except OSError:
+                return evaluate()
+            with os.fdopen(fd, "w") as handle:
+                handle.write(f"{self._host} {os.getpid()}")
+            try:
+                value = evaluate()
+            except BaseException:
+                claim.unlink(missing_ok=True)
+                raise
+            _publish(value_path, value)
+            return value
+
+    def _awaited(self, value_path: Path, claim: Path) -> bool:
+        """Wait while another process holds `claim` without publishing `value_path`: True
+        once the value is there or the claim is gone (removed, or taken from a process
+        of this host that has ended); False after CLAIM_WAIT_S."""
+        start = time.monotonic()
+        polls = 0
+        while not value_path.exists():
+            polls += 1
+            if polls % 64 == 0 and self._claimant_ended(claim):
+                claim.unlink(missing_ok=True)
+                return True
+            if not claim.exists():
+                return True
+            if time.monotonic() - start > CLAIM_WAIT_S:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def _claimant_ended(self, claim: Path) -> bool:
+        try:
+            host, pid = claim.read_text().split()
+        except (OSError, ValueError):  # gone, or not yet written
+            return False
+        return host == self._host and not process_alive(int(pid))
+
+
+def _read(path: Path) -> object:
+    try:
+        payload = path.read_bytes()
+    except OSError:
+        return _MISSING
+    return pickle.loads(payload)
+
+
+def _publish(path: Path, value: object) -> None:
+    """Write `value` to a temporary file beside `path` and rename it into place; a folder
+    that fails leaves the value unshared."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(value, handle, pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass
