@@ -334,8 +334,9 @@ class PartWorkers:
     as bytes."""
     slow_start: bool = False
     """`start` waits for the workers to be up (a process pool: for its fork server to
-    import clusterplan, `worker_context`): this process computes its share of the
-    feasible sets first, meanwhile, not after."""
+    import clusterplan, `worker_context`; a LocalCluster still starting,
+    `started_cluster`): this process computes half of the feasible sets first,
+    meanwhile, and the workers the other half."""
 
 
 def shared_candidates(shared: Shared) -> DesignData:
@@ -356,15 +357,15 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
     The first `workers.count` parts are built by workers, which keep them; this process
     builds the rest meanwhile. Every part builder reads the perf model's feasible sets
     at every grid point (on the default instance 91 sets, ~1.6 s of CPU): first each
-    builder computes one share of them (`feasible_share`; this process one too while
-    the workers are slow to start, `PartWorkers.slow_start`), then builds its part given
+    builder computes one share of them (`feasible_share`; this process half of them
+    while the workers are slow to start, `PartWorkers.slow_start`), then builds its part given
     the others' shares (`build_part`). Nothing is merged here: each worker merges the
     parts when its first scenario needs them (`_received`)."""
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
         groups = [tuple(p.key for p in g) for g in config_groups(inputs, parts)]
         count, theirs = len(groups), min(workers.count, len(groups))
-        sharing = max(count, theirs + 1) if workers.slow_start else count
+        sharing = max(count, 2 * theirs) if workers.slow_start else count
         mine = _Kept(default_evaluators(inputs), SharedEvaluations())
 
         def path(name: str) -> str | None:
@@ -1046,60 +1047,94 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
     The shared candidates are built in parts, one by each worker (pinned to it by
     address) and the rest by the coordinator (`shared_parts`); each worker keeps its own
     part. On a LocalCluster the parts go to the other workers as files (as with process
-    workers); on a user's cluster, whose workers may be on other machines, as a future's
-    result that Dask moves to the other workers once (the coordinator's are scattered).
-    Later batches find them there. Tasks are retried once
-    when a worker is lost, then fail their scenarios. Workers must be processes with one
-    thread: Pyomo captures solver output by swapping the process's file descriptors, so
-    concurrent solves in threads of one process hang. A scheduler that does not answer
-    within SCHEDULER_TIMEOUT_S is NoSolution (exit 5)."""
+    workers), and this process computes its share of the feasible sets while the
+    cluster is still starting; on a user's cluster, whose workers may be on other
+    machines, a part goes as a future's result that Dask moves to the other workers
+    once (the coordinator's are scattered). Later batches find them there. Tasks are
+    retried once when a worker is lost, then fail their scenarios. Workers must be
+    processes with one thread: Pyomo captures solver output by swapping the process's
+    file descriptors, so concurrent solves in threads of one process hang. A scheduler
+    that does not answer within SCHEDULER_TIMEOUT_S is NoSolution (exit 5)."""
     if not tasks:
         return
-    from dask.distributed import Client
     from dask.distributed import as_completed as dask_completed
 
-    try:
-        client = Client(cluster() if cluster is not None else scheduler,
-                        timeout=SCHEDULER_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - refused, timed out, or not speaking Dask
-        if cluster is not None:
-            raise
-        raise NoSolution(f"--scheduler: could not reach a Dask scheduler at {scheduler} "
-                         f"(waited at most {SCHEDULER_TIMEOUT_S:g} s): "
-                         f"{type(exc).__name__}: {exc}") from None
+    client = _DaskClient(cluster, scheduler)
+    if cluster is None:  # a user's cluster: its workers are counted, and imported, now
+        client.connect()
     tmp = tempfile.TemporaryDirectory(prefix="clusterplan-sweep-", dir=scratch())
+    futures: dict[Any, list[Task]] = {}
     try:
-        addresses = sorted(client.scheduler_info().get("workers", {}))
-        size = len(addresses) if cluster is None else workers
-        futures: dict[Any, list[Task]] = {}
-        # every worker imports clusterplan now, while the candidates are being built, not
-        # when its first batch arrives (the futures must live until then)
-        warm = [client.submit(tune_worker_process, pure=False, workers=[a]) for a in addresses]
-        try:
-            count = local_parts(size) if cluster is not None else size + 1
-            parts, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
-                shared, count, PartWorkers(
-                    size, lambda i, task, *args: client.submit(
-                        task, *args, pure=False, retries=1,
-                        workers=addresses[i:i + 1] or None, allow_other_workers=True),
-                    *(_by_file if cluster is not None else _by_dask)(client),
-                    folder=tmp.name if cluster is not None else None)))
-            yield from failed
-            evaluations = make_folder(tmp.name) if size > 1 else None
-            futures = {client.submit(solve_batch, b, shared, parts or [], evaluations,
-                                     key=f"scenarios-{b[0].id}-{len(b)}", pure=False,
-                                     retries=1): b
-                       for b in batches(tasks, max(size, 1))}
-            for fut in dask_completed(list(futures)):
-                yield from _rows_or_errors(fut.result, futures[fut])
-        finally:
-            client.cancel([*futures, *warm])
+        size = workers if cluster is not None else len(client.addresses)
+        count = local_parts(size) if cluster is not None else size + 1
+        parts, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
+            shared, count, PartWorkers(
+                size, client.pinned, *(_by_file if cluster is not None else _by_dask)(client),
+                folder=tmp.name if cluster is not None else None,
+                slow_start=cluster is not None)))
+        yield from failed
+        evaluations = make_folder(tmp.name) if size > 1 else None
+        futures = {client.connect().submit(solve_batch, b, shared, parts or [], evaluations,
+                                           key=f"scenarios-{b[0].id}-{len(b)}", pure=False,
+                                           retries=1): b
+                   for b in batches(tasks, max(size, 1))}
+        for fut in dask_completed(list(futures)):
+            yield from _rows_or_errors(fut.result, futures[fut])
     finally:
-        client.close()
+        client.close(futures)
         tmp.cleanup()
 
 
-def _by_file(client: Any) -> tuple[Callable, Callable, Callable]:
+class _DaskClient:
+    """The Dask client of a sweep, connected at first use (`connect`): to the
+    LocalCluster of `cluster()` (which waits for it to start) or to `scheduler`."""
+
+    def __init__(self, cluster: Callable[[], Any] | None, scheduler: str | None):
+        self.cluster, self.scheduler = cluster, scheduler
+        self.client: Any = None
+        self.addresses: list[str] = []
+        self.warm: list[Any] = []
+
+    def connect(self) -> Any:
+        """The client; connecting to a user's scheduler that does not answer within
+        SCHEDULER_TIMEOUT_S is NoSolution (exit 5). Each worker of a user's cluster
+        imports clusterplan at once, while the candidates are being built, not when its
+        first batch arrives (LocalCluster workers are forked with it imported)."""
+        if self.client is not None:
+            return self.client
+        from dask.distributed import Client
+
+        if self.cluster is not None:
+            self.client = Client(self.cluster(), timeout=SCHEDULER_TIMEOUT_S)
+        else:
+            try:
+                self.client = Client(self.scheduler, timeout=SCHEDULER_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - refused, timed out, not speaking Dask
+                raise NoSolution(f"--scheduler: could not reach a Dask scheduler at "
+                                 f"{self.scheduler} (waited at most "
+                                 f"{SCHEDULER_TIMEOUT_S:g} s): {type(exc).__name__}: "
+                                 f"{exc}") from None
+        self.addresses = sorted(self.client.scheduler_info().get("workers", {}))
+        if self.cluster is None:
+            self.warm = [self.client.submit(tune_worker_process, pure=False, workers=[a])
+                         for a in self.addresses]
+        return self.client
+
+    def pinned(self, i: int, task: Callable, *args: Any) -> Any:
+        """`PartWorkers.start`: task(*args) on worker i, on another when it is lost."""
+        client = self.connect()
+        return client.submit(task, *args, pure=False, retries=1,
+                             workers=self.addresses[i:i + 1] or None,
+                             allow_other_workers=True)
+
+    def close(self, futures: Any) -> None:
+        """Cancel `futures` and the warming tasks, then close the client."""
+        if self.client is not None:
+            self.client.cancel([*futures, *self.warm])
+            self.client.close()
+
+
+def _by_file(client: _DaskClient) -> tuple[Callable, Callable, Callable]:
     """`PartWorkers.ready`, `offer` and `result` when the pickles go as files (workers on
     this machine): a finished task's path, the path itself, the path."""
     def path(future: Any) -> str:
@@ -1107,10 +1142,10 @@ def _by_file(client: Any) -> tuple[Callable, Callable, Callable]:
     return path, lambda given: given, path
 
 
-def _by_dask(client: Any) -> tuple[Callable, Callable, Callable]:
+def _by_dask(client: _DaskClient) -> tuple[Callable, Callable, Callable]:
     """`PartWorkers.ready`, `offer` and `result` when Dask moves the pickles: the
     finished future (left on its worker), the pickle scattered, the pickle."""
-    return (_finished, lambda payload: client.scatter(payload, hash=False),
+    return (_finished, lambda payload: client.connect().scatter(payload, hash=False),
             lambda future: future.result())
 
 

@@ -129,7 +129,8 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
     with the pickles of the others (bytes or a file): the same data as one build, also
     for a worker that built none. The perf model's feasible sets are computed once over
     all the part builders (one share each, then exchanged), not once by each; with
-    workers slow to start, the coordinator computes a share first, building no part."""
+    workers slow to start, the coordinator computes half of them first (two shares of
+    four), building no part."""
     import gc
     from concurrent.futures import Future
 
@@ -162,13 +163,15 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
     assert sorted(computed) == sorted((system.id, gpus) for system, gpus in points)
     try:
         # each builder computed one share of the feasible sets (the third by the
-        # coordinator: first, when the workers are slow to start), then built its part
-        first = len(points[2::3]) if slow_start else 0
+        # coordinator; when the workers are slow to start, the third and fourth of four,
+        # first), then built its part
+        first = len(points[2::4]) + len(points[3::4]) if slow_start else 0
         assert [s[:2] for s in started] == [(0, "feasible_share"), (1, "feasible_share"),
                                             (0, "build_part"), (1, "build_part")]
         assert started[0][2] == first and len(given) == parts
         kept = sweeps._CACHE[shared.key]
-        assert set(kept.parts) == {0, 1} and kept.shares == {0, 1, 2}  # the "worker"'s
+        assert set(kept.parts) == {0, 1}  # the "worker"'s
+        assert kept.shares == ({0, 1, 2, 3} if slow_start else {0, 1, 2})
         files = [tmp_path / f"part-{i}" for i in range(parts)]
         for file, part in zip(files, given, strict=True):
             file.write_bytes(part)

@@ -1,0 +1,186 @@
+"""Exact evaluations shared between a sweep's worker processes (solver.shared_evaluations):
+each computed once over the processes, the same values everywhere, claims of ended
+processes taken over, and a sweep whose workers share them gives local's rows."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from models.design.candidates import build_design_data, refine
+from models.design.evaluate import Memo, default_evaluators
+from solver import shared_evaluations, sweep, sweeps
+from solver.loading import INSTANCES_DIR, instance_from_dict, read_document
+from solver.prepare import prepare
+from solver.shared_evaluations import SharedEvaluations, make_folder
+
+KEYS = [("h100", i) for i in range(120)]
+
+
+def square_all(folder: str, log: str, out: str) -> None:
+    """In a process: every key of KEYS through a memo of `folder`, in the order of its
+    rank (the second process last first, as exact_in_turn does), each computed one
+    appended to `log`; the values to `out`."""
+    memo = SharedEvaluations()
+    memo.use(folder)
+    order = KEYS[::-1] if memo.rank % 2 else KEYS
+
+    def evaluate(key: tuple) -> int:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"{key[1]}\n")
+        time.sleep(0.002)
+        return key[1] ** 2
+
+    values = {key: memo("perf", key, lambda key=key: evaluate(key)) for key in order}
+    Path(out).write_text(repr(sorted(values.items())), encoding="utf-8")
+
+
+def test_two_processes_compute_each_evaluation_once(tmp_path):
+    folder = make_folder(tmp_path)
+    context = multiprocessing.get_context("fork")
+    logs = [tmp_path / f"log-{i}" for i in range(2)]
+    outs = [tmp_path / f"out-{i}" for i in range(2)]
+    procs = [context.Process(target=square_all, args=(folder, str(log), str(out)))
+             for log, out in zip(logs, outs, strict=True)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    computed = [int(line) for log in logs if log.exists() for line in log.read_text().split()]
+    assert sorted(computed) == [key[1] for key in KEYS]  # each once, over both
+    assert all(log.exists() for log in logs)  # and both took part
+    expected = repr(sorted((key, key[1] ** 2) for key in KEYS))
+    assert [out.read_text() for out in outs] == [expected, expected]
+    assert sorted(p.name for p in Path(folder).glob("rank-*")) == ["rank-0", "rank-1"]
+
+
+def test_a_claim_of_an_ended_process_is_taken_over(tmp_path):
+    memo = SharedEvaluations()
+    memo.use(make_folder(tmp_path))
+    ended = multiprocessing.get_context("fork").Process(target=lambda: None)
+    ended.start()
+    ended.join()
+    memo("perf", ("a",), lambda: 1)  # learn the file names from the first claim
+    claim = next(Path(memo.folder).glob("*.claim"))
+    name = claim.name.removesuffix(".claim")
+    (Path(memo.folder) / name).unlink()  # as if its claimant had never published
+    claim.write_text(f"{socket.gethostname()} {ended.pid}")
+    start = time.monotonic()
+    assert memo("perf", ("a",), lambda: 2) == 2
+    assert time.monotonic() - start < 5
+    assert claim.read_text() == f"{socket.gethostname()} {os.getpid()}"
+
+
+def test_a_claimant_publishing_is_waited_for(tmp_path):
+    memo = SharedEvaluations()
+    memo.use(make_folder(tmp_path))
+    other = SharedEvaluations()
+    other.use(memo.folder)
+    held = threading.Event()
+
+    def slow() -> str:
+        held.set()
+        time.sleep(0.3)
+        return "theirs"
+
+    thread = threading.Thread(target=lambda: other("goodput", ("k", 1), slow))
+    thread.start()
+    held.wait(5)
+    assert memo("goodput", ("k", 1), lambda: "mine") == "theirs"  # never computed here
+    thread.join()
+
+
+def test_an_error_releases_the_claim_and_a_lost_folder_computes_here(tmp_path, monkeypatch):
+    memo = SharedEvaluations()
+    memo.use(make_folder(tmp_path))
+
+    def fails() -> int:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        memo("perf", ("x",), fails)
+    assert not list(Path(memo.folder).glob("*.claim"))
+    assert memo("perf", ("x",), lambda: 3) == 3
+    # a claim held past CLAIM_WAIT_S: computed here, unshared
+    monkeypatch.setattr(shared_evaluations, "CLAIM_WAIT_S", 0.05)
+    other = SharedEvaluations()
+    other.use(memo.folder)
+    claim_of_y = threading.Event()
+
+    def hold() -> int:
+        claim_of_y.set()
+        time.sleep(0.5)
+        return 4
+
+    thread = threading.Thread(target=lambda: other("perf", ("y",), hold))
+    thread.start()
+    claim_of_y.wait(5)
+    assert memo("perf", ("y",), lambda: 5) == 5
+    thread.join()
+    for path in Path(memo.folder).iterdir():
+        path.unlink()
+    Path(memo.folder).rmdir()  # the folder gone: every evaluation computed here
+    assert memo("perf", ("z",), lambda: 6) == 6
+
+
+def test_a_folder_not_made_for_sharing_shares_nothing(tmp_path):
+    memo = SharedEvaluations()
+    memo.use(str(tmp_path))  # no marker: e.g. a path on another machine
+    assert memo.folder is None and memo.rank == 0
+    memo.use(None)
+    assert memo.folder is None
+    assert memo("perf", ("a",), lambda: 7) == 7
+    assert not list(tmp_path.iterdir())
+
+
+class SecondRank(Memo):
+    rank = 1
+
+
+def test_refine_gives_the_same_data_in_either_order():
+    """exact_in_turn evaluates a round's candidates fewest GPUs first, or most first for
+    an odd rank: the refined data are the same (at 12 MW, 36 candidates of 3 GPU counts
+    to refine)."""
+    doc = read_document(INSTANCES_DIR / "llama3-16k.toml")
+    doc["limits"]["it_power_mw"] = 12.0
+    inputs = prepare(instance_from_dict(doc))
+    refined = []
+    for memo in (Memo(), SecondRank()):
+        evaluators = default_evaluators(inputs, memo)
+        data = build_design_data(inputs, evaluators)[0]
+        refined.append(refine(inputs, evaluators, data))
+    assert refined[0] == refined[1]
+    assert sum(k.exact for k in refined[0].candidates) > sum(
+        k.exact for k in build_design_data(inputs, default_evaluators(inputs))[0].candidates)
+
+
+def test_process_workers_share_their_exact_evaluations(tmp_path, monkeypatch):
+    """A sweep on the perf and reliability models with two process workers: its rows are
+    local's, and the workers refined through one folder, each evaluation claimed once,
+    by both workers."""
+    kept: list[str] = []
+
+    def kept_folder(parent: str) -> str:
+        kept.append(make_folder(tmp_path))
+        return kept[-1]
+
+    monkeypatch.setattr(sweeps, "make_folder", kept_folder)
+    vary = {"limits.it_power_mw": "8:14:4"}  # each refines candidates
+    instance = INSTANCES_DIR / "llama3-16k.toml"
+    local = sweep(instance, vary, out=tmp_path / "local")
+    shared = sweep(instance, vary, out=tmp_path / "p", backend="processes", workers=2)
+    columns = ["id", *vary, "status", "objective", "gpus", "nodes", "spare_nodes",
+               "capex_usd", "goodput", "mfu", "effective_tokens_per_s"]
+    assert shared[columns].equals(local[columns])
+    assert shared["status"].eq("optimal").all()
+    claims = list(Path(kept[0]).glob("*.claim"))
+    assert claims and all(c.with_suffix("").exists() for c in claims)
+    claimants = {c.read_text().split()[1] for c in claims}
+    assert len(claimants) == 2, claimants
