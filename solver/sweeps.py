@@ -22,11 +22,16 @@ configurations (`shared_parts`): each worker builds one part and keeps it, with 
 evaluators that built it (warm for its scenarios), and the coordinator builds the parts
 left over (on a machine with a core to spare). Every part builder reads all of the perf
 model's feasible sets, so each first computes one share of them and takes the others'
-(`feasible_share`) before it builds. Each part goes to every worker once (a file per
-part that the process worker who built it writes; a Dask future, moved between workers
+(`feasible_share`) before it builds; while the workers start, the coordinator computes
+half of them. Each part goes to every worker once (on this machine a file per part,
+written by its builder; to a user's Dask cluster a Dask future, moved between workers
 by Dask), and each worker merges its own part with the others' when its first scenario
 needs them (the same data as one build), keeping the result under `Shared.key`
-(`_kept`).
+(`_kept`). Files go to memory (`scratch`).
+Every scenario then refines the candidates near its optimum, and most scenarios need
+most of the same exact evaluations: workers on this machine share them through a folder
+(solver.shared_evaluations), each computed by one worker, which halved the refinement's
+CPU per worker on the default sweep.
 Building, pickling and unpickling run with Python's garbage collector paused
 (`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections. Scenarios go to workers in batches
@@ -34,7 +39,8 @@ of shrinking size (`batches`), one round trip per batch; rows come back as each 
 finishes and are written at once. `--backend processes` and the Dask LocalCluster fork
 their workers from a fork server that has only imported clusterplan (and, for Dask,
 distributed), started while the scenarios are validated (`worker_context`: no import
-per worker, and no lock copied from the coordinator's threads); the workers of a
+per worker, and no lock copied from the coordinator's threads; the LocalCluster itself
+starts in a thread meanwhile, `started_cluster`); the workers of a
 user's Dask cluster import it while the candidates are built. Worker processes reset
 glibc's malloc thresholds and Pyomo's output capture lock (`tune_worker_process`);
 workers on this machine get one thread each for OpenMP, MKL and OpenBLAS
