@@ -16,7 +16,13 @@ Dask scheduler and nannies), sampled every second (sampling every 0.2 s cost the
 coordinator, which solves the local row, ~5% of its CPU): on a loaded machine wall
 times follow the load, CPU times much less.
 
-Run: python tests/benchmarks/bench_sweep.py [--only local,processes,...] [--scenarios 100]
+With --repeat N the rows run N rounds, interleaved (local, processes-2, ..., local,
+...), and the medians are reported with every round's figures: this VM's speed drifts
+by 10-20% over minutes, so one round compares a local run and a parallel run made at
+different speeds; each round's speed-up is against that round's local run.
+
+Run: python tests/benchmarks/bench_sweep.py [--only local,processes-2,...] [--scenarios 100]
+     [--repeat 3]
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -143,56 +150,73 @@ def run_cli(address: str, grid: dict[str, str], out: Path, env: dict[str, str]) 
     return pd.read_parquet(json.loads(done.stdout)["table"])
 
 
+def run_row(row: str, grid: dict[str, str], out: Path, env: dict[str, str],
+            meter: CpuMeter) -> tuple[pd.DataFrame, float, float]:
+    """One fresh sweep on the back-end `row`: its table, wall seconds and CPU seconds."""
+    sweeps._CACHE.clear()  # each row starts cold, as a new CLI process does,
+    stop_fork_server()  # with a fork server of its back-end's modules
+    if row == "dask-external-2":
+        address, procs = external_cluster(2, env)
+        try:
+            meter.start()
+            start = time.perf_counter()
+            table = run_cli(address, grid, out, env)
+            return table, time.perf_counter() - start, meter.seconds()
+        finally:
+            for p in reversed(procs):
+                p.terminate()
+            for p in procs:
+                p.wait(timeout=30)
+    backend, _, workers = row.partition("-")
+    meter.start()
+    start = time.perf_counter()
+    table = sweep(DEFAULT_INSTANCE, grid, out=out, backend=backend, workers=int(workers or 1))
+    return table, time.perf_counter() - start, meter.seconds()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=",".join(ROWS), help="comma-separated rows")
     ap.add_argument("--scenarios", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of every row, interleaved (this VM's speed drifts by "
+                         "~10-20%% over minutes); medians are reported")
     args = ap.parse_args()
     rows = [r for r in args.only.split(",") if r]
     grid = vary(args.scenarios)
     env = os.environ | {"PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-    walls: dict[str, float] = {}
-    cpus: dict[str, float] = {}
-    tables: dict[str, pd.DataFrame] = {}
+    walls: dict[str, list[float]] = {row: [] for row in rows}
+    cpus: dict[str, list[float]] = {row: [] for row in rows}
+    same: dict[str, bool] = dict.fromkeys(rows, True)
+    reference = None
     meter = CpuMeter()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        for row in rows:
-            out = Path(tmp) / row
-            sweeps._CACHE.clear()  # each row starts cold, as a new CLI process does,
-            stop_fork_server()  # with a fork server of its back-end's modules
-            if row == "dask-external-2":
-                address, procs = external_cluster(2, env)
-                try:
-                    meter.start()
-                    start = time.perf_counter()
-                    tables[row] = run_cli(address, grid, out, env)
-                    walls[row] = time.perf_counter() - start
-                    cpus[row] = meter.seconds()
-                finally:
-                    for p in reversed(procs):
-                        p.terminate()
-                    for p in procs:
-                        p.wait(timeout=30)
-                continue
-            backend, _, workers = row.partition("-")
-            meter.start()
-            start = time.perf_counter()
-            tables[row] = sweep(DEFAULT_INSTANCE, grid, out=out, backend=backend,
-                                workers=int(workers or 1))
-            walls[row] = time.perf_counter() - start
-            cpus[row] = meter.seconds()
-    n = len(next(iter(tables.values())))
-    first = next(iter(tables))
+        for round_ in range(args.repeat):
+            for row in rows:
+                table, wall, cpu = run_row(row, grid, Path(tmp) / f"{row}-{round_}", env,
+                                           meter)
+                walls[row].append(wall)
+                cpus[row].append(cpu)
+                reference = table if reference is None else reference
+                same[row] &= table[COMPARED].equals(reference[COMPARED])
+    n = len(reference)
+    first = rows[0]
     print(f"{n}-scenario sweep of {DEFAULT_INSTANCE.name}, {os.cpu_count()} cores, "
-          f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
-    print(f"{'back-end':<18}{'wall s':>9}{'speed-up':>10}{'CPU s':>8}  same rows as {first}")
+          f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
+          f"{args.repeat} interleaved round(s), medians")
+    print(f"{'back-end':<18}{'wall s':>9}{'speed-up':>10}{'CPU s':>8}  "
+          f"{'walls s (speed-ups) by round':<40} same rows as {first}")
     for row in rows:
-        same = tables[row][COMPARED].equals(tables[first][COMPARED])
-        speed = f"{walls['local'] / walls[row]:.2f}x" if "local" in walls else "-"
-        print(f"{row:<18}{walls[row]:>9.1f}{speed:>10}{cpus[row]:>8.1f}  {same}")
-    if not all(tables[r][COMPARED].equals(tables[first][COMPARED]) for r in rows):
+        wall = statistics.median(walls[row])
+        speed = f"{statistics.median(walls['local']) / wall:.2f}x" if "local" in walls else "-"
+        rounds = ", ".join(
+            f"{w:.1f}" + (f" ({walls['local'][i] / w:.2f}x)" if "local" in walls else "")
+            for i, w in enumerate(walls[row]))
+        print(f"{row:<18}{wall:>9.1f}{speed:>10}{statistics.median(cpus[row]):>8.1f}  "
+              f"{rounds:<40} {same[row]}")
+    if not all(same.values()):
         raise SystemExit("back-ends disagree")
 
 
