@@ -99,14 +99,14 @@ class SharedEvaluations(Memo):
                 return evaluate()  # waited CLAIM_WAIT_S: compute it here, unshared
             except OSError:
                 return evaluate()
-            with os.fdopen(fd, "w") as handle:
-                handle.write(f"{self._host} {os.getpid()}")
             try:
+                with os.fdopen(fd, "w") as handle:
+                    handle.write(f"{self._host} {os.getpid()}")
                 value = evaluate()
-            except BaseException:
+                _publish(value_path, value)
+            except BaseException:  # an error, or the scenario's time limit: not ours now
                 claim.unlink(missing_ok=True)
                 raise
-            _publish(value_path, value)
             return value
 
     def _awaited(self, value_path: Path, claim: Path) -> bool:

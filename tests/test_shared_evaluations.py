@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -184,3 +185,25 @@ def test_process_workers_share_their_exact_evaluations(tmp_path, monkeypatch):
     assert claims and all(c.with_suffix("").exists() for c in claims)
     claimants = {c.read_text().split()[1] for c in claims}
     assert len(claimants) == 2, claimants
+
+
+def test_scratch_folder_is_memory_backed_and_clears_what_killed_sweeps_left(
+        tmp_path, monkeypatch):
+    """A sweep's files go to SCRATCH when it has room, else to the temporary folder; a
+    folder whose sweep process has ended is removed, one whose process runs is kept."""
+    ended = multiprocessing.get_context("fork").Process(target=lambda: None)
+    ended.start()
+    ended.join()
+    monkeypatch.setattr(sweeps, "SCRATCH", str(tmp_path))
+    monkeypatch.setattr(sweeps, "SCRATCH_FREE_BYTES", 1)
+    left = tmp_path / f"{sweeps.SCRATCH_PREFIX}{ended.pid}-abc"
+    running = tmp_path / f"{sweeps.SCRATCH_PREFIX}{os.getpid()}-def"
+    for folder in (left, running):
+        (folder / "evaluations").mkdir(parents=True)
+    with sweeps.scratch_folder() as tmp:
+        assert Path(tmp).parent == tmp_path
+        assert Path(tmp).name.startswith(f"{sweeps.SCRATCH_PREFIX}{os.getpid()}-")
+        assert not left.exists() and running.exists()
+    monkeypatch.setattr(sweeps, "SCRATCH_FREE_BYTES", 2**62)  # no room: the temporary folder
+    with sweeps.scratch_folder() as tmp:
+        assert Path(tmp).parent == Path(tempfile.gettempdir())
