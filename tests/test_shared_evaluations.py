@@ -162,10 +162,11 @@ def test_refine_gives_the_same_data_in_either_order():
         k.exact for k in build_design_data(inputs, default_evaluators(inputs))[0].candidates)
 
 
-def test_process_workers_share_their_exact_evaluations(tmp_path, monkeypatch):
-    """A sweep on the perf and reliability models with two process workers: its rows are
-    local's, and the workers refined through one folder, each evaluation claimed once,
-    by both workers."""
+@pytest.mark.parametrize("backend", ["processes", "dask"])
+def test_workers_share_their_exact_evaluations(tmp_path, monkeypatch, backend):
+    """A sweep on the perf and reliability models with two process workers or a
+    two-worker LocalCluster: its rows are local's, and the workers refined through one
+    folder, each evaluation claimed once, by both workers."""
     kept: list[str] = []
 
     def kept_folder(parent: str) -> str:
@@ -176,7 +177,7 @@ def test_process_workers_share_their_exact_evaluations(tmp_path, monkeypatch):
     vary = {"limits.it_power_mw": "8:14:4"}  # each refines candidates
     instance = INSTANCES_DIR / "llama3-16k.toml"
     local = sweep(instance, vary, out=tmp_path / "local")
-    shared = sweep(instance, vary, out=tmp_path / "p", backend="processes", workers=2)
+    shared = sweep(instance, vary, out=tmp_path / backend, backend=backend, workers=2)
     columns = ["id", *vary, "status", "objective", "gpus", "nodes", "spare_nodes",
                "capex_usd", "goodput", "mfu", "effective_tokens_per_s"]
     assert shared[columns].equals(local[columns])
