@@ -79,22 +79,29 @@ def test_a_claim_of_an_ended_process_is_taken_over(tmp_path):
     assert claim.read_text() == f"{socket.gethostname()} {os.getpid()}"
 
 
+def holding(folder: Path, key: tuple, seconds: float, value: object) -> threading.Thread:
+    """Another memo of `folder` computing `key` for `seconds` (then publishing `value`)
+    in a thread, once it holds the claim."""
+    other = SharedEvaluations()
+    other.use(str(folder))
+    held = threading.Event()
+
+    def slow() -> object:
+        held.set()
+        time.sleep(seconds)
+        return value
+
+    thread = threading.Thread(target=lambda: other("perf", key, slow))
+    thread.start()
+    held.wait(5)
+    return thread
+
+
 def test_a_claimant_publishing_is_waited_for(tmp_path):
     memo = SharedEvaluations()
     memo.use(make_folder(tmp_path))
-    other = SharedEvaluations()
-    other.use(memo.folder)
-    held = threading.Event()
-
-    def slow() -> str:
-        held.set()
-        time.sleep(0.3)
-        return "theirs"
-
-    thread = threading.Thread(target=lambda: other("goodput", ("k", 1), slow))
-    thread.start()
-    held.wait(5)
-    assert memo("goodput", ("k", 1), lambda: "mine") == "theirs"  # never computed here
+    thread = holding(memo.folder, ("k", 1), 0.3, "theirs")
+    assert memo("perf", ("k", 1), lambda: "mine") == "theirs"  # never computed here
     thread.join()
 
 
@@ -111,18 +118,7 @@ def test_an_error_releases_the_claim_and_a_lost_folder_computes_here(tmp_path, m
     assert memo("perf", ("x",), lambda: 3) == 3
     # a claim held past CLAIM_WAIT_S: computed here, unshared
     monkeypatch.setattr(shared_evaluations, "CLAIM_WAIT_S", 0.05)
-    other = SharedEvaluations()
-    other.use(memo.folder)
-    claim_of_y = threading.Event()
-
-    def hold() -> int:
-        claim_of_y.set()
-        time.sleep(0.5)
-        return 4
-
-    thread = threading.Thread(target=lambda: other("perf", ("y",), hold))
-    thread.start()
-    claim_of_y.wait(5)
+    thread = holding(memo.folder, ("y",), 0.5, 4)
     assert memo("perf", ("y",), lambda: 5) == 5
     thread.join()
     for path in Path(memo.folder).iterdir():
