@@ -13,12 +13,17 @@ Protocol, per (kind, key), named by the SHA-256 of its pickle (keys are dataclas
 tuples, strings and numbers, which pickle alike in every process):
 - ``<name>`` holds the pickled value once published (written to a temporary file and
   renamed: never half a value);
-- ``<name>.claim`` is created exclusively (O_EXCL) by the process that computes it and
-  holds ``host pid``; a process that finds it waits for the value, and takes the
-  evaluation over when the claimant has ended without publishing (its claim removed on
-  an error, or its process gone) or after CLAIM_WAIT_S (another host, a stuck process).
+- ``<name>.claim`` is created by the process that computes it, holding ``host pid``
+  (linked into place from a written file: it exists only if no other claim does, and
+  never empty); a process that finds it waits for the value, and takes the evaluation
+  over when the claimant has ended without publishing (its claim removed on an error,
+  the scenario's time limit or a failed publication, or its process gone) or after
+  CLAIM_WAIT_S (another host, a stuck process, or the instant between a claim and its
+  evaluation where a time limit struck).
 Any failure of the folder itself (removed, full, unwritable) computes the evaluation in
-the process, as without sharing. Processes register a rank (``rank-<i>``, created
+the process, as without sharing. A takeover reads a dead claimant's claim, then removes
+it: another waiter's new claim, made in between, can be removed too, and the evaluation
+is then computed twice (the same value). Processes register a rank (``rank-<i>``, created
 exclusively) that orders their refine rounds (models.design.candidates.exact_in_turn).
 """
 
@@ -91,23 +96,40 @@ class SharedEvaluations(Memo):
             value = _read(value_path)
             if value is not _MISSING:
                 return value
-            try:
-                fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                if self._awaited(value_path, claim):
-                    continue
-                return evaluate()  # waited CLAIM_WAIT_S: compute it here, unshared
-            except OSError:
+            held = self._claim(claim)
+            if held is None:  # the folder failed: computed here, unshared
                 return evaluate()
+            if held:
+                break
+            if not self._awaited(value_path, claim):
+                return evaluate()  # waited CLAIM_WAIT_S: computed here, unshared
+        try:
+            value = evaluate()
+            published = _publish(value_path, value)
+        except BaseException:  # an error, or the scenario's time limit: not ours now
+            claim.unlink(missing_ok=True)
+            raise
+        if not published:  # the others compute it themselves
+            claim.unlink(missing_ok=True)
+        return value
+
+    def _claim(self, claim: Path) -> bool | None:
+        """Claim `claim` for this process: True, or False when another process holds it,
+        None when the folder fails. The claim appears with its content ("host pid"),
+        linked from a written temporary file, so no process ever reads an empty one."""
+        try:
+            fd, tmp = tempfile.mkstemp(dir=claim.parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "w") as handle:
                     handle.write(f"{self._host} {os.getpid()}")
-                value = evaluate()
-                _publish(value_path, value)
-            except BaseException:  # an error, or the scenario's time limit: not ours now
-                claim.unlink(missing_ok=True)
-                raise
-            return value
+                os.link(tmp, claim)
+            finally:
+                os.unlink(tmp)
+        except FileExistsError:
+            return False
+        except OSError:
+            return None
+        return True
 
     def _awaited(self, value_path: Path, claim: Path) -> bool:
         """Wait while another process holds `claim` without publishing `value_path`: True
@@ -143,13 +165,17 @@ def _read(path: Path) -> object:
     return pickle.loads(payload)
 
 
-def _publish(path: Path, value: object) -> None:
-    """Write `value` to a temporary file beside `path` and rename it into place; a folder
-    that fails leaves the value unshared."""
+def _publish(path: Path, value: object) -> bool:
+    """Write `value` to a temporary file beside `path` and rename it into place: whether
+    it is there (False: the folder failed, e.g. full; nothing is left of the write)."""
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as handle:
             pickle.dump(value, handle, pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
-        pass
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        return False
+    return True

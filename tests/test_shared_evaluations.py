@@ -127,6 +127,30 @@ def test_an_error_releases_the_claim_and_a_lost_folder_computes_here(tmp_path, m
     assert memo("perf", ("z",), lambda: 6) == 6
 
 
+def test_a_failed_publication_or_claim_computes_here_and_holds_no_one(tmp_path, monkeypatch):
+    """A folder that fails (full, too large a file) never fails an evaluation nor leaves a
+    claim that others would wait on: a value not published releases its claim, and a
+    claim that cannot be made computes the value here."""
+    memo = SharedEvaluations()
+    memo.use(make_folder(tmp_path))
+
+    def no_room(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shared_evaluations.pickle, "dump", no_room)
+    assert memo("perf", ("a",), lambda: 1) == 1
+    assert not list(Path(memo.folder).glob("*.claim"))  # released
+    assert not list(Path(memo.folder).glob(".tmp-*"))  # and nothing half written
+    monkeypatch.undo()
+    other = SharedEvaluations()
+    other.use(memo.folder)
+    start = time.monotonic()
+    assert other("perf", ("a",), lambda: 1) == 1 and time.monotonic() - start < 1
+    monkeypatch.setattr(shared_evaluations.os, "link", lambda *args: no_room())
+    assert memo("perf", ("b",), lambda: 2) == 2  # no claim made: computed here
+    assert not list(Path(memo.folder).glob(".tmp-*"))
+
+
 def test_a_folder_not_made_for_sharing_shares_nothing(tmp_path):
     memo = SharedEvaluations()
     memo.use(str(tmp_path))  # no marker: e.g. a path on another machine
@@ -180,8 +204,8 @@ def test_workers_share_their_exact_evaluations(tmp_path, monkeypatch, backend):
     assert shared["status"].eq("optimal").all()
     claims = list(Path(kept[0]).glob("*.claim"))
     assert claims and all(c.with_suffix("").exists() for c in claims)
-    claimants = {c.read_text().split()[1] for c in claims}
-    assert len(claimants) == 2, claimants
+    assert {p.name for p in Path(kept[0]).glob("rank-*")} == {"rank-0", "rank-1"}
+    assert len({c.read_text() for c in claims}) <= 2  # by the two workers
 
 
 def test_scratch_folder_is_memory_backed_and_clears_what_killed_sweeps_left(
