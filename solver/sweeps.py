@@ -214,6 +214,12 @@ class _Kept:
     """The shares of the perf model's feasible sets in `evaluators` (`feasible_share`),
     by index: computed here or received."""
 
+    @classmethod
+    def made_for(cls, inputs: Inputs) -> _Kept:
+        """Fresh evaluators of `inputs` with their memo, not shared yet."""
+        memo = SharedEvaluations()
+        return cls(default_evaluators(inputs, memo), memo)
+
 
 _CACHE: dict[str, _Kept] = {}
 _CACHE_LOCK = threading.Lock()
@@ -229,8 +235,7 @@ def _kept(key: str, inputs: Callable[[], Inputs]) -> _Kept:
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE.clear()
-            memo = SharedEvaluations()
-            _CACHE[key] = _Kept(default_evaluators(inputs(), memo), memo)
+            _CACHE[key] = _Kept.made_for(inputs())
         return _CACHE[key]
 
 
@@ -373,7 +378,7 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
         groups = [tuple(p.key for p in g) for g in config_groups(inputs, parts)]
         count, theirs = len(groups), min(workers.count, len(groups))
         sharing = max(count, 2 * theirs) if workers.slow_start else count
-        mine = _Kept(default_evaluators(inputs), SharedEvaluations())
+        mine = _Kept.made_for(inputs)
 
         def path(name: str) -> str | None:
             return str(Path(workers.folder) / name) if workers.folder else None
@@ -1024,12 +1029,13 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 def local_cluster(workers: int) -> Any:
     """A Dask LocalCluster on loopback of `workers` single-threaded worker processes,
-    forked from the fork server (`worker_context`), with Dask's housekeeping turned down
+    forked from the fork server that run_scenarios has started (`worker_context`,
+    DASK_WORKER_PRELOAD; not here: this runs in a thread, and the server's start sets
+    the process's environment), with Dask's housekeeping turned down
     (DASK_HOUSEKEEPING)."""
     import dask
     from dask.distributed import LocalCluster
 
-    worker_context(DASK_WORKER_PRELOAD)
     with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ(),
                           "distributed.worker.multiprocessing-method": "forkserver",
                           **DASK_HOUSEKEEPING}):
@@ -1086,7 +1092,7 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
         count = local_parts(size) if cluster is not None else size + 1
         parts, failed, tasks = _with_shared(tasks, shared, lambda: shared_parts(
             shared, count, PartWorkers(
-                size, client.pinned, *(_by_file if cluster is not None else _by_dask)(client),
+                size, client.pinned, *(BY_FILE if cluster is not None else _by_dask(client)),
                 folder=tmp.name if cluster is not None else None,
                 slow_start=cluster is not None)))
         yield from failed
@@ -1151,19 +1157,20 @@ class _DaskClient:
             self.client.close()
 
 
-def _by_file(client: _DaskClient) -> tuple[Callable, Callable, Callable]:
-    """`PartWorkers.ready`, `offer` and `result` when the pickles go as files (workers on
-    this machine): a finished task's path, the path itself, the path."""
-    def path(future: Any) -> str:
-        return future.result()
-    return path, lambda given: given, path
+def _result(future: Any) -> Any:
+    return future.result()
+
+
+BY_FILE = (_result, lambda given: given, _result)
+"""`PartWorkers.ready`, `offer` and `result` when the pickles go as files (workers on
+this machine): a finished task's path, the path itself, the path."""
 
 
 def _by_dask(client: _DaskClient) -> tuple[Callable, Callable, Callable]:
     """`PartWorkers.ready`, `offer` and `result` when Dask moves the pickles: the
     finished future (left on its worker), the pickle scattered, the pickle."""
     return (_finished, lambda payload: client.connect().scatter(payload, hash=False),
-            lambda future: future.result())
+            _result)
 
 
 def _finished(future: Any) -> Any:
