@@ -5,7 +5,10 @@ Every scenario of a sweep refines the shared candidates near its own optimum
 sizes the candidate build only interpolated. Most scenarios need most of the same
 evaluations (on the default 100-scenario sweep ~1,240 of them, ~3 s of CPU, and each
 half of the scenarios needs ~90% of them), so two workers that each kept their own
-caches computed nearly all of them twice. `SharedEvaluations` is the evaluators' memo
+caches computed nearly all of them twice. The perf model's feasible sets go the same
+way (~130 on that sweep, ~15 ms of CPU each against ~1 ms to write and read one): the
+exact evaluations of one GPU count on different networks share one, and two workers
+computed ~30 of them twice. `SharedEvaluations` is the evaluators' memo
 (models.design.evaluate.Memo) in a folder both can read: an evaluation is computed by
 the first process to claim it and read by the others.
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from models.design import evaluate
 from models.design.candidates import build_design_data, refine
 from models.design.evaluate import Memo, default_evaluators
 from solver import shared_evaluations, sweep, sweeps
@@ -60,6 +61,51 @@ def test_two_processes_compute_each_evaluation_once(tmp_path):
     expected = repr(sorted((key, key[1] ** 2) for key in KEYS))
     assert [out.read_text() for out in outs] == [expected, expected]
     assert sorted(p.name for p in Path(folder).glob("rank-*")) == ["rank-0", "rank-1"]
+
+
+GPU_COUNTS = [8 * n for n in (1000, 1001, 1002, 1003, 1004, 1005)]
+
+
+def feasible_all(folder: str, log: str, out: str) -> None:
+    """In a process: the perf model's feasible sets at GPU_COUNTS (in the order of its
+    rank) through evaluators whose memo is `folder`, each computed one appended to
+    `log`; the sets' sizes to `out`."""
+    memo = SharedEvaluations()
+    memo.use(folder)
+    inputs = prepare(instance_from_dict(read_document(INSTANCES_DIR / "llama3-16k.toml")))
+    computed = evaluate.feasible_candidates
+
+    def logged(workload, system, gpus):
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"{gpus}\n")
+        return computed(workload, system, gpus)
+
+    evaluate.feasible_candidates = logged
+    throughput = default_evaluators(inputs, memo).throughput
+    system = inputs.configs[0].gpu
+    order = GPU_COUNTS[::-1] if memo.rank % 2 else GPU_COUNTS
+    sizes = {g: len(throughput.feasible(inputs, system, g).kept) for g in order}
+    Path(out).write_text(repr(sorted(sizes.items())), encoding="utf-8")
+
+
+def test_feasible_sets_are_computed_once_between_processes(tmp_path):
+    """The perf model's feasible sets (~15 ms each, shared by the exact evaluations of
+    one GPU count on every network) go through the memo: two processes compute each
+    once between them and read the same sets."""
+    folder = make_folder(tmp_path)
+    context = multiprocessing.get_context("fork")
+    logs = [tmp_path / f"log-{i}" for i in range(2)]
+    outs = [tmp_path / f"out-{i}" for i in range(2)]
+    procs = [context.Process(target=feasible_all, args=(folder, str(log), str(out)))
+             for log, out in zip(logs, outs, strict=True)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    computed = [int(line) for log in logs if log.exists() for line in log.read_text().split()]
+    assert sorted(computed) == GPU_COUNTS
+    assert outs[0].read_text() == outs[1].read_text()
 
 
 def test_a_claim_of_an_ended_process_is_taken_over(tmp_path):
