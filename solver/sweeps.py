@@ -22,16 +22,18 @@ configurations (`shared_parts`): each worker builds one part and keeps it, with 
 evaluators that built it (warm for its scenarios), and the coordinator builds the parts
 left over (on a machine with a core to spare). Every part builder reads all of the perf
 model's feasible sets, so each first computes one share of them and takes the others'
-(`feasible_share`) before it builds; while the workers start, the coordinator computes
-half of them. Each part goes to every worker once (on this machine a file per part,
+(`feasible_share`) before it builds; the coordinator computes half of them while the
+workers start, and the workers take their shares as soon as they are up (their tasks
+are started from a thread). Each part goes to every worker once (on this machine a file per part,
 written by its builder; to a user's Dask cluster a Dask future, moved between workers
 by Dask), and each worker merges its own part with the others' when its first scenario
 needs them (the same data as one build), keeping the result under `Shared.key`
 (`_kept`). Files go to memory (`scratch_folder`).
 Every scenario then refines the candidates near its optimum, and most scenarios need
-most of the same exact evaluations: workers on this machine share them through a folder
-(solver.shared_evaluations), each computed by one worker, which halved the refinement's
-CPU per worker on the default sweep.
+most of the same exact evaluations, and the perf model's feasible sets under them:
+workers on this machine share them through a folder (solver.shared_evaluations), each
+computed by one worker, which halved the refinement's CPU per worker on the default
+sweep.
 Building, pickling and unpickling run with Python's garbage collector paused
 (`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections. Scenarios go to workers in batches
@@ -347,8 +349,8 @@ class PartWorkers:
     slow_start: bool = False
     """`start` waits for the workers to be up (a process pool: for its fork server to
     import clusterplan, `worker_context`; a LocalCluster still starting,
-    `started_cluster`): this process computes half of the feasible sets first,
-    meanwhile, and the workers the other half."""
+    `started_cluster`): this process computes half of the feasible sets meanwhile, and
+    the workers the other half."""
 
 
 def shared_candidates(shared: Shared) -> DesignData:
@@ -370,9 +372,11 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
     builds the rest meanwhile. Every part builder reads the perf model's feasible sets
     at every grid point (on the default instance 91 sets, ~1.6 s of CPU): first each
     builder computes one share of them (`feasible_share`; this process half of them
-    while the workers are slow to start, `PartWorkers.slow_start`), then builds its part given
-    the others' shares (`build_part`). Nothing is merged here: each worker merges the
-    parts when its first scenario needs them (`_received`)."""
+    when the workers are slow to start, `PartWorkers.slow_start`), then builds its part
+    given the others' shares (`build_part`). The workers' tasks are started from a
+    thread, which waits for them to be up while this process computes its shares.
+    Nothing is merged here: each worker merges the parts when its first scenario needs
+    them (`_received`)."""
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
         groups = [tuple(p.key for p in g) for g in config_groups(inputs, parts)]
@@ -388,11 +392,12 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
             def start_shares() -> list[Any]:
                 return [workers.start(i, feasible_share, shared, i, sharing,
                                       path(f"feasible-{i}.pickle")) for i in range(theirs)]
-            started = None if workers.slow_start else start_shares()
-            own = [workers.offer(_feasible_share(mine, inputs, i, sharing,
-                                                 path(f"feasible-{i}.pickle")))
-                   for i in range(theirs, sharing)]
-            started = start_shares() if started is None else started
+            with ThreadPoolExecutor(1, thread_name_prefix="clusterplan-shares") as starter:
+                starting = starter.submit(start_shares)  # waits there for slow workers
+                own = [workers.offer(_feasible_share(mine, inputs, i, sharing,
+                                                     path(f"feasible-{i}.pickle")))
+                       for i in range(theirs, sharing)]
+                started = starting.result()
             shares = [workers.ready(f) for f in started] + own
             known = [workers.result(f) for f in started] if count > theirs else []
         started = [workers.start(i, build_part, shared, i, groups[i], shares,

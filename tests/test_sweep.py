@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -129,8 +130,8 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
     with the pickles of the others (bytes or a file): the same data as one build, also
     for a worker that built none. The perf model's feasible sets are computed once over
     all the part builders (one share each, then exchanged), not once by each; with
-    workers slow to start, the coordinator computes half of them first (two shares of
-    four), building no part."""
+    workers slow to start, the coordinator computes half of them (two shares of four)
+    while the workers' tasks start from another thread, and builds no part."""
     import gc
     from concurrent.futures import Future
 
@@ -148,27 +149,33 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
     started, computed = [], []
 
     def start(index, task, *args):
-        started.append((index, task.__name__, len(computed)))
+        started.append((index, task.__name__, threading.current_thread().name))
         done = Future()
         done.set_result(task(*args))
         return done
 
+    def by(thread: str) -> list[tuple[str, int]]:
+        return sorted((system, gpus) for system, gpus, name in computed if name == thread)
+
     feasible_candidates = evaluate.feasible_candidates
     monkeypatch.setattr(evaluate, "feasible_candidates", lambda workload, system, gpus: (
-        computed.append((system.id, gpus)) or feasible_candidates(workload, system, gpus)))
+        computed.append((system.id, gpus, threading.current_thread().name))
+        or feasible_candidates(workload, system, gpus)))
     workers = sweeps.PartWorkers(2, start, lambda future: future.result(), lambda part: part,
                                  lambda future: future.result(), slow_start=slow_start)
     given = sweeps.shared_parts(shared, parts, workers)
-    points = throughput_points(prepare(sweeps.instance_from_dict(doc, "llama")))
-    assert sorted(computed) == sorted((system.id, gpus) for system, gpus in points)
+    points = [(system.id, gpus) for system, gpus in throughput_points(
+        prepare(sweeps.instance_from_dict(doc, "llama")))]
     try:
-        # each builder computed one share of the feasible sets (the third by the
-        # coordinator; when the workers are slow to start, the third and fourth of four,
-        # first), then built its part
-        first = len(points[2::4]) + len(points[3::4]) if slow_start else 0
+        # each builder computed one share of the feasible sets (the third of three by the
+        # coordinator; when the workers are slow to start, the third and fourth of four),
+        # the workers' started from another thread, then built its part
+        assert sorted((s, g) for s, g, _ in computed) == sorted(points)  # each once
+        mine = points[2::4] + points[3::4] if slow_start else points[2::3]
+        assert by("MainThread") == sorted(mine)
         assert [s[:2] for s in started] == [(0, "feasible_share"), (1, "feasible_share"),
                                             (0, "build_part"), (1, "build_part")]
-        assert started[0][2] == first and len(given) == parts
+        assert {s[2] for s in started[:2]} != {"MainThread"} and len(given) == parts
         kept = sweeps._CACHE[shared.key]
         assert set(kept.parts) == {0, 1}  # the "worker"'s
         assert kept.shares == ({0, 1, 2, 3} if slow_start else {0, 1, 2})
