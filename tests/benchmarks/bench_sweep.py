@@ -5,16 +5,23 @@ Rows: local (one process), processes (2 workers), Dask LocalCluster with 1 and 2
 processes, and a Dask cluster of separate OS processes (`dask scheduler` and two
 `dask worker` processes, started here as subprocesses, as they would be on several
 machines) driven through the CLI exactly as a user would:
-``clusterplan sweep ... --backend dask --scheduler tcp://127.0.0.1:PORT``.
-Each row is a fresh sweep into its own folder (nothing resumed); its wall time includes
-starting the back-end (process pool, LocalCluster) but not the external cluster, which
-is up before the sweep starts, as a user's cluster is; the CLI row includes starting the
-CLI process itself. Speed-up = local wall / wall. The tables must be identical across
-back-ends (status, objective, design); the benchmark says so or fails.
-CPU s is the CPU time of every process of the row (the coordinator, workers, fork server,
-Dask scheduler and nannies), sampled every second (sampling every 0.2 s cost the
-coordinator, which solves the local row, ~5% of its CPU): on a loaded machine wall
-times follow the load, CPU times much less.
+``clusterplan sweep ... --backend dask --scheduler tcp://127.0.0.1:PORT``; and
+local-pair, two local sweeps side by side, each in a process of its own: what the 2
+cores give this work with no parallel overhead at all (two processes side by side run
+each other slower: shared caches, memory and the host's scheduling of the vCPUs). Its
+speed-up is 2 x local wall / its wall (the slower of the two), the most a 2-worker
+back-end could reach on this machine.
+Each row is a fresh sweep into its own folder (nothing resumed), in a process of its own
+that has imported clusterplan (`ROW_PROCESS`: nothing carried over from other rows, as
+with a user's `clusterplan sweep`; in one process, a processes row after the local row
+took ~0.7 s longer); its wall time includes starting the back-end (process pool,
+LocalCluster) but not the external cluster, which is up before the sweep starts, as a
+user's cluster is; the CLI row includes starting the CLI process itself. Speed-up =
+local wall / wall. The tables must be identical across back-ends (status, objective,
+design); the benchmark says so or fails. CPU s is the CPU time of every process of the
+row (the coordinator, workers, fork server, Dask scheduler and nannies), sampled every
+second by this process: on a loaded machine wall times follow the load, CPU times much
+less.
 
 With --repeat N the rows run N rounds, interleaved (local, processes-2, ..., local,
 ...), and the medians are reported with every round's figures: this VM's speed drifts
@@ -42,14 +49,14 @@ from pathlib import Path
 import pandas as pd
 import psutil
 
-from solver import sweep, sweeps
+from solver import sweeps
 from solver.loading import DEFAULT_INSTANCE
 
 ROOT = Path(__file__).resolve().parents[2]
 VARY = {"limits.it_power_mw": "100:190:10", "limits.budget_usd": "4e9:8.5e9:10"}
 COMPARED = ["id", "status", "objective", "gpu", "gpus", "nodes", "spare_nodes", "switch",
             "tiers", "pods", "capex_usd", "effective_tokens_per_s"]
-ROWS = ("local", "processes-2", "dask-1", "dask-2", "dask-external-2")
+ROWS = ("local", "processes-2", "dask-1", "dask-2", "dask-external-2", "local-pair")
 
 
 def vary(scenarios: int) -> dict[str, str]:
@@ -91,18 +98,6 @@ class CpuMeter:
     def seconds(self) -> float:
         now = self.snapshot()
         return sum(cpu - self.base.get(pid, 0.0) for pid, cpu in now.items())
-
-
-def stop_fork_server() -> None:
-    """End this process's fork server (solver.sweeps.worker_context), if it runs: the next
-    row starts its own, preloaded for its back-end, as a CLI process would (Python has no
-    public call for this; without it a Dask row after the processes row would fork its
-    workers from a server that has not imported distributed)."""
-    import multiprocessing.forkserver
-
-    stop = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
-    if stop is not None:
-        stop()
 
 
 def free_port() -> int:
@@ -150,11 +145,40 @@ def run_cli(address: str, grid: dict[str, str], out: Path, env: dict[str, str]) 
     return pd.read_parquet(json.loads(done.stdout)["table"])
 
 
+def differences(table: pd.DataFrame, reference: pd.DataFrame) -> str:
+    """Where `table` differs from `reference` in COMPARED: the columns and the first row."""
+    if len(table) != len(reference):
+        return f"{len(table)} rows against {len(reference)}"
+    mine, theirs = table[COMPARED], reference[COMPARED]
+    unequal = ~((mine == theirs) | (mine.isna() & theirs.isna()))
+    columns = [c for c in COMPARED if unequal[c].any()] or ["(dtypes)"]
+    first = unequal.any(axis=1).idxmax()
+    return (f"differs in {', '.join(columns)}; first at scenario {mine.at[first, 'id']}: "
+            f"{mine.loc[first].to_dict()} against {theirs.loc[first].to_dict()}")
+
+
+ROW_PROCESS = """
+import json, sys, time
+from solver import sweep
+from solver.loading import DEFAULT_INSTANCE
+grid, out, backend, workers = json.loads(sys.argv[1])
+print("imported", flush=True)
+sys.stdin.readline()
+start = time.perf_counter()
+table = sweep(DEFAULT_INSTANCE, grid, out=out, backend=backend, workers=workers)
+print(json.dumps([time.perf_counter() - start, table.attrs["table"]]), flush=True)
+sys.stdin.readline()
+"""
+"""One row's sweep in a process of its own, as a user's `clusterplan sweep` runs: it
+imports clusterplan, says so, waits for the go, sweeps, prints the sweep's wall seconds
+and its table's path, and waits to be let go (so that its CPU is read while it runs)."""
+
+
 def run_row(row: str, grid: dict[str, str], out: Path, env: dict[str, str],
             meter: CpuMeter) -> tuple[pd.DataFrame, float, float]:
-    """One fresh sweep on the back-end `row`: its table, wall seconds and CPU seconds."""
-    sweeps._CACHE.clear()  # each row starts cold, as a new CLI process does,
-    stop_fork_server()  # with a fork server of its back-end's modules
+    """One fresh sweep on the back-end `row`, in a new process (nothing kept from other
+    rows: caches, heap, fork server): its table, wall seconds and CPU seconds. The wall
+    and CPU start after the process has imported clusterplan."""
     if row == "dask-external-2":
         address, procs = external_cluster(2, env)
         try:
@@ -167,11 +191,42 @@ def run_row(row: str, grid: dict[str, str], out: Path, env: dict[str, str],
                 p.terminate()
             for p in procs:
                 p.wait(timeout=30)
+    if row == "local-pair":
+        tables, walls, cpu = sweep_processes(2, "local", 1, grid, out, env, meter)
+        return tables[0], max(walls), cpu
     backend, _, workers = row.partition("-")
-    meter.start()
-    start = time.perf_counter()
-    table = sweep(DEFAULT_INSTANCE, grid, out=out, backend=backend, workers=int(workers or 1))
-    return table, time.perf_counter() - start, meter.seconds()
+    tables, walls, cpu = sweep_processes(1, backend, int(workers or 1), grid, out, env, meter)
+    return tables[0], walls[0], cpu
+
+
+def sweep_processes(count: int, backend: str, workers: int, grid: dict[str, str], out: Path,
+                    env: dict[str, str], meter: CpuMeter
+                    ) -> tuple[list[pd.DataFrame], list[float], float]:
+    """`count` sweeps side by side, each in a `ROW_PROCESS` of its own, started together
+    once all have imported clusterplan: their tables, wall seconds and the CPU seconds
+    of all."""
+    args = [json.dumps([grid, str(out / str(i)), backend, workers]) for i in range(count)]
+    procs = [subprocess.Popen([sys.executable, "-c", ROW_PROCESS, a], env=env, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE) for a in args]
+    try:
+        for proc in procs:
+            assert proc.stdout.readline().strip() == "imported", "no sweep process"
+        meter.start()
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        done = [proc.stdout.readline() for proc in procs]
+        cpu = meter.seconds()
+        for proc in procs:
+            proc.stdin.write("end\n")
+            proc.stdin.flush()
+    finally:
+        for proc in procs:
+            proc.wait(timeout=60)
+    if any(p.returncode != 0 for p in procs) or not all(done):
+        raise RuntimeError(f"{backend}: a sweep process failed")
+    results = [json.loads(line) for line in done]
+    return [pd.read_parquet(t) for _, t in results], [w for w, _ in results], cpu
 
 
 def main() -> None:
@@ -190,6 +245,10 @@ def main() -> None:
     cpus: dict[str, list[float]] = {row: [] for row in rows}
     same: dict[str, bool] = dict.fromkeys(rows, True)
     reference = None
+    # bytecode compiled first, as `pip install` does: with PYTHONDONTWRITEBYTECODE set
+    # (as on this machine) a fork server would compile solver/ and models/ on every row
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "solver"),
+                    str(ROOT / "models")], check=True)
     meter = CpuMeter()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,7 +259,9 @@ def main() -> None:
                 walls[row].append(wall)
                 cpus[row].append(cpu)
                 reference = table if reference is None else reference
-                same[row] &= table[COMPARED].equals(reference[COMPARED])
+                if not table[COMPARED].equals(reference[COMPARED]):
+                    same[row] = False
+                    print(f"{row}, round {round_ + 1}: {differences(table, reference)}")
     n = len(reference)
     first = rows[0]
     print(f"{n}-scenario sweep of {DEFAULT_INSTANCE.name}, {os.cpu_count()} cores, "
@@ -210,9 +271,12 @@ def main() -> None:
           f"{'walls s (speed-ups) by round':<40} same rows as {first}")
     for row in rows:
         wall = statistics.median(walls[row])
-        speed = f"{statistics.median(walls['local']) / wall:.2f}x" if "local" in walls else "-"
+        sweeps_done = 2 if row == "local-pair" else 1  # sweeps finished in `wall`
+        speed = (f"{sweeps_done * statistics.median(walls['local']) / wall:.2f}x"
+                 if "local" in walls else "-")
         rounds = ", ".join(
-            f"{w:.1f}" + (f" ({walls['local'][i] / w:.2f}x)" if "local" in walls else "")
+            f"{w:.1f}" + (f" ({sweeps_done * walls['local'][i] / w:.2f}x)"
+                          if "local" in walls else "")
             for i, w in enumerate(walls[row]))
         print(f"{row:<18}{wall:>9.1f}{speed:>10}{statistics.median(cpus[row]):>8.1f}  "
               f"{rounds:<40} {same[row]}")
