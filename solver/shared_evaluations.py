@@ -20,9 +20,10 @@ tuples, strings and numbers, which pickle alike in every process):
   (linked into place from a written file: it exists only if no other claim does, and
   never empty); a process that finds it waits for the value, and takes the evaluation
   over when the claimant has ended without publishing (its claim removed on an error,
-  the scenario's time limit or a failed publication, or its process gone) or after
-  CLAIM_WAIT_S (another host, a stuck process, or the instant between a claim and its
-  evaluation where a time limit struck).
+  the scenario's time limit or a failed publication, or its process gone), when the
+  claim is its own (left by a time limit that struck in the instant between a claim
+  and its evaluation), or after CLAIM_WAIT_S (another host, a stuck process, or another
+  live process's claim left by such a time limit).
 Any failure of the folder itself (removed, full, unwritable) computes the evaluation in
 the process, as without sharing. A takeover reads a dead claimant's claim, then removes
 it: another waiter's new claim, made in between, can be removed too, and the evaluation
@@ -53,6 +54,8 @@ CLAIM_WAIT_S = 60.0
 """Longest wait for another process's evaluation before computing it here."""
 POLL_S = 0.001
 _MISSING = object()
+_EVALUATING: set[str] = set()
+"""Names of the evaluations this process is computing now, in any of its threads."""
 
 
 def make_folder(parent: str | Path) -> str:
@@ -107,11 +110,14 @@ class SharedEvaluations(Memo):
             if not self._awaited(value_path, claim):
                 return evaluate()  # waited CLAIM_WAIT_S: computed here, unshared
         try:
+            _EVALUATING.add(name)
             value = evaluate()
             published = _publish(value_path, value)
         except BaseException:  # an error, or the scenario's time limit: not ours now
             claim.unlink(missing_ok=True)
             raise
+        finally:
+            _EVALUATING.discard(name)
         if not published:  # the others compute it themselves
             claim.unlink(missing_ok=True)
         return value
@@ -153,11 +159,18 @@ class SharedEvaluations(Memo):
         return True
 
     def _claimant_ended(self, claim: Path) -> bool:
+        """Whether `claim` is held by a process of this host that has ended, or by this
+        process for an evaluation it is not computing (`_EVALUATING`): left by an
+        interruption (the scenario's time limit) between the claim and the evaluation."""
         try:
             host, pid = claim.read_text().split()
         except (OSError, ValueError):  # gone, or not yet written
             return False
-        return host == self._host and not process_alive(int(pid))
+        if host != self._host:
+            return False
+        if int(pid) == os.getpid():
+            return claim.name.removesuffix(".claim") not in _EVALUATING
+        return not process_alive(int(pid))
 
 
 def _read(path: Path) -> object:

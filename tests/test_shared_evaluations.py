@@ -43,23 +43,30 @@ def square_all(folder: str, log: str, out: str) -> None:
     Path(out).write_text(repr(sorted(values.items())), encoding="utf-8")
 
 
-def test_two_processes_compute_each_evaluation_once(tmp_path):
-    folder = make_folder(tmp_path)
+def in_two_processes(target, folder: str, tmp_path: Path) -> tuple[list[list[int]], list[str]]:
+    """target(folder, log, out) in two forked processes side by side: what each logged
+    (the keys it computed) and what each wrote to its `out`."""
     context = multiprocessing.get_context("fork")
     logs = [tmp_path / f"log-{i}" for i in range(2)]
     outs = [tmp_path / f"out-{i}" for i in range(2)]
-    procs = [context.Process(target=square_all, args=(folder, str(log), str(out)))
+    procs = [context.Process(target=target, args=(folder, str(log), str(out)))
              for log, out in zip(logs, outs, strict=True)]
     for p in procs:
         p.start()
     for p in procs:
-        p.join(60)
+        p.join(120)
         assert p.exitcode == 0
-    computed = [int(line) for log in logs if log.exists() for line in log.read_text().split()]
-    assert sorted(computed) == [key[1] for key in KEYS]  # each once, over both
-    assert all(log.exists() for log in logs)  # and both took part
+    return ([[int(line) for line in log.read_text().split()] if log.exists() else []
+             for log in logs], [out.read_text() for out in outs])
+
+
+def test_two_processes_compute_each_evaluation_once(tmp_path):
+    folder = make_folder(tmp_path)
+    computed, outs = in_two_processes(square_all, folder, tmp_path)
+    assert sorted(computed[0] + computed[1]) == [key[1] for key in KEYS]  # each once
+    assert all(computed)  # and both took part
     expected = repr(sorted((key, key[1] ** 2) for key in KEYS))
-    assert [out.read_text() for out in outs] == [expected, expected]
+    assert outs == [expected, expected]
     assert sorted(p.name for p in Path(folder).glob("rank-*")) == ["rank-0", "rank-1"]
 
 
@@ -92,23 +99,15 @@ def test_feasible_sets_are_computed_once_between_processes(tmp_path):
     """The perf model's feasible sets (~15 ms each, shared by the exact evaluations of
     one GPU count on every network) go through the memo: two processes compute each
     once between them and read the same sets."""
-    folder = make_folder(tmp_path)
-    context = multiprocessing.get_context("fork")
-    logs = [tmp_path / f"log-{i}" for i in range(2)]
-    outs = [tmp_path / f"out-{i}" for i in range(2)]
-    procs = [context.Process(target=feasible_all, args=(folder, str(log), str(out)))
-             for log, out in zip(logs, outs, strict=True)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    computed = [int(line) for log in logs if log.exists() for line in log.read_text().split()]
-    assert sorted(computed) == GPU_COUNTS
-    assert outs[0].read_text() == outs[1].read_text()
+    computed, outs = in_two_processes(feasible_all, make_folder(tmp_path), tmp_path)
+    assert sorted(computed[0] + computed[1]) == GPU_COUNTS
+    assert outs[0] == outs[1]
 
 
-def test_a_claim_of_an_ended_process_is_taken_over(tmp_path):
+@pytest.mark.parametrize("claimant", ["ended", "this"])
+def test_a_claim_of_an_ended_process_is_taken_over(tmp_path, claimant):
+    """A claim without a value whose process has ended, or of this process (a time limit
+    struck between its claim and its evaluation), is taken over at once."""
     memo = SharedEvaluations()
     memo.use(make_folder(tmp_path))
     ended = multiprocessing.get_context("fork").Process(target=lambda: None)
@@ -118,7 +117,8 @@ def test_a_claim_of_an_ended_process_is_taken_over(tmp_path):
     claim = next(Path(memo.folder).glob("*.claim"))
     name = claim.name.removesuffix(".claim")
     (Path(memo.folder) / name).unlink()  # as if its claimant had never published
-    claim.write_text(f"{socket.gethostname()} {ended.pid}")
+    if claimant == "ended":
+        claim.write_text(f"{socket.gethostname()} {ended.pid}")
     start = time.monotonic()
     assert memo("perf", ("a",), lambda: 2) == 2
     assert time.monotonic() - start < 5
