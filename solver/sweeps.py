@@ -98,6 +98,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_compl
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -374,7 +375,8 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
     builder computes one share of them (`feasible_share`; this process half of them
     when the workers are slow to start, `PartWorkers.slow_start`), then builds its part
     given the others' shares (`build_part`). The workers' tasks are started from a
-    thread, which waits for them to be up while this process computes its shares.
+    thread, which waits for them to be up while this process computes its shares
+    (`_meanwhile`).
     Nothing is merged here: each worker merges the parts when its first scenario needs
     them (`_received`)."""
     with gc_paused():
@@ -389,15 +391,12 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
         shares: list[Any] = []  # as the workers take them
         known: list[bytes | str] = []  # as this process does (its own are in `mine`)
         if sharing > 1:
-            def start_shares() -> list[Any]:
-                return [workers.start(i, feasible_share, shared, i, sharing,
-                                      path(f"feasible-{i}.pickle")) for i in range(theirs)]
-            with ThreadPoolExecutor(1, thread_name_prefix="clusterplan-shares") as starter:
-                starting = starter.submit(start_shares)  # waits there for slow workers
-                own = [workers.offer(_feasible_share(mine, inputs, i, sharing,
-                                                     path(f"feasible-{i}.pickle")))
-                       for i in range(theirs, sharing)]
-                started = starting.result()
+            started, own = _meanwhile(
+                [partial(workers.start, i, feasible_share, shared, i, sharing,
+                         path(f"feasible-{i}.pickle")) for i in range(theirs)],
+                lambda: [workers.offer(_feasible_share(mine, inputs, i, sharing,
+                                                       path(f"feasible-{i}.pickle")))
+                         for i in range(theirs, sharing)])
             shares = [workers.ready(f) for f in started] + own
             known = [workers.result(f) for f in started] if count > theirs else []
         started = [workers.start(i, build_part, shared, i, groups[i], shares,
@@ -410,6 +409,27 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
             for share in shares:
                 Path(share).unlink(missing_ok=True)
         return given
+
+
+def _meanwhile(starts: list[Callable[[], T]], work: Callable[[], list[Any]]
+               ) -> tuple[list[T], list[Any]]:
+    """The results of `starts`, called one after the other in a thread (starting tasks on
+    workers that may still be starting up), and of `work()`, run here meanwhile. When
+    `work` fails (an error, Ctrl-C) the starts not yet made are skipped and its error is
+    raised at once, without waiting for the start under way."""
+    stop = threading.Event()
+    starter = ThreadPoolExecutor(1, thread_name_prefix="clusterplan-start")
+    starting = starter.submit(lambda: [start() for start in starts if not stop.is_set()])
+    try:
+        done = work()
+    except BaseException:
+        stop.set()
+        starter.shutdown(wait=False, cancel_futures=True)
+        raise
+    try:
+        return starting.result(), done
+    finally:
+        starter.shutdown()
 
 
 @dataclass(frozen=True)

@@ -197,6 +197,37 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
         gc.unfreeze()
 
 
+def test_workers_are_started_meanwhile_and_a_failure_here_stops_at_once():
+    """sweeps._meanwhile: the starts run in a thread while the work runs here, results in
+    order; when the work fails, its error comes at once (not after the start under way,
+    which waits for slow workers) and the starts not yet made are skipped."""
+    import time
+    from functools import partial
+
+    assert sweeps._meanwhile([partial(int, "1"), partial(int, "2")], lambda: [3]) == (
+        [1, 2], [3])
+    started, release = [], threading.Event()
+
+    def start(i: int) -> int:
+        started.append(i)
+        release.wait(10)
+        return i
+
+    def work() -> list:
+        while not started:  # the first start is under way
+            time.sleep(0.001)
+        raise RuntimeError("stopped")
+
+    begin = time.monotonic()
+    with pytest.raises(RuntimeError, match="stopped"):
+        sweeps._meanwhile([partial(start, i) for i in range(3)], work)
+    assert time.monotonic() - begin < 5
+    release.set()
+    while any(t.name.startswith("clusterplan-start") for t in threading.enumerate()):
+        time.sleep(0.01)
+    assert started == [0]
+
+
 def test_monotone_in_power_and_budget(tmp_path):
     for path, spec in (("limits.it_power_mw", "1:8:8"), ("limits.budget_usd", "5e7:3e8:8")):
         table = sweep(SMALL, {path: spec}, out=tmp_path / path)
