@@ -163,15 +163,17 @@ from solver import sweep
 from solver.loading import DEFAULT_INSTANCE
 grid, out, backend, workers = json.loads(sys.argv[1])
 print("imported", flush=True)
-sys.stdin.readline()
+if sys.stdin.readline() != "go\\n":  # the benchmark has gone
+    sys.exit(1)
 start = time.perf_counter()
 table = sweep(DEFAULT_INSTANCE, grid, out=out, backend=backend, workers=workers)
 print(json.dumps([time.perf_counter() - start, table.attrs["table"]]), flush=True)
 sys.stdin.readline()
 """
 """One row's sweep in a process of its own, as a user's `clusterplan sweep` runs: it
-imports clusterplan, says so, waits for the go, sweeps, prints the sweep's wall seconds
-and its table's path, and waits to be let go (so that its CPU is read while it runs)."""
+imports clusterplan, says so, waits for the go (ends at the end of its input), sweeps,
+prints the sweep's wall seconds and its table's path, and waits for the end of its input
+(so that its CPU is read while it runs)."""
 
 
 def run_row(row: str, grid: dict[str, str], out: Path, env: dict[str, str],
@@ -209,20 +211,22 @@ def sweep_processes(count: int, backend: str, workers: int, grid: dict[str, str]
     procs = [subprocess.Popen([sys.executable, "-c", ROW_PROCESS, a], env=env, text=True,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE) for a in args]
     try:
-        for proc in procs:
-            assert proc.stdout.readline().strip() == "imported", "no sweep process"
+        if any(proc.stdout.readline().strip() != "imported" for proc in procs):
+            raise RuntimeError(f"{backend}: a sweep process did not start")
         meter.start()
         for proc in procs:
             proc.stdin.write("go\n")
             proc.stdin.flush()
         done = [proc.stdout.readline() for proc in procs]
         cpu = meter.seconds()
+    finally:  # end of input lets each go; one that is stuck is killed
         for proc in procs:
-            proc.stdin.write("end\n")
-            proc.stdin.flush()
-    finally:
-        for proc in procs:
-            proc.wait(timeout=60)
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
     if any(p.returncode != 0 for p in procs) or not all(done):
         raise RuntimeError(f"{backend}: a sweep process failed")
     results = [json.loads(line) for line in done]
