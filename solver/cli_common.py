@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from solver.deadline import Deadline
+from solver.deadline import Deadline, time_limit_in
 from solver.errors import ClusterplanError, InvalidInstance
 
 stdout = Console(soft_wrap=True)
@@ -65,9 +65,12 @@ def run(action: Callable[[], Any], deadline: Deadline | None = None) -> Any:
         for problem in exc.problems:
             stderr.print(f"  - {safe(problem)}", highlight=False)
         raise typer.Exit(exc.exit_code) from None
-    except ClusterplanError as exc:
-        stderr.print("[bold red]error:[/]", safe(exc), highlight=False)
-        raise typer.Exit(exc.exit_code) from None
+    except Exception as exc:
+        error = exc if isinstance(exc, ClusterplanError) else time_limit_in(exc)
+        if error is None:  # not clusterplan's: the last resort (solver.cli.main)
+            raise
+        stderr.print("[bold red]error:[/]", safe(error), highlight=False)
+        raise typer.Exit(error.exit_code) from None
 
 
 def emit_json(document: Any) -> None:

@@ -25,6 +25,20 @@ class TimeLimitReached(NoSolution):
     """The command's wall-clock budget is spent (exit 5, no solution within the limits)."""
 
 
+def time_limit_in(exc: BaseException) -> TimeLimitReached | None:
+    """The hard stop's ``TimeLimitReached`` behind `exc`, when a library caught it and
+    raised its own error from it (the standard library's ``inspect.getfullargspec``, used
+    by Pyomo as it builds a model, turns any error into ``TypeError: unsupported
+    callable``); None when `exc` is not the time limit's."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, TimeLimitReached):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 class Deadline:
     """A wall-clock budget of ``limit_s`` seconds from its creation (``math.inf``: none)
     and the stage now running."""
@@ -34,6 +48,8 @@ class Deadline:
         self.flag = flag
         self.stage = "start"
         self._end = time.monotonic() + limit_s
+        self._held = 0  # `deferred` blocks open
+        self._struck = False  # the hard stop struck while held
 
     def remaining(self) -> float:
         """Seconds left (never negative; ``math.inf`` without a limit)."""
@@ -69,6 +85,9 @@ class Deadline:
             return
 
         def on_alarm(signum, frame):
+            if self._held:
+                self._struck = True
+                return
             raise self.reached()
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
@@ -78,3 +97,20 @@ class Deadline:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold the hard stop (`alarm`) while the block runs, and raise
+        ``TimeLimitReached`` at its end if it struck meanwhile: for a native solver call
+        under Pyomo's capture of its output, which an exception raised midway leaves
+        broken (reader threads failing, file descriptors closed twice, the error
+        wrapped). The block must end soon after the deadline on its own: the solver gets a
+        `cap`-ped time limit."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+        if not self._held and self._struck:
+            self._struck = False
+            raise self.reached()

@@ -113,7 +113,7 @@ from models.design.limits import shared_paths
 from solver.api import feasible_share as api_feasible_share
 from solver.api import solve
 from solver.backends import SolveOptions
-from solver.deadline import Deadline
+from solver.deadline import Deadline, time_limit_in
 from solver.errors import ClusterplanError, InvalidInstance, NoSolution, UsageError
 from solver.forked import gc_paused
 from solver.loading import (
@@ -503,6 +503,9 @@ def task_row(task: Task, fields: dict[str, Any], solve_s: float | None) -> dict[
 
 
 def failure_reason(exc: BaseException) -> str:
+    """Why a scenario failed: a clusterplan error's message (the time limit's also when a
+    library wrapped it, `time_limit_in`), or the exception's type and text."""
+    exc = time_limit_in(exc) or exc
     text = str(exc)
     return text if isinstance(exc, ClusterplanError) else f"{type(exc).__name__}: {text}"
 

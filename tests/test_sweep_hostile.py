@@ -529,3 +529,62 @@ def test_a_scenario_that_spends_its_time_limit_fails_and_the_sweep_goes_on(tmp_p
     assert table.loc[5, "status"] not in ("optimal", "feasible")
     assert "--time-limit (per scenario) 3 s spent" in table.loc[5, "error"]
     assert set(table.loc[[3, 7], "status"]) <= {"optimal", "feasible"}
+
+
+def test_the_hard_stop_waits_for_the_milp_solver_call(monkeypatch, capfd):
+    """Was: a scenario's time limit striking while Pyomo captured HiGHS's output raised
+    inside the capture: its reader threads failed on closed pipes (tracebacks on stderr)
+    and the row's reason read 'RuntimeError: TimeLimitReached ... (4: <TeeStream ...>)'.
+    Now the solver call (here a stand-in that overruns under the capture) finishes, with
+    what is left of the budget as its own limit, and the limit is raised after it."""
+    from pyomo.common.tee import capture_output
+
+    from solver.backends import SolveOptions, highs
+    from solver.deadline import Deadline, TimeLimitReached
+
+    calls = []
+
+    class Overrunning:
+        def solve(self, model, **options):
+            with capture_output(capture_fd=True):
+                print("solver output")
+                time.sleep(0.3)  # the hard stop strikes here
+            calls.append(options["time_limit"])
+
+    monkeypatch.setattr(highs, "Highs", Overrunning)
+    deadline = Deadline(0.1, "--time-limit (per scenario)")
+    deadline.enter("the design MILP")
+    with pytest.raises(TimeLimitReached, match="0.1 s spent during the design MILP"), \
+            deadline.alarm():
+        highs.solve_milp(None, SolveOptions(60.0, threads=1, deadline=deadline))
+    assert len(calls) == 1 and calls[0] <= 0.1  # finished, given what was left
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_time_limit_a_library_wrapped_is_still_the_time_limit(tmp_path, monkeypatch):
+    """Was: the hard stop striking inside ``inspect.getfullargspec`` (Pyomo calls it as it
+    builds a model) came out as 'TypeError: unsupported callable', a scenario's reason,
+    and an internal error of the CLI (exit 1). The time limit behind a library's error
+    is named: the row's reason, and the CLI's exit 5 naming the stage."""
+    import solver.api
+    from solver.deadline import Deadline, time_limit_in
+
+    deadline = Deadline(0.0, "--time-limit")
+    deadline.stage = "the design MILP"
+
+    def getfullargspec(*args):  # as inspect's does with any error inside it
+        try:
+            raise deadline.reached()
+        except Exception as ex:
+            raise TypeError("unsupported callable") from ex
+
+    with pytest.raises(TypeError) as wrapped:
+        getfullargspec()
+    assert time_limit_in(wrapped.value) is wrapped.value.__cause__
+    assert solver.sweeps.failure_reason(wrapped.value).startswith(
+        "--time-limit 0 s spent during the design MILP")
+    assert time_limit_in(TypeError("unsupported callable")) is None
+    monkeypatch.setattr(solver.api, "prepare", getfullargspec)
+    res = cli("solve", str(SMALL), "--no-place", "--out", str(tmp_path))
+    assert res.exit_code == 5 and "spent during the design MILP" in res.stderr
+    assert "internal error" not in res.stderr

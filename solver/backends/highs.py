@@ -46,16 +46,18 @@ def solve_milp(model: pyo.ConcreteModel, options: SolveOptions) -> MilpOutcome:
     if options.deadline.expired():
         raise options.deadline.reached()
     start = time.perf_counter()
-    res = solver.solve(
-        model, time_limit=options.deadline.cap(options.time_limit_s), rel_gap=options.gap,
-        threads=options.threads,
-        load_solutions=False, raise_exception_on_nonoptimal_result=False,
-        solver_options={"random_seed": options.seed, "output_flag": False,
-                        # probing costs minutes on long size ladders and finds nothing
-                        # the ladder_order chains do not already imply
-                        "presolve_rule_off": PRESOLVE_PROBING}
-        | ({"mip_max_nodes": options.node_limit} if options.node_limit is not None else {}),
-    )
+    with options.deadline.deferred():  # Pyomo captures HiGHS's output: not interrupted
+        res = solver.solve(
+            model, time_limit=options.deadline.cap(options.time_limit_s),
+            rel_gap=options.gap, threads=options.threads,
+            load_solutions=False, raise_exception_on_nonoptimal_result=False,
+            solver_options={"random_seed": options.seed, "output_flag": False,
+                            # probing costs minutes on long size ladders and finds nothing
+                            # the ladder_order chains do not already imply
+                            "presolve_rule_off": PRESOLVE_PROBING}
+            | ({"mip_max_nodes": options.node_limit} if options.node_limit is not None
+               else {}),
+        )
     runtime = time.perf_counter() - start
     has_solution = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
     if has_solution:
