@@ -6,7 +6,11 @@ check, report, placement, output files). Each stage announces itself with ``ente
 which raises ``TimeLimitReached`` once the budget is spent; the back-ends give HiGHS and
 CP-SAT at most the ``remaining`` time. The CLI adds a hard stop (``alarm``): a stage that
 overruns inside Python (a long candidate ladder, a picture) is interrupted at the
-deadline, so a command always answers, exit 5, naming the limit and the stage.
+deadline, so a command always answers, exit 5, naming the limit and the stage. The
+design MILP's solver call is let finish under its own capped limit (``deferred``:
+Pyomo captures its output, which an interruption there breaks), and a library that
+wraps the interruption in its own error still answers as the time limit
+(``time_limit_in``).
 """
 
 from __future__ import annotations
