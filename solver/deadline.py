@@ -39,7 +39,7 @@ def time_limit_in(exc: BaseException) -> TimeLimitReached | None:
         if isinstance(exc, TimeLimitReached):
             return exc
         seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     return None
 
 
@@ -115,6 +115,6 @@ class Deadline:
             yield
         finally:
             self._held -= 1
-        if not self._held and self._struck:
-            self._struck = False
-            raise self.reached()
+            if not self._held and self._struck:  # also over an error of the block's
+                self._struck = False
+                raise self.reached()

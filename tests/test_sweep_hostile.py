@@ -545,6 +545,9 @@ def test_the_hard_stop_waits_for_the_milp_solver_call(monkeypatch, capfd):
     calls = []
 
     class Overrunning:
+        def set_instance(self, model):
+            pass
+
         def solve(self, model, **options):
             with capture_output(capture_fd=True):
                 print("solver output")
@@ -559,6 +562,12 @@ def test_the_hard_stop_waits_for_the_milp_solver_call(monkeypatch, capfd):
         highs.solve_milp(None, SolveOptions(60.0, threads=1, deadline=deadline))
     assert len(calls) == 1 and calls[0] <= 0.1  # finished, given what was left
     assert "Traceback" not in capfd.readouterr().err
+    deadline = Deadline(0.05)  # a held block that fails after the strike: the limit
+    with pytest.raises(TimeLimitReached), deadline.alarm(), deadline.deferred():
+        time.sleep(0.2)
+        raise ValueError("the solver failed")
+    with deadline.deferred():  # and the next block is not blamed for it
+        pass
 
 
 def test_a_time_limit_a_library_wrapped_is_still_the_time_limit(tmp_path, monkeypatch):
@@ -567,7 +576,7 @@ def test_a_time_limit_a_library_wrapped_is_still_the_time_limit(tmp_path, monkey
     and an internal error of the CLI (exit 1). The time limit behind a library's error
     is named: the row's reason, and the CLI's exit 5 naming the stage."""
     import solver.api
-    from solver.deadline import Deadline, time_limit_in
+    from solver.deadline import Deadline, TimeLimitReached, time_limit_in
 
     deadline = Deadline(0.0, "--time-limit")
     deadline.stage = "the design MILP"
@@ -584,6 +593,13 @@ def test_a_time_limit_a_library_wrapped_is_still_the_time_limit(tmp_path, monkey
     assert solver.sweeps.failure_reason(wrapped.value).startswith(
         "--time-limit 0 s spent during the design MILP")
     assert time_limit_in(TypeError("unsupported callable")) is None
+    try:  # an error raised "from None" while the limit was handled is not the limit's
+        try:
+            raise deadline.reached()
+        except TimeLimitReached:
+            raise KeyError("a bug") from None
+    except KeyError as exc:
+        assert time_limit_in(exc) is None
     monkeypatch.setattr(solver.api, "prepare", getfullargspec)
     res = cli("solve", str(SMALL), "--no-place", "--out", str(tmp_path))
     assert res.exit_code == 5 and "spent during the design MILP" in res.stderr

@@ -47,6 +47,7 @@ def solve_milp(model: pyo.ConcreteModel, options: SolveOptions) -> MilpOutcome:
         raise options.deadline.reached()
     start = time.perf_counter()
     with options.deadline.deferred():  # Pyomo captures HiGHS's output: not interrupted
+        solver.set_instance(model)  # translated first: HiGHS gets what is left after it
         res = solver.solve(
             model, time_limit=options.deadline.cap(options.time_limit_s),
             rel_gap=options.gap, threads=options.threads,
