@@ -24,11 +24,11 @@ left over (on a machine with a core to spare). Every part builder reads all of t
 model's feasible sets, so each first computes one share of them and takes the others'
 (`feasible_share`) before it builds; the coordinator computes half of them while the
 workers start, and the workers take their shares as soon as they are up (their tasks
-are started from a thread). Each part goes to every worker once (on this machine a file per part,
-written by its builder; to a user's Dask cluster a Dask future, moved between workers
-by Dask), and each worker merges its own part with the others' when its first scenario
-needs them (the same data as one build), keeping the result under `Shared.key`
-(`_kept`). Files go to memory (`scratch_folder`).
+are started from a thread). Each part goes to every worker once (on this machine a file
+per part, written by its builder; to a user's Dask cluster a Dask future, moved between
+workers by Dask), and each worker merges its own part with the others' when its first
+scenario needs them (the same data as one build), keeping the result under
+`Shared.key` (`_kept`). Files go to memory (`scratch_folder`).
 Every scenario then refines the candidates near its optimum, and most scenarios need
 most of the same exact evaluations, and the perf model's feasible sets under them:
 workers on this machine share them through a folder (solver.shared_evaluations), each
