@@ -147,18 +147,23 @@ def apply_overrides(raw: dict[str, Any], overrides: Any) -> tuple[dict[str, Any]
 
     An overridden figure's source becomes {kind='override'}. Unknown kinds and ids are
     reported; unknown fields are left for the schema to reject with their path.
+    `raw` is not changed: what an override changes is copied first, the rest is shared
+    (a sweep validates a scenario in ~5 ms; copying the whole catalog took half of it).
     """
-    merged, problems = copy.deepcopy(raw), []
+    merged, problems = dict(raw), []
     if not isinstance(overrides, dict):
         return merged, ["catalog: must be a table of overrides"]
     for kind in sorted(overrides):
         items = overrides[kind]
         if kind == "reliability":
+            merged["reliability"] = copy.deepcopy(raw["reliability"])
             problems += merge_sourced(merged["reliability"], items, "catalog.reliability")
             continue
         if kind == "facility":
             items = {"default": items}
-        elif kind not in merged:
+        elif kind in merged:
+            merged[kind] = dict(merged[kind])
+        else:
             problems.append(f"catalog.{kind}: unknown catalog kind "
                             f"(known: {', '.join((*CATALOG_KINDS, 'facility', 'reliability'))})")
             continue
@@ -167,7 +172,12 @@ def apply_overrides(raw: dict[str, Any], overrides: Any) -> tuple[dict[str, Any]
             continue
         for item_id in sorted(items):
             fields = items[item_id]
-            target = merged["facility"] if kind == "facility" else merged[kind].get(item_id)
+            if kind == "facility":
+                target = merged["facility"] = copy.deepcopy(raw["facility"])
+            elif item_id in raw[kind]:
+                target = merged[kind][item_id] = copy.deepcopy(raw[kind][item_id])
+            else:
+                target = None
             where = f"catalog.{kind}" if kind == "facility" else f"catalog.{kind}.{item_id}"
             if not isinstance(fields, dict):
                 problems.append(f"{where}: must be a table of field overrides")
@@ -234,8 +244,9 @@ def load_workload(ref: str | dict[str, Any], where: str = "workload") -> Workloa
 
 
 def instance_from_dict(data: dict[str, Any], source: str = "instance") -> Instance:
-    """Validate a parsed instance document; every problem is reported at once."""
-    data = copy.deepcopy(data)
+    """Validate a parsed instance document; every problem is reported at once. `data` is
+    not changed (only its top-level keys are replaced, in a copy)."""
+    data = dict(data)
     # apply_overrides copies the shared parse (raw_catalog would copy it a second time)
     catalog, problems = apply_overrides(_parsed_catalog(), data.pop("catalog", {}))
     workload = data.get("workload")

@@ -3,6 +3,7 @@ traceback; all problems at once; TOML and JSON; the JSON Schema command."""
 
 from __future__ import annotations
 
+import copy
 import json
 import tomllib
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from solver.cli import app
+from solver import loading
 from solver.errors import InvalidInstance
 from solver.loading import DEFAULT_INSTANCE, INSTANCES_DIR, instance_from_dict, load_instance
 
@@ -85,6 +87,29 @@ def test_catalog_override_is_applied_and_marked():
     gpu = inst.catalog.gpu["h100-sxm"]
     assert gpu.node_price_usd == 250000.0
     assert gpu.sources["node_price_usd"].kind == "override"
+
+
+def test_catalog_overrides_change_only_their_own_instance():
+    """The shipped catalog is parsed once and shared (loading._parsed_catalog); an
+    instance's overrides (a field, the facility, reliability, a new item) are its own."""
+    shipped = copy.deepcopy(loading._parsed_catalog())
+    doc = base()
+    new_gpu = dict(shipped["gpu"]["h100-sxm"], node_price_usd=1.0)
+    doc["catalog"] = {"gpu": {"h100-sxm": {"node_price_usd": 250000.0},
+                              "my-gpu": {k: v for k, v in new_gpu.items() if k != "id"}},
+                      "facility": {"facility_cost_mode": "per-mw"},
+                      "reliability": {"gpu": {"hopper": {"mttf_hours": 60000.0}}}}
+    changed = instance_from_dict(doc)
+    assert changed.catalog.gpu["h100-sxm"].node_price_usd == 250000.0
+    assert changed.catalog.gpu["my-gpu"].node_price_usd == 1.0
+    assert changed.catalog.reliability.gpu["hopper"].mttf_hours == 60000.0
+    assert loading._parsed_catalog() == shipped
+    again = instance_from_dict(base())
+    assert again.catalog.gpu["h100-sxm"].node_price_usd == shipped["gpu"]["h100-sxm"][
+        "node_price_usd"]
+    assert "my-gpu" not in again.catalog.gpu
+    assert again.catalog.reliability == load_instance(DEFAULT_INSTANCE).catalog.reliability
+    assert again.catalog.facility.facility_cost_mode == "parts"  # the schema's default
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
