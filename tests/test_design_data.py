@@ -158,6 +158,44 @@ def test_candidates_built_in_parts_and_merged_equal_one_build(parts):
     assert merged == whole
     assert list(merged.configs) == list(whole.configs)
     assert [k.key for k in merged.candidates] == [k.key for k in whole.candidates]
+    # the parts' limit columns, joined, are the whole's (not laid out again)
+    assert merged.columns.candidates is merged.candidates
+    assert_same_columns(merged.columns, whole.columns)
+
+
+def test_joined_columns_of_parts_with_and_without_pods_equal_one_layout():
+    """The default campus in 3 parts: one part's configurations have no pods aligned with
+    the halls (its per-pod columns have no width), the others' have 3 pods and 6 halls;
+    joined, the columns equal one layout of all candidates."""
+    import dataclasses
+
+    from models.design.candidates import config_groups, merge_design_data
+    from solver.loading import DEFAULT_INSTANCE
+
+    inputs = prepare(load_instance(DEFAULT_INSTANCE))
+    whole, _ = build_design_data(inputs, default_evaluators(inputs))
+    parts = [build_design_data(dataclasses.replace(inputs, configs=g),
+                               default_evaluators(inputs))[0]
+             for g in config_groups(inputs, 3)]
+    assert len({p.columns.pod_nodes.shape[1] for p in parts}) > 1
+    assert_same_columns(merge_design_data(inputs, parts).columns, whole.columns)
+
+
+def assert_same_columns(mine, theirs):
+    """Two LimitColumns hold the same arrays (values, shapes and types)."""
+    import dataclasses
+
+    import numpy as np
+
+    for f in dataclasses.fields(mine):
+        a, b = getattr(mine, f.name), getattr(theirs, f.name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape, f.name
+            np.testing.assert_array_equal(a, b, err_msg=f.name)
+    assert list(mine.block_slots) == list(theirs.block_slots)
+    for name, slots in mine.block_slots.items():
+        assert slots.dtype == theirs.block_slots[name].dtype
+        np.testing.assert_array_equal(slots, theirs.block_slots[name], err_msg=name)
 
 
 def test_the_solves_second_process_builds_the_same_candidates_and_notes():

@@ -601,11 +601,16 @@ def throughput_points(inputs: Inputs) -> list[tuple[GpuSystemLike, int]]:
 def merge_design_data(inputs: Inputs, parts: list[DesignData]) -> DesignData:
     """One design data from `parts` built for `inputs` over disjoint groups of its
     configurations (`config_groups`): equal to `build_design_data` over all of them
-    (configurations in the order of inputs.configs, candidates sorted as always)."""
+    (configurations in the order of inputs.configs, candidates sorted as always). The
+    parts' limit columns are joined when every part has its own."""
     order = {p.key: i for i, p in enumerate(inputs.configs)}
     configs = sorted((item for d in parts for item in d.configs.items()),
                      key=lambda item: order[inputs.config(item[0]).key])
-    return _design_data(inputs, dict(configs), [c for d in parts for c in d.candidates])
+    built = [d.columns for d in parts]
+    if not all(c is not None and c.candidates is d.candidates for c, d in zip(built, parts)):
+        built = None
+    return _design_data(inputs, dict(configs), [c for d in parts for c in d.candidates],
+                        built)
 
 
 def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
@@ -831,16 +836,22 @@ def with_limits(data: DesignData, inputs: Inputs) -> DesignData:
     return dataclasses.replace(data, **{f: getattr(limits, f) for f in LIMIT_FIELDS})
 
 
-def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Candidate]
-                 ) -> DesignData:
+def _design_data(inputs: Inputs, configs: dict[str, Config], candidates: list[Candidate],
+                 parts: list[LimitColumns] | None = None) -> DesignData:
+    """The design data of `candidates` (sorted by configuration and size) and the limits
+    of `inputs`; `parts`: the columns of the candidates, part after part (merging built
+    parts, `merge_design_data`), else they are laid out here."""
     fac = inputs.facility
     rack_power = rack_power_by_building(inputs.halls)
     share = 1 + fac.non_server_it_fraction
-    ordered = tuple(sorted(candidates, key=lambda c: (c.config, c.nodes)))
+    order = sorted(range(len(candidates)),
+                   key=lambda i: (candidates[i].config, candidates[i].nodes))
+    ordered = tuple(candidates[i] for i in order)
     return DesignData(
         configs=configs,
         candidates=ordered,
-        columns=LimitColumns.of(configs, ordered),
+        columns=(LimitColumns.joined(parts, order, ordered) if parts
+                 else LimitColumns.of(configs, ordered)),
         buildings=tuple(BuildingData(b.name, b.it_power_mw * 1e6, b.max_racks,
                                      min(rack_power.get(b.name, 0.0),
                                          b.it_power_mw * 1e6 / share),

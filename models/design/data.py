@@ -331,6 +331,25 @@ class LimitColumns:
                    hall_block_slots=per_pod(lambda k: k.extra["hall_block_slots"], np.int64),
                    **cls.performance(candidates))
 
+    @classmethod
+    def joined(cls, parts: Sequence[LimitColumns], order: Sequence[int],
+               candidates: tuple[Candidate, ...]) -> LimitColumns:
+        """The columns of ``candidates``: the candidates of ``parts``, one part after the
+        other, at the indices ``order``. Equal to :meth:`of` on them, without a pass over
+        them (a sweep's workers merge the parts they built, ~0.2 s a pass)."""
+        def stacked(arrays: list[np.ndarray]) -> np.ndarray:  # per-pod ones: widest
+            width = max((a.shape[1] for a in arrays if a.ndim == 2), default=0)
+            return np.concatenate([a if a.ndim == 1 else
+                                   np.pad(a, ((0, 0), (0, width - a.shape[1])))
+                                   for a in arrays])
+        arrays = {f.name: stacked([getattr(p, f.name) for p in parts]) for f in fields(cls)
+                  if isinstance(getattr(parts[0], f.name), np.ndarray)}
+        names = sorted({b for p in parts for b in p.block_slots})
+        slots = {b: np.concatenate([p.block_slots.get(b, np.zeros(len(p), np.int64))
+                                    for p in parts]) for b in names}
+        together = cls(candidates=(), **arrays, block_slots=slots)
+        return together.take(np.fromiter(order, np.int64, len(order)), candidates)
+
     @staticmethod
     def performance(candidates: Sequence[Candidate]) -> dict[str, np.ndarray]:
         """The columns of throughput and goodput (``tokens_per_s`` ... ``exact``)."""
