@@ -38,18 +38,18 @@ Building, pickling and unpickling run with Python's garbage collector paused
 (`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections as soon as it has built its part (the
 first collection after the build scanned the part's ~0.5M objects: ~0.16 s) and again
-once it has merged the parts. Each part carries its limit columns, which the merge
-joins (`merge_design_data`) rather than laying them out again. Scenarios go to workers in batches
-of shrinking size (`batches`), one round trip per batch; rows come back as each batch
-finishes and are written at once. `--backend processes` and the Dask LocalCluster fork
-their workers from a fork server that has only imported clusterplan (and, for Dask,
-distributed), started while the scenarios are validated (`worker_context`: no import
-per worker, and no lock copied from the coordinator's threads; the LocalCluster itself
-starts in a thread meanwhile, `started_cluster`); the workers of a
-user's Dask cluster import it while the candidates are built. Worker processes reset
-glibc's malloc thresholds and Pyomo's output capture lock (`tune_worker_process`);
-workers on this machine get one thread each for OpenMP, MKL and OpenBLAS
-(`WORKER_THREADS`, in the fork server's environment and `worker_environ`).
+once it has merged the parts. Each part carries its limit columns, which the merge joins
+(`merge_design_data`) rather than laying them out again. Scenarios go to workers in
+batches of shrinking size (`batches`), one round trip per batch; rows come back as each
+batch finishes and are written at once. `--backend processes` and the Dask LocalCluster
+fork their workers from a fork server that has only imported clusterplan (and, for Dask,
+distributed), started while the scenarios are validated (`worker_context`: no import per
+worker, and no lock copied from the coordinator's threads; the LocalCluster itself
+starts in a thread meanwhile, `started_cluster`); the workers of a user's Dask cluster
+import it while the candidates are built. Worker processes reset glibc's malloc
+thresholds and Pyomo's output capture lock (`tune_worker_process`); workers on this
+machine get one thread each for OpenMP, MKL and OpenBLAS (`WORKER_THREADS`, in the fork
+server's environment and `worker_environ`).
 
 Resumability. Each finished scenario is written at once to ``scenarios/<id>.json``
 (written to a temporary file, fsync'ed and renamed), by the coordinating process. The id
@@ -303,12 +303,15 @@ def build_part(shared: Shared, index: int, configs: tuple[str, ...],
     configurations `configs` (keys) of `shared`, built with the evaluators the worker
     keeps for its scenarios (warm for these configurations), given the feasible sets'
     `shares` it has not computed (`feasible_share`), and kept by the worker
-    (`_Kept.parts`); for the other workers, pickled or in the file `path` (`_handed`)."""
+    (`_Kept.parts`, frozen out of the collector); for the other workers, pickled or in
+    the file `path` (`_handed`)."""
     tune_worker_process()
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
-        return _build_part(_kept(shared.key, lambda: inputs), inputs, index, configs,
-                           shares, path)
+        handed = _build_part(_kept(shared.key, lambda: inputs), inputs, index, configs,
+                             shares, path)
+    gc.freeze()  # the part lives as long as the worker: out of every later collection
+    return handed
 
 
 def _build_part(kept: _Kept, inputs: Inputs, index: int, configs: tuple[str, ...],
@@ -319,7 +322,6 @@ def _build_part(kept: _Kept, inputs: Inputs, index: int, configs: tuple[str, ...
                 kept.evaluators.throughput.add_feasible(sets)
             kept.shares.add(i)
     kept.parts[index] = _part(inputs, kept.evaluators, configs)
-    gc.freeze()  # kept as long as the worker: out of every later collection
     return _handed(dumps(kept.parts[index]), path)
 
 

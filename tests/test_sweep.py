@@ -163,6 +163,7 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
         or feasible_candidates(workload, system, gpus)))
     workers = sweeps.PartWorkers(2, start, lambda future: future.result(), lambda part: part,
                                  lambda future: future.result(), slow_start=slow_start)
+    frozen = gc.get_freeze_count()
     given = sweeps.shared_parts(shared, parts, workers)
     points = [(system.id, gpus) for system, gpus in throughput_points(
         prepare(sweeps.instance_from_dict(doc, "llama")))]
@@ -178,6 +179,7 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
         assert {s[2] for s in started[:2]} != {"MainThread"} and len(given) == parts
         kept = sweeps._CACHE[shared.key]
         assert set(kept.parts) == {0, 1}  # the "worker"'s
+        assert gc.get_freeze_count() > frozen  # it froze them out of the collector
         assert kept.shares == ({0, 1, 2, 3} if slow_start else {0, 1, 2})
         files = [tmp_path / f"part-{i}" for i in range(parts)]
         for file, part in zip(files, given, strict=True):
