@@ -35,9 +35,9 @@ workers on this machine share them through a folder (solver.shared_evaluations),
 computed by one worker, which halved the refinement's CPU per worker on the default
 sweep.
 Building, pickling and unpickling run with Python's garbage collector paused
-(`gc_paused`: it scanned the ~1M live objects over and over, 40-65% of that CPU) and a
+(`gc_paused`: it scanned the ~0.7M live objects over and over, 40-65% of that CPU) and a
 worker freezes the data out of later collections as soon as it has built its part (the
-first collection after the build scanned the part's ~0.5M objects: ~0.16 s) and again
+first collection after the build scanned the part's ~0.34M objects: ~0.16 s) and again
 once it has merged the parts. Each part carries its limit columns, which the merge joins
 (`merge_design_data`) rather than laying them out again. Scenarios go to workers in
 batches of shrinking size (`batches`), one round trip per batch; rows come back as each
@@ -376,7 +376,7 @@ def shared_parts(shared: Shared, parts: int, workers: PartWorkers) -> list[Any]:
     later tasks (`PartWorkers.ready` and `offer`: pickles, their files or Dask futures).
     The first `workers.count` parts are built by workers, which keep them; this process
     builds the rest meanwhile. Every part builder reads the perf model's feasible sets
-    at every grid point (on the default instance 91 sets, ~1.6 s of CPU): first each
+    at every grid point (on the default instance 91 sets, ~1.0 s of CPU): first each
     builder computes one share of them (`feasible_share`; this process half of them
     when the workers are slow to start, `PartWorkers.slow_start`), then builds its part
     given the others' shares (`build_part`). The workers' tasks are started from a

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from solver.cli import app
 from solver import loading
+from solver.cli import app
 from solver.errors import InvalidInstance
 from solver.loading import DEFAULT_INSTANCE, INSTANCES_DIR, instance_from_dict, load_instance
 

@@ -606,11 +606,10 @@ def merge_design_data(inputs: Inputs, parts: list[DesignData]) -> DesignData:
     order = {p.key: i for i, p in enumerate(inputs.configs)}
     configs = sorted((item for d in parts for item in d.configs.items()),
                      key=lambda item: order[inputs.config(item[0]).key])
-    built = [d.columns for d in parts]
-    if not all(c is not None and c.candidates is d.candidates for c, d in zip(built, parts)):
-        built = None
+    joined = all(d.columns is not None and d.columns.candidates is d.candidates
+                 for d in parts)
     return _design_data(inputs, dict(configs), [c for d in parts for c in d.candidates],
-                        built)
+                        [d.columns for d in parts] if joined else None)
 
 
 def size_ladder(inputs: Inputs, evaluators: Evaluators, p: ConfigParts, su: int, top: int,
