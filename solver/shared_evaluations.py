@@ -14,8 +14,9 @@ the first process to claim it and read by the others.
 
 Protocol, per (kind, key), named by the SHA-256 of its pickle (keys are dataclasses,
 tuples, strings and numbers, which pickle alike in every process):
-- ``<name>`` holds the pickled value once published (written to a temporary file and
-  renamed: never half a value);
+- ``<name>`` holds the value once published (written to a temporary file and renamed:
+  never half a value), its arrays mapped by the processes that read it rather than
+  copied (solver.mapped_pickle: a feasible set is ~2 MB of arrays);
 - ``<name>.claim`` is created by the process that computes it, holding ``host pid``
   (linked into place from a written file: it exists only if no other claim does, and
   never empty); a process that finds it waits for the value, and takes the evaluation
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from models.design.evaluate import Memo
+from solver import mapped_pickle
 from solver.outputs import process_alive
 
 T = TypeVar("T")
@@ -174,11 +176,12 @@ class SharedEvaluations(Memo):
 
 
 def _read(path: Path) -> object:
+    """The value published at `path` (its arrays mapped from the file,
+    solver.mapped_pickle), or _MISSING."""
     try:
-        payload = path.read_bytes()
+        return mapped_pickle.read(path)
     except OSError:
         return _MISSING
-    return pickle.loads(payload)
 
 
 def _publish(path: Path, value: object) -> bool:
@@ -187,8 +190,8 @@ def _publish(path: Path, value: object) -> bool:
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(value, handle, pickle.HIGHEST_PROTOCOL)
+        os.close(fd)
+        mapped_pickle.write(tmp, value)
         os.replace(tmp, path)
     except OSError:
         if tmp is not None:

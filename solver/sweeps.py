@@ -24,9 +24,10 @@ left over (on a machine with a core to spare). Every part builder reads all of t
 model's feasible sets, so each first computes one share of them and takes the others'
 (`feasible_share`) before it builds; the coordinator computes half of them while the
 workers start, and the workers take their shares as soon as they are up (their tasks
-are started from a thread). Each part goes to every worker once (on this machine a file
-per part, written by its builder; to a user's Dask cluster a Dask future, moved between
-workers by Dask), and each worker merges its own part with the others' when its first
+are started from a thread). Each share and part goes to every worker once (on this
+machine a file, written by its builder, whose arrays the readers map rather than copy,
+solver.mapped_pickle; to a user's Dask cluster a Dask future, moved between workers by
+Dask), and each worker merges its own part with the others' when its first
 scenario needs them (the same data as one build), keeping the result under
 `Shared.key` (`_kept`). Files go to memory (`scratch_folder`).
 Every scenario then refines the candidates near its optimum, and most scenarios need
@@ -113,6 +114,7 @@ from models.design.data import DesignData
 from models.design.evaluate import Evaluators, default_evaluators
 from models.design.inputs import Inputs
 from models.design.limits import shared_paths
+from solver import mapped_pickle
 from solver.api import feasible_share as api_feasible_share
 from solver.api import solve
 from solver.backends import SolveOptions
@@ -258,18 +260,19 @@ def loads(payload: bytes) -> Any:
         return pickle.loads(payload)
 
 
-def _handed(payload: bytes, path: str | None) -> bytes | str:
-    """A pickle as it goes to other processes: itself, or written to `path` (a file
-    that process workers on this machine read), then the path."""
+def _handed(data: Any, path: str | None) -> bytes | str:
+    """`data` as it goes to other processes: pickled (`dumps`), or written to `path` (a
+    file that process workers on this machine map, solver.mapped_pickle), then the
+    path."""
     if path is None:
-        return payload
-    Path(path).write_bytes(payload)
+        return dumps(data)
+    mapped_pickle.write(path, data)
     return path
 
 
-def _payload(given: bytes | str) -> bytes:
-    """The pickle `_handed` made."""
-    return given if isinstance(given, bytes) else Path(given).read_bytes()
+def _taken(given: bytes | str) -> Any:
+    """The data `_handed` gave: unpickled, or read from its file."""
+    return loads(given) if isinstance(given, bytes) else mapped_pickle.read(given)
 
 
 def _part(inputs: Inputs, evaluators: Evaluators, configs: tuple[str, ...]) -> DesignData:
@@ -293,7 +296,7 @@ def feasible_share(shared: Shared, index: int, count: int, path: str | None = No
 def _feasible_share(kept: _Kept, inputs: Inputs, index: int, count: int,
                     path: str | None) -> bytes | str:
     kept.shares.add(index)
-    return _handed(dumps(api_feasible_share(inputs, kept.evaluators, index, count)), path)
+    return _handed(api_feasible_share(inputs, kept.evaluators, index, count), path)
 
 
 def build_part(shared: Shared, index: int, configs: tuple[str, ...],
@@ -318,11 +321,11 @@ def _build_part(kept: _Kept, inputs: Inputs, index: int, configs: tuple[str, ...
                 shares: list[bytes | str] | tuple[()], path: str | None) -> bytes | str:
     for i, share in enumerate(shares):
         if i not in kept.shares:
-            if sets := loads(_payload(share)):
+            if sets := _taken(share):
                 kept.evaluators.throughput.add_feasible(sets)
             kept.shares.add(i)
     kept.parts[index] = _part(inputs, kept.evaluators, configs)
-    return _handed(dumps(kept.parts[index]), path)
+    return _handed(kept.parts[index], path)
 
 
 def local_parts(workers: int) -> int:
@@ -461,7 +464,7 @@ def _received(given: DesignData | SharedParts) -> DesignData:
     with gc_paused():
         inputs = prepare(instance_from_dict(shared.doc, shared.source))
         built = _kept(shared.key, lambda: inputs).parts
-        parts = [built[i] if i in built else loads(_payload(part))
+        parts = [built[i] if i in built else _taken(part)
                  for i, part in enumerate(given.parts)]
         data = merge_design_data(inputs, parts)
     gc.freeze()

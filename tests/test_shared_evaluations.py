@@ -183,7 +183,7 @@ def test_a_failed_publication_or_claim_computes_here_and_holds_no_one(tmp_path, 
     def no_room(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(shared_evaluations.pickle, "dump", no_room)
+    monkeypatch.setattr(shared_evaluations.mapped_pickle, "write", no_room)
     assert memo("perf", ("a",), lambda: 1) == 1
     assert not list(Path(memo.folder).glob("*.claim"))  # released
     assert not list(Path(memo.folder).glob(".tmp-*"))  # and nothing half written
