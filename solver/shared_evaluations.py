@@ -185,16 +185,11 @@ def _read(path: Path) -> object:
 
 
 def _publish(path: Path, value: object) -> bool:
-    """Write `value` to a temporary file beside `path` and rename it into place: whether
-    it is there (False: the folder failed, e.g. full; nothing is left of the write)."""
-    tmp = None
+    """Write `value` to `path` (mapped_pickle.write: a temporary file beside it, renamed
+    into place): whether it is there (False: the folder failed, e.g. full; nothing is
+    left of the write)."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        os.close(fd)
-        mapped_pickle.write(tmp, value)
-        os.replace(tmp, path)
+        mapped_pickle.write(path, value)
     except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         return False
     return True

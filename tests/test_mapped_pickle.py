@@ -1,10 +1,14 @@
 """Pickle files whose arrays are mapped (solver.mapped_pickle): what a sweep's workers
 hand each other on one machine reads back equal, its arrays views of the file (no copy),
-aligned, writable without changing the file; a file that is not one is named."""
+aligned, writable without changing the file, never changed by a later write; past the
+cap on mappings, or where mapping fails, read into memory; a file that is not one is
+named."""
 
 from __future__ import annotations
 
 import dataclasses
+import errno
+import gc
 import mmap
 
 import numpy as np
@@ -16,12 +20,15 @@ from solver.loading import DEFAULT_INSTANCE, load_instance
 from solver.prepare import prepare
 
 
+MMAP = mmap.mmap  # the class, whatever a test patches
+
+
 def mapped(array: np.ndarray) -> bool:
     """Whether `array`'s memory is a view of a mapped file."""
     base = array
     while isinstance(base, np.ndarray):
         base = base.base
-    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+    return isinstance(base, memoryview) and isinstance(base.obj, MMAP)
 
 
 def test_data_reads_back_equal_with_its_arrays_mapped_aligned_and_writable(tmp_path):
@@ -86,3 +93,37 @@ def test_a_file_that_is_not_a_mapped_pickle_is_named(tmp_path, content):
     path.write_bytes(content)
     with pytest.raises(ValueError, match="bad.pickle"):
         mapped_pickle.read(path)
+
+
+def test_a_later_write_leaves_what_readers_mapped_as_it_was(tmp_path):
+    path = tmp_path / "share.pickle"
+    mapped_pickle.write(path, {"a": np.arange(5)})
+    before = mapped_pickle.read(path)
+    mapped_pickle.write(path, {"a": np.arange(5) * 10})  # a task run again, say
+    assert list(before["a"]) == [0, 1, 2, 3, 4] and mapped(before["a"])
+    assert list(mapped_pickle.read(path)["a"]) == [0, 10, 20, 30, 40]
+    assert [p.name for p in tmp_path.iterdir()] == ["share.pickle"]  # no temporary left
+
+
+def test_past_the_cap_or_where_mapping_fails_a_file_is_read_into_memory(tmp_path,
+                                                                        monkeypatch):
+    path = tmp_path / "set.pickle"
+    mapped_pickle.write(path, {"a": np.arange(1000)})
+    gc.collect()
+    live = mapped_pickle._live[0]
+    monkeypatch.setattr(mapped_pickle, "MAX_MAPPED", live + 2)
+    kept = [mapped_pickle.read(path) for _ in range(3)]
+    assert [mapped(k["a"]) for k in kept] == [True, True, False]
+    assert all(np.array_equal(k["a"], np.arange(1000)) for k in kept)
+    kept[2]["a"][0] = -1  # a copy, writable
+    assert mapped_pickle._live[0] == live + 2
+    del kept
+    gc.collect()
+    assert mapped_pickle._live[0] == live  # released with their arrays
+
+    def out_of_descriptors(*args, **kwargs):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(mapped_pickle.mmap, "mmap", out_of_descriptors)
+    back = mapped_pickle.read(path)
+    assert np.array_equal(back["a"], np.arange(1000)) and not mapped(back["a"])

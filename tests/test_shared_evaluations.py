@@ -4,20 +4,23 @@ processes taken over, and a sweep whose workers share them gives local's rows.""
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
+import signal
 import socket
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from models.design import evaluate
 from models.design.candidates import build_design_data, refine
 from models.design.evaluate import Memo, default_evaluators
-from solver import shared_evaluations, sweep, sweeps
+from solver import mapped_pickle, shared_evaluations, sweep, sweeps
 from solver.loading import INSTANCES_DIR, instance_from_dict, read_document
 from solver.prepare import prepare
 from solver.shared_evaluations import SharedEvaluations, make_folder
@@ -195,6 +198,33 @@ def test_a_failed_publication_or_claim_computes_here_and_holds_no_one(tmp_path, 
     monkeypatch.setattr(shared_evaluations.os, "link", lambda *args: no_room())
     assert memo("perf", ("b",), lambda: 2) == 2  # no claim made: computed here
     assert not list(Path(memo.folder).glob(".tmp-*"))
+
+
+def test_a_published_value_that_cannot_be_mapped_is_read_all_the_same(tmp_path,
+                                                                       monkeypatch):
+    """Out of file descriptors or mappings, a published value is read into memory: the
+    reader gets it (it once found the claim taken and the value there, for ever)."""
+    folder = make_folder(tmp_path)
+    publisher, reader = SharedEvaluations(), SharedEvaluations()
+    publisher.use(folder)
+    reader.use(folder)
+    assert publisher("feasible", ("k",), lambda: {"a": np.arange(3)})["a"][2] == 2
+
+    def out_of_descriptors(*args, **kwargs):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    def spinning(*args):
+        raise TimeoutError("the reader did not get the published value in 10 s")
+
+    monkeypatch.setattr(mapped_pickle.mmap, "mmap", out_of_descriptors)
+    previous = signal.signal(signal.SIGALRM, spinning)
+    signal.alarm(10)
+    try:
+        value = reader("feasible", ("k",), lambda: pytest.fail("computed again"))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert list(value["a"]) == [0, 1, 2]
 
 
 def test_a_folder_not_made_for_sharing_shares_nothing(tmp_path):
