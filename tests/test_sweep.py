@@ -182,8 +182,8 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
         assert gc.get_freeze_count() > frozen  # it froze them out of the collector
         assert kept.shares == ({0, 1, 2, 3} if slow_start else {0, 1, 2})
         files = [tmp_path / f"part-{i}" for i in range(parts)]
-        for file, part in zip(files, given, strict=True):
-            file.write_bytes(part)
+        for file, part in zip(files, given, strict=True):  # as process workers hand them
+            sweeps._handed(sweeps._taken(part), str(file))
         # first worker 0, which keeps its own part only (given b"" for it, which does not
         # unpickle) and reads the others' from their files; then a worker that built no
         # part, given them all as bytes
