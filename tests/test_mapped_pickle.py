@@ -19,7 +19,6 @@ from solver.api import default_evaluators, feasible_share
 from solver.loading import DEFAULT_INSTANCE, load_instance
 from solver.prepare import prepare
 
-
 MMAP = mmap.mmap  # the class, whatever a test patches
 
 
