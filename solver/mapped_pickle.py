@@ -42,7 +42,7 @@ ALIGNMENT = 64
 SIMD loops prefer)."""
 MAX_MAPPED = 256
 """Most files a process keeps mapped at once (each holds a file descriptor: a worker of
-the default sweep keeps ~140, its feasible sets)."""
+the default sweep keeps ~20-30, the shares, part and feasible sets it took from others)."""
 _COUNTS = struct.Struct("<QQ")
 _live: list[int] = [0]
 """Files mapped by this process now."""
