@@ -1009,7 +1009,10 @@ def scratch_folder() -> tempfile.TemporaryDirectory:
     """A temporary folder for one sweep's files, named after this process, in SCRATCH
     when it is a writable folder with SCRATCH_FREE_BYTES free, else in the system's
     temporary folder. Folders left there by sweeps whose process has ended (killed:
-    memory-backed files live until they are removed) are removed first."""
+    memory-backed files live until they are removed) are removed first. Removing the
+    folder never raises: a stopped sweep's Dask worker may still be writing an
+    evaluation into it (the error replaced the sweep's own, Ctrl-C's included); what
+    is left is removed by the first sweep after this process has ended."""
     parent = None
     try:
         stats = os.statvfs(SCRATCH)
@@ -1022,7 +1025,8 @@ def scratch_folder() -> tempfile.TemporaryDirectory:
         owner = left.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
         if owner.isdigit() and not process_alive(int(owner)):
             shutil.rmtree(left, ignore_errors=True)
-    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent)
+    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent,
+                                       ignore_cleanup_errors=True)
 
 
 def worker_environ() -> dict[str, Any]:
