@@ -284,6 +284,27 @@ def test_workers_share_their_exact_evaluations(tmp_path, monkeypatch, backend):
     assert len({c.read_text() for c in claims}) <= 2  # by the two workers
 
 
+def test_removing_the_scratch_folder_never_raises(tmp_path, monkeypatch):
+    """A stopped Dask sweep's worker may still write an evaluation as the coordinator
+    removes the folder: what is left stays (a later sweep clears it), and no OSError
+    replaces the sweep's own error."""
+    monkeypatch.setattr(sweeps, "SCRATCH", str(tmp_path))
+    monkeypatch.setattr(sweeps, "SCRATCH_FREE_BYTES", 1)
+    real_rmdir = os.rmdir
+
+    def late_write(path, *, dir_fd=None):  # the worker's file lands just before rmdir
+        where = Path(f"/proc/self/fd/{dir_fd}", path) if dir_fd is not None else Path(path)
+        (where / "late.pickle").write_bytes(b"x")
+        real_rmdir(path, dir_fd=dir_fd)
+
+    scratch = sweeps.scratch_folder()
+    (Path(scratch.name) / "evaluations").mkdir()
+    monkeypatch.setattr(os, "rmdir", late_write)
+    scratch.cleanup()
+    monkeypatch.undo()
+    assert (Path(scratch.name) / "evaluations" / "late.pickle").exists()
+
+
 def test_scratch_folder_is_memory_backed_and_clears_what_killed_sweeps_left(
         tmp_path, monkeypatch):
     """A sweep's files go to SCRATCH when it has room, else to the temporary folder; a
