@@ -903,12 +903,10 @@ def _watch_coordinator(coordinator: int) -> None:
     """Process-pool initializer: a daemon thread ends the worker as soon as the
     coordinator (pid ``coordinator``) or the fork server it was forked from (which ends
     with the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on;
-    a worker ignores Ctrl-C and ends on SIGTERM (the coordinator's _stop_workers).
-    The check runs every 0.5 s; a solve that holds the GIL delays it to its time limit."""
-    # Ctrl-C reaches the whole process group: the coordinator handles it and ends the
-    # workers with SIGTERM, which ends them quietly (not the CLI's KeyboardInterrupt).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    a worker ends on SIGTERM (the coordinator's _stop_workers), and ignores Ctrl-C from
+    birth (solver.worker_interrupts). The check runs every 0.5 s; a solve that holds the
+    GIL delays it to its time limit."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # quietly, not as the CLI's handler
     tune_worker_process()
     parent = os.getppid()
 
@@ -923,9 +921,10 @@ def _watch_coordinator(coordinator: int) -> None:
 WORKER_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 """One thread each for the numeric libraries in a worker process (the workers take the
 cores; the libraries' own threads would only compete with them)."""
-WORKER_PRELOAD = ("solver.sweeps",)
-"""Modules the fork server of process workers imports once (all of clusterplan's solve)."""
-DASK_WORKER_PRELOAD = ("distributed", *WORKER_PRELOAD)
+WORKER_PRELOAD = ("solver.worker_interrupts", "solver.sweeps")
+"""Modules the fork server of process workers imports once: all of clusterplan's solve,
+after the module that has the server and its workers ignore Ctrl-C."""
+DASK_WORKER_PRELOAD = (WORKER_PRELOAD[0], "distributed", *WORKER_PRELOAD[1:])
 """The fork server's modules when it serves a LocalCluster's Dask workers too."""
 
 

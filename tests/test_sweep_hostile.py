@@ -367,6 +367,34 @@ def test_process_workers_exit_with_their_coordinator(tmp_path):
     assert not (tmp_path / "table.parquet").exists()
 
 
+@pytest.mark.parametrize("backend", ["processes", "dask"])
+def test_ctrl_c_ends_a_sweep_with_one_line(tmp_path, backend):
+    """Ctrl-C reaches the terminal's whole process group, workers included: the sweep
+    ends with exit 130 and the CLI's one line, and no worker prints a traceback (a Dask
+    worker did, from its event loop, before solver.worker_interrupts)."""
+    code = "from solver.cli import main; main()"
+    sweep_cli = subprocess.Popen(
+        [sys.executable, "-c", code, "sweep", str(SMALL), "--vary", "limits.it_power_mw=2:7:40",
+         "--vary", "limits.budget_usd=1e8:2e8:20", "--backend", backend, "--out",
+         str(tmp_path)], env=os.environ | {"PYTHONPATH": os.getcwd()},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while (len(list(tmp_path.glob("scenarios/*.json"))) < 10
+               and time.monotonic() < deadline and sweep_cli.poll() is None):
+            time.sleep(0.05)
+        assert sweep_cli.poll() is None  # 800 scenarios: still solving
+        os.killpg(sweep_cli.pid, signal.SIGINT)
+        out, err = sweep_cli.communicate(timeout=60)
+    finally:
+        if sweep_cli.poll() is None:
+            os.killpg(sweep_cli.pid, signal.SIGKILL)
+    assert sweep_cli.returncode == 130, err
+    assert "interrupted" in err
+    assert "Traceback" not in err + out, err
+    assert not (tmp_path / "table.parquet").exists()
+
+
 def test_unreachable_scheduler_exits_5_quickly(tmp_path, monkeypatch):
     assert solver.sweeps.SCHEDULER_TIMEOUT_S <= 10
     monkeypatch.setattr(solver.sweeps, "SCHEDULER_TIMEOUT_S", 1.0)
