@@ -10,14 +10,17 @@ deadline, so a command always answers, exit 5, naming the limit and the stage. T
 design MILP's solver call is let finish under its own capped limit (``deferred``:
 Pyomo captures its output, which an interruption there breaks), and a library that
 wraps the interruption in its own error still answers as the time limit
-(``time_limit_in``).
+(``time_limit_in``), and Pyomo's log of a model construction that the stop (or Ctrl-C)
+interrupted is dropped (`QuietInterruptions`): the command's own message says it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -41,6 +44,21 @@ def time_limit_in(exc: BaseException) -> TimeLimitReached | None:
         seen.add(id(exc))
         exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     return None
+
+
+class QuietInterruptions(logging.Filter):
+    """Drops a log record made while the hard stop or Ctrl-C unwinds through a library:
+    Pyomo logs ``ERROR: Constructing component 'x' from data=None failed:
+    TimeLimitReached`` before it raises the error on, and the command then answers with
+    its own message (exit 5, or the CLI's 'interrupted'). Records of any other error pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = sys.exc_info()[1]  # the error the library is handling as it logs
+        return exc is None or not (isinstance(exc, KeyboardInterrupt) or time_limit_in(exc))
+
+
+PYOMO_LOGGER = logging.getLogger("pyomo.core")
+"""Where Pyomo logs a failed component construction (pyomo.core.base.block)."""
 
 
 class Deadline:
@@ -87,6 +105,8 @@ class Deadline:
         if not usable:
             yield
             return
+        quiet = QuietInterruptions()
+        PYOMO_LOGGER.addFilter(quiet)
 
         def on_alarm(signum, frame):
             if self._held:
@@ -101,6 +121,7 @@ class Deadline:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            PYOMO_LOGGER.removeFilter(quiet)
 
     @contextlib.contextmanager
     def deferred(self) -> Iterator[None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
 import signal
@@ -632,3 +633,35 @@ def test_a_time_limit_a_library_wrapped_is_still_the_time_limit(tmp_path, monkey
     res = cli("solve", str(SMALL), "--no-place", "--out", str(tmp_path))
     assert res.exit_code == 5 and "spent during the design MILP" in res.stderr
     assert "internal error" not in res.stderr
+
+
+def test_pyomo_does_not_log_the_hard_stop_as_an_error(caplog):
+    """Was: the hard stop striking while Pyomo built a model printed Pyomo's own
+    'ERROR: Constructing component ... failed: TimeLimitReached' above the command's
+    answer. Under the alarm that record is dropped; a genuine construction error is
+    still logged, and the filter leaves with the alarm."""
+    import pyomo.environ as pyo
+
+    from solver.deadline import PYOMO_LOGGER, Deadline, TimeLimitReached
+
+    def slow_rule(model, i):
+        time.sleep(0.02)
+        return model.x >= i
+
+    def failing_rule(model, i):
+        raise ValueError("a bad bound")
+
+    def build(rule) -> None:
+        model = pyo.ConcreteModel()
+        model.x = pyo.Var()
+        model.c = pyo.Constraint(range(50), rule=rule)
+
+    caplog.set_level(logging.ERROR, logger="pyomo.core")
+    deadline = Deadline(0.1)
+    with pytest.raises(TimeLimitReached), deadline.alarm():
+        build(slow_rule)
+    assert [r for r in caplog.records if r.name == "pyomo.core"] == []
+    with pytest.raises(ValueError), Deadline(60).alarm():
+        build(failing_rule)
+    assert caplog.records and all("ValueError" in r.getMessage() for r in caplog.records)
+    assert PYOMO_LOGGER.filters == []
