@@ -247,18 +247,23 @@ def check(inputs: Inputs, evaluators: Evaluators, full: DesignData, data: Design
 def report(inputs: Inputs, evaluators: Evaluators, full: DesignData, design: ChosenDesign,
            exact: Candidate, milp: MilpOutcome, verdict: CheckResult, start: float,
            notes: list[str], it_power_cap_w: float | None = None,
-           unplaced: tuple[tuple[Candidate, str], ...] = ()) -> SolveResult:
-    """The ``--json`` document and tables of a solved design, with its job mapping
-    (``evaluators``: those that built ``full``, for the binding limits' next size;
-    ``it_power_cap_w``, ``unplaced``: the design stage's held campus critical IT and the
-    candidates placement refused, design_stage)."""
+           unplaced: tuple[tuple[Candidate, str], ...] = (), details: bool = True
+           ) -> SolveResult:
+    """The ``--json`` document of a solved design and, with ``details``
+    (SolveOptions.details), its job mapping, runner-ups and tables (``evaluators``: those
+    that built ``full``, for the binding limits' next size; ``it_power_cap_w``,
+    ``unplaced``: the design stage's held campus critical IT and the candidates placement
+    refused, design_stage)."""
     parts = inputs.config(design.config.key)
     mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
-        exact.nodes + exact.spare_nodes)), exact.extra["perf"], parts.nic.port_gbps)
+        exact.nodes + exact.spare_nodes)), exact.extra["perf"],
+        parts.nic.port_gbps) if details else None
     summary = summary_document(inputs, design, exact, milp, verdict,
                                binding_limits(inputs, evaluators, design, full,
                                               it_power_cap_w, unplaced),
                                time.perf_counter() - start, inputs.sha256, notes, mapping)
+    if not details:
+        return SolveResult(milp.status, summary, {}, design, tuple(notes), inputs)
     held = full if it_power_cap_w is None else dataclasses.replace(
         full, it_power_cap_w=it_power_cap_w)  # runner-ups judged under the chosen's limits
     summary = dataclasses.replace(summary, runner_ups=runner_ups(held, design, summary))
@@ -295,7 +300,7 @@ def design_stage(inputs: Inputs, evaluators: Evaluators, full: DesignData,
     exact, verdict = check(inputs, evaluators, full, data, milp.design)
     stage("the report")
     return report(inputs, evaluators, full, milp.design, exact, milp.outcome, verdict,
-                  start, notes, it_power_cap_w, unplaced)
+                  start, notes, it_power_cap_w, unplaced, options.details)
 
 
 RESOLVE_ROUNDS = 3
@@ -401,6 +406,8 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
         return solve_phased(inst, options, evaluators)
     start = time.perf_counter()
     options = options or SolveOptions()
+    if place and not options.details:  # a placed design's runner-ups are re-judged
+        options = dataclasses.replace(options, details=True)
     stage = options.deadline.enter
     stage("prepare")
     inputs = prepare(inst)

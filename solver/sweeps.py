@@ -497,7 +497,7 @@ def solve_task(task: Task, shared: DesignData | SharedParts | None = None
         deadline = Deadline(task.time_limit_s, SCENARIO_LIMIT_FLAG)
         with deadline.alarm():
             result = solve(inst, place=False, options=SolveOptions(
-                task.time_limit_s, threads=1, deadline=deadline),
+                task.time_limit_s, threads=1, details=False, deadline=deadline),
                 evaluators=evaluators, candidates_of=cands)
         fields = summary_row(result.status, result.summary)
     except Exception as exc:  # noqa: BLE001 - any failure is this scenario's result

@@ -16,6 +16,7 @@ from models.design.candidates import build_design_data
 from models.design.evaluate import default_evaluators
 from solver import load_instance, pareto, solve, sweep, sweeps, tornado
 from solver.analysis import candidate_x, marginal_values, pareto_base
+from solver.backends import SolveOptions
 from solver.cli import app
 from solver.errors import InvalidInstance
 from solver.loading import instance_from_dict, read_document
@@ -97,6 +98,27 @@ def test_sweep_rows_equal_single_solves_and_files(tmp_path):
     assert_rows_equal(pd.read_parquet(tmp_path / "table.parquet"), table)
     assert list(pd.read_csv(tmp_path / "table.csv").columns) == list(table.columns)
     assert len(list((tmp_path / "scenarios").glob("*.json"))) == 6
+
+
+def test_a_solve_without_details_has_the_same_summary_less_them():
+    """SolveOptions.details=False (what a sweep's scenario asks for): no job mapping,
+    runner-ups or tables, and every other figure of the summary as a full solve's; a
+    placed solve has them anyway."""
+    inst = load_instance("instances/llama3-16k.toml")  # the perf model: a job mapping
+    full = solve(inst, place=False)
+    lean = solve(inst, place=False, options=SolveOptions(details=False))
+    assert full.summary["design"]["job_mapping"] and full.summary["runner_ups"]
+    assert full.tables and lean.tables == {}
+    assert lean.summary["design"]["job_mapping"] is None and lean.summary["runner_ups"] == []
+
+    def figures(summary: dict) -> dict:  # less the details and the timings
+        design = {k: v for k, v in summary["design"].items() if k != "job_mapping"}
+        return {k: v for k, v in summary.items()
+                if k not in ("runner_ups", "runtime_s", "solver")} | {"design": design}
+    assert figures(lean.summary) == figures(full.summary)
+    assert lean.summary["solver"]["best_bound"] == full.summary["solver"]["best_bound"]
+    placed = solve(inst, options=SolveOptions(details=False))
+    assert placed.tables and placed.summary["design"]["job_mapping"]
 
 
 def test_shared_candidates_equal_rebuilt(tmp_path):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from math import ceil, exp, lgamma, log
 
 from models.reliability.design import ReliabilityInputs
@@ -36,6 +37,7 @@ RANGE_Z = 0.95
 """Confidence of the Poisson interval of counted events."""
 
 
+@cache  # pure; every scenario of a sweep derives the same rates (~5% of its time)
 def half_chi2_quantile(k: int, q: float) -> float:
     """``chi2(q; 2k) / 2``: the ``x`` with ``P(Poisson(x) ≥ k) = q``, i.e.
     ``1 − e^{−x} Σ_{i<k} x^i / i! = q``, by bisection to the last bit (what

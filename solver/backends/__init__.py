@@ -40,6 +40,11 @@ class SolveOptions:
     """Processes that build the candidate designs (2: a forked second process builds
     about half, solver.api.candidates; the CLI's solve on a machine of 2 or more cores).
     The same candidates either way."""
+    details: bool = True
+    """A solved design's job mapping (``design.job_mapping``), runner-ups and pandas
+    tables (``SolveResult.tables``). False: the summary without them (None, none, none)
+    unless the design is placed (placement re-judges them): a sweep's row reads none of
+    them, and they took ~20% of a sweep scenario's time."""
     deadline: Deadline = field(default_factory=Deadline, compare=False)
     """The command's wall-clock budget (solver.deadline); every solver gets at most its
     remaining time. Default: none."""
