@@ -406,7 +406,7 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
         return solve_phased(inst, options, evaluators)
     start = time.perf_counter()
     options = options or SolveOptions()
-    if place and not options.details:  # a placed design's runner-ups are re-judged
+    if place and not options.details:  # a placed solve always reports them
         options = dataclasses.replace(options, details=True)
     stage = options.deadline.enter
     stage("prepare")

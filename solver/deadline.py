@@ -99,14 +99,14 @@ class Deadline:
     def alarm(self) -> Iterator[None]:
         """Interrupt the Python code running at the deadline with ``TimeLimitReached`` (the
         CLI's hard stop; main thread only, and a no-op without a limit). Native solver calls
-        are not interrupted: they get ``cap``-ped time limits instead."""
+        are not interrupted: they get ``cap``-ped time limits instead. Meanwhile Pyomo's log
+        of a model construction it interrupts is dropped (`QuietInterruptions`)."""
         usable = (math.isfinite(self.limit_s) and hasattr(signal, "setitimer")
                   and threading.current_thread() is threading.main_thread())
         if not usable:
             yield
             return
         quiet = QuietInterruptions()
-        PYOMO_LOGGER.addFilter(quiet)
 
         def on_alarm(signum, frame):
             if self._held:
@@ -115,8 +115,9 @@ class Deadline:
             raise self.reached()
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, max(self.remaining(), 1e-3))
         try:
+            PYOMO_LOGGER.addFilter(quiet)
+            signal.setitimer(signal.ITIMER_REAL, max(self.remaining(), 1e-3))
             yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)

@@ -89,6 +89,7 @@ import json
 import math
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 import pickle
 import re
@@ -903,10 +904,10 @@ def _watch_coordinator(coordinator: int) -> None:
     """Process-pool initializer: a daemon thread ends the worker as soon as the
     coordinator (pid ``coordinator``) or the fork server it was forked from (which ends
     with the coordinator) is gone, so `kill -9` of a sweep leaves no orphan solving on;
-    a worker ends on SIGTERM (the coordinator's _stop_workers), and ignores Ctrl-C from
-    birth (solver.worker_interrupts). The check runs every 0.5 s; a solve that holds the
-    GIL delays it to its time limit."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # quietly, not as the CLI's handler
+    a worker ignores Ctrl-C (solver.worker_interrupts) and ends on SIGTERM (the
+    coordinator's _stop_workers). The check runs every 0.5 s; a solve that holds the GIL
+    delays it to its time limit."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     tune_worker_process()
     parent = os.getppid()
 
@@ -921,10 +922,11 @@ def _watch_coordinator(coordinator: int) -> None:
 WORKER_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 """One thread each for the numeric libraries in a worker process (the workers take the
 cores; the libraries' own threads would only compete with them)."""
-WORKER_PRELOAD = ("solver.worker_interrupts", "solver.sweeps")
-"""Modules the fork server of process workers imports once: all of clusterplan's solve,
-after the module that has the server and its workers ignore Ctrl-C."""
-DASK_WORKER_PRELOAD = (WORKER_PRELOAD[0], "distributed", *WORKER_PRELOAD[1:])
+INTERRUPTS_MODULE = "solver.worker_interrupts"
+"""Imported last by the fork server: it unblocks Ctrl-C there (see the module)."""
+WORKER_PRELOAD = ("solver.sweeps", INTERRUPTS_MODULE)
+"""Modules the fork server of process workers imports once (all of clusterplan's solve)."""
+DASK_WORKER_PRELOAD = ("distributed", *WORKER_PRELOAD)
 """The fork server's modules when it serves a LocalCluster's Dask workers too."""
 
 
@@ -939,14 +941,19 @@ def worker_context(preload: tuple[str, ...] = WORKER_PRELOAD
     WORKER_THREADS (read by OpenBLAS as the server imports numpy). The server starts in
     the background at the first call (run_scenarios calls this before it validates the
     scenarios) and serves every later pool of this process, with the modules of that
-    first call."""
+    first call. It starts with SIGINT blocked, so Ctrl-C does not break its imports
+    (INTERRUPTS_MODULE, imported last, unblocks it); a Ctrl-C meanwhile reaches this
+    thread once it is unblocked here."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(preload))
     saved = {k: os.environ.get(k) for k in WORKER_THREADS}
     os.environ.update(WORKER_THREADS)  # the server's environment, read as it starts
+    multiprocessing.resource_tracker.ensure_running()  # first: its start unblocks SIGINT
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key)
@@ -1071,15 +1078,35 @@ def local_cluster(workers: int) -> Any:
     forked from the fork server that run_scenarios has started (`worker_context`,
     DASK_WORKER_PRELOAD; not here: this runs in a thread, and the server's start sets
     the process's environment), with Dask's housekeeping turned down
-    (DASK_HOUSEKEEPING)."""
+    (DASK_HOUSEKEEPING). Its workers ignore Ctrl-C (solver.worker_interrupts), and its
+    scheduler, which runs in this process, does not install Dask's garbage-collection
+    diagnosis (`_no_gc_diagnosis`)."""
     import dask
     from dask.distributed import LocalCluster
 
     with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ(),
                           "distributed.worker.multiprocessing-method": "forkserver",
-                          **DASK_HOUSEKEEPING}):
+                          "distributed.worker.preload": [INTERRUPTS_MODULE],
+                          **DASK_HOUSEKEEPING}), _no_gc_diagnosis():
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                             host="127.0.0.1", dashboard_address=None)
+
+
+@contextmanager
+def _no_gc_diagnosis() -> Iterator[None]:
+    """A Dask scheduler started in the block does not install its garbage-collection
+    diagnosis, a Python callback of every collection: a Ctrl-C that came during one was
+    raised in the callback, which Python reports and drops ("Exception ignored in
+    GCDiagnosis._gc_callback"), and the sweep ran on to its end. (The scheduler turns it
+    on as it starts, `distributed.scheduler.enable_gc_diagnosis`.)"""
+    import distributed.scheduler
+
+    enable = distributed.scheduler.enable_gc_diagnosis
+    distributed.scheduler.enable_gc_diagnosis = lambda: None
+    try:
+        yield
+    finally:
+        distributed.scheduler.enable_gc_diagnosis = enable
 
 
 @contextmanager

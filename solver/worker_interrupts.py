@@ -1,16 +1,28 @@
-"""Imported first by the sweep workers' fork server (solver.sweeps.worker_context) and by
-nothing else: the server, and every worker it forks (the process pool's and a
-LocalCluster's Dask workers), ignore SIGINT.
+"""Ctrl-C and a sweep's worker processes on this machine.
 
-Ctrl-C sends SIGINT to the terminal's whole process group. The coordinator handles it:
-it ends the pool's workers or closes the cluster, and the CLI says the sweep was
-interrupted. A worker that took the signal itself printed a KeyboardInterrupt traceback
-(a Dask worker, from its event loop), and so did the server while it imported
-clusterplan. The server forks its workers with the signal handlers it has after
-importing its preload modules (multiprocessing.forkserver.main), so this covers each
-worker from its first instruction; a Dask worker then installs no handler of its own
-(asyncio.Runner replaces only Python's default one)."""
+Ctrl-C sends SIGINT to the terminal's whole process group, the sweep's workers and their
+fork server included. Your process handles it: it ends the pool's workers or closes the
+LocalCluster, and the CLI says the sweep was interrupted. A worker or server that took
+the signal itself printed a KeyboardInterrupt traceback.
+
+- The fork server (solver.sweeps.worker_context) starts with SIGINT blocked, as CPython
+  starts its resource tracker, and imports this module last, after clusterplan: the
+  import drops a Ctrl-C held meanwhile and unblocks SIGINT with Python's default
+  handler, which the processes it forks inherit (as without clusterplan: another pool
+  of your process that uses the same server keeps Ctrl-C).
+- Each sweep worker then ignores SIGINT itself: a process-pool worker in its initializer
+  (solver.sweeps._watch_coordinator), a LocalCluster's Dask worker as it starts, through
+  this module as its Dask preload (`dask_setup`). Workers of a cluster you run yourself
+  (`dask worker --preload solver.sweeps`) keep Ctrl-C in their own terminal.
+"""
 
 import signal
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def dask_setup(worker) -> None:
+    """Dask's preload hook, in a LocalCluster worker's main thread as it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

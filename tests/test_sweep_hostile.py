@@ -368,6 +368,47 @@ def test_process_workers_exit_with_their_coordinator(tmp_path):
     assert not (tmp_path / "table.parquet").exists()
 
 
+def _sigint(pid: int) -> str:
+    """How process `pid` takes SIGINT: 'blocked', 'ignored' or 'handled' (/proc)."""
+    status = dict(line.split(":\t") for line in Path(f"/proc/{pid}/status").read_text()
+                  .splitlines() if ":\t" in line)
+    bit = 1 << (signal.SIGINT - 1)
+    return ("blocked" if int(status["SigBlk"], 16) & bit else
+            "ignored" if int(status["SigIgn"], 16) & bit else "handled")
+
+
+def _own_sigint() -> tuple[int, str]:
+    return os.getpid(), _sigint(os.getpid())
+
+
+def test_sweep_workers_ignore_ctrl_c_and_other_pools_keep_it():
+    """A sweep's process and LocalCluster workers ignore SIGINT (your process stops
+    them); the fork server is left with SIGINT unblocked, so another pool of this
+    process that forks from it keeps Ctrl-C; and the LocalCluster's scheduler, which
+    runs here, installs no garbage-collection callback (a Ctrl-C during a collection was
+    dropped in Dask's, and the sweep ran on)."""
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
+
+    from dask.distributed import Client
+
+    context = solver.sweeps.worker_context(solver.sweeps.DASK_WORKER_PRELOAD)
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        assert pool.submit(_own_sigint).result()[1] == "handled"
+    with ProcessPoolExecutor(1, mp_context=context,
+                             initializer=solver.sweeps._watch_coordinator,
+                             initargs=(os.getpid(),)) as pool:
+        assert pool.submit(_own_sigint).result()[1] == "ignored"
+    cluster = solver.sweeps.local_cluster(1)
+    try:
+        assert not [cb for cb in gc.callbacks if "distributed" in repr(cb)]
+        with Client(cluster) as client:
+            assert set(client.run(_own_sigint).values()) == {
+                (pid, "ignored") for pid in client.run(os.getpid).values()}
+    finally:
+        cluster.close()
+
+
 @pytest.mark.parametrize("backend", ["processes", "dask"])
 def test_ctrl_c_ends_a_sweep_with_one_line(tmp_path, backend):
     """Ctrl-C reaches the terminal's whole process group, workers included: the sweep

@@ -41,10 +41,11 @@ class SolveOptions:
     about half, solver.api.candidates; the CLI's solve on a machine of 2 or more cores).
     The same candidates either way."""
     details: bool = True
-    """A solved design's job mapping (``design.job_mapping``), runner-ups and pandas
-    tables (``SolveResult.tables``). False: the summary without them (None, none, none)
-    unless the design is placed (placement re-judges them): a sweep's row reads none of
-    them, and they took ~20% of a sweep scenario's time."""
+    """A solved design's job mapping, runner-ups and pandas tables. False, for a solve
+    without placement (a placed solve always has them): ``design.job_mapping`` None,
+    ``runner_ups`` empty and ``SolveResult.tables`` {} (its ``bom``, ``power``, ``cost``
+    and ``binding`` raise KeyError). A sweep's row reads none of them; they took ~20% of
+    a sweep scenario's time. A phased build-out (solver.phased) ignores it."""
     deadline: Deadline = field(default_factory=Deadline, compare=False)
     """The command's wall-clock budget (solver.deadline); every solver gets at most its
     remaining time. Default: none."""
