@@ -11,8 +11,9 @@ import gc
 import importlib
 import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -95,11 +96,23 @@ for _module in COMMAND_MODULES:
 
 INTERRUPTED_EXIT = 130
 """Exit code after Ctrl-C or SIGTERM (128 + SIGINT, the shell's convention)."""
+_interrupted = threading.Event()
 
 
-def _terminate(signum, frame) -> None:
-    """SIGTERM ends a command like Ctrl-C."""
+def _interrupt(signum, frame) -> None:
+    """Ctrl-C or SIGTERM: remembered, then raised as KeyboardInterrupt. Remembered because
+    a library can turn the KeyboardInterrupt into its own error (an extension module's
+    import interrupted midway: 'ImportError: initialization failed'): that error is then
+    the interruption's, not an internal error."""
+    _interrupted.set()
     raise KeyboardInterrupt
+
+
+def interrupted() -> NoReturn:
+    """The interruption's one line and exit 130."""
+    stderr.print("[bold red]interrupted[/] (output files are written as whole sets: none "
+                 "is half-written)", highlight=False)
+    sys.exit(INTERRUPTED_EXIT)
 
 
 def main() -> None:
@@ -108,15 +121,17 @@ def main() -> None:
     process ends after the command: the objects it leaves are frozen out of the garbage
     collector (``gc.freeze``), whose collections during interpreter shutdown would only
     rescan them (~0.4 s after the default solve, ~200k containers left)."""
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
     except SystemExit as exc:
         if exc.code == INTERRUPTED_EXIT:
-            stderr.print("[bold red]interrupted[/] (output files are written as whole "
-                         "sets: none is half-written)", highlight=False)
+            interrupted()
         raise
     except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
+        if _interrupted.is_set():
+            interrupted()
         stderr.print("[bold red]internal error:[/]", escape(f"{type(exc).__name__}: {exc}"),
                      highlight=False)
         sys.exit(1)

@@ -434,6 +434,51 @@ def test_a_solve_replaces_the_whole_output_set_or_nothing(tmp_path, monkeypatch)
                                    "summary.md"]
 
 
+def test_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interruption(
+        monkeypatch, capsys):
+    """Was: Ctrl-C while a command imported an extension module on first use came out
+    as 'internal error: ImportError: initialization failed' (exit 1); and Ctrl-C while
+    the CLI itself was being imported, as a KeyboardInterrupt traceback."""
+    import signal
+    import sys
+    import threading
+
+    import solver
+    import solver.cli
+    import solver.loading
+
+    def load_instance(*args, **kwargs):  # as an extension module's import does
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise ImportError("initialization failed") from None
+
+    monkeypatch.setattr(solver.loading, "load_instance", load_instance)
+    monkeypatch.setattr(solver.cli, "_interrupted", threading.Event())
+    monkeypatch.setattr(sys, "argv", ["clusterplan", "validate", str(TINY)])
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(SystemExit) as ended:
+            solver.cli.main()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    err = capsys.readouterr().err
+    assert ended.value.code == 130 and "interrupted" in err and "internal error" not in err
+
+    class Interrupting:  # Ctrl-C while `solver.cli` is imported
+        def find_spec(self, name, path=None, target=None):
+            if name == "solver.cli":
+                raise KeyboardInterrupt
+
+    monkeypatch.delitem(sys.modules, "solver.cli")
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    with pytest.raises(SystemExit) as ended:
+        solver.cli_main()
+    assert ended.value.code == 130 and "interrupted" in capsys.readouterr().err
+
+
 def test_place_into_a_solves_folder_is_refused_before_any_work(tmp_path, tiny_design,
                                                                monkeypatch):
     """Was: `place` wrote placement.csv, cables.csv and floorplan.png beside a solve's
