@@ -36,14 +36,18 @@ def __getattr__(name: str) -> Any:
 
 
 def cli_main() -> None:
-    """The `clusterplan` script: solver.cli.main, imported here so that a Ctrl-C during
-    the CLI's own imports (~0.3 s) is one line and exit 130 too, not a traceback."""
-    try:
-        from solver.cli import main
-    except KeyboardInterrupt:
-        import sys
+    """The `clusterplan` script: solver.cli.main, imported under the interruption's
+    handling (solver.interruption), so that Ctrl-C or SIGTERM during the CLI's own
+    imports (~0.3 s) is one line and exit 130 too, not a traceback."""
+    import sys
 
-        sys.stderr.write("interrupted (output files are written as whole sets: none is "
-                         "half-written)\n")
-        sys.exit(130)
-    main()
+    from solver.interruption import handling
+
+    with handling():
+        try:
+            from solver.cli import main
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted (output files are written as whole sets: none "
+                             "is half-written)\n")
+            sys.exit(130)
+        main()

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -19,6 +17,7 @@ import typer
 from rich.markup import escape
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
+from solver.interruption import caused_by_interruption, handling
 
 app = typer.Typer(
     name="clusterplan",
@@ -96,16 +95,6 @@ for _module in COMMAND_MODULES:
 
 INTERRUPTED_EXIT = 130
 """Exit code after Ctrl-C or SIGTERM (128 + SIGINT, the shell's convention)."""
-_interrupted = threading.Event()
-
-
-def _interrupt(signum, frame) -> None:
-    """Ctrl-C or SIGTERM: remembered, then raised as KeyboardInterrupt. Remembered because
-    a library can turn the KeyboardInterrupt into its own error (an extension module's
-    import interrupted midway: 'ImportError: initialization failed'): that error is then
-    the interruption's, not an internal error."""
-    _interrupted.set()
-    raise KeyboardInterrupt
 
 
 def interrupted() -> NoReturn:
@@ -121,16 +110,17 @@ def main() -> None:
     process ends after the command: the objects it leaves are frozen out of the garbage
     collector (``gc.freeze``), whose collections during interpreter shutdown would only
     rescan them (~0.4 s after the default solve, ~200k containers left)."""
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        app()
+        with handling():
+            app()
     except SystemExit as exc:
         if exc.code == INTERRUPTED_EXIT:
             interrupted()
         raise
+    except KeyboardInterrupt:  # outside click's own handling (typer building the command)
+        interrupted()
     except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
-        if _interrupted.is_set():
+        if caused_by_interruption(exc):
             interrupted()
         stderr.print("[bold red]internal error:[/]", escape(f"{type(exc).__name__}: {exc}"),
                      highlight=False)

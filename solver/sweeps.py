@@ -122,6 +122,7 @@ from solver.backends import SolveOptions
 from solver.deadline import Deadline, time_limit_in
 from solver.errors import ClusterplanError, InvalidInstance, NoSolution, UsageError
 from solver.forked import gc_paused
+from solver.interruption import reraise_interruption
 from solver.loading import (
     DEFAULT_INSTANCE,
     instance_from_dict,
@@ -502,6 +503,7 @@ def solve_task(task: Task, shared: DesignData | SharedParts | None = None
                 evaluators=evaluators, candidates_of=cands)
         fields = summary_row(result.status, result.summary)
     except Exception as exc:  # noqa: BLE001 - any failure is this scenario's result
+        reraise_interruption(exc)
         fields = {"status": "error", "error": failure_reason(exc)}
     return task_row(task, fields, time.perf_counter() - start)
 
@@ -881,6 +883,7 @@ def _rows_or_errors(result: Callable[[], list[dict[str, Any]]], batch: list[Task
     try:
         return result()
     except Exception as exc:  # noqa: BLE001 - a dead worker fails its scenarios only
+        reraise_interruption(exc)
         return _lost(batch, exc)
 
 
@@ -894,6 +897,7 @@ def _with_shared(tasks: list[Task], shared: Shared | None, build: Callable[[], T
     try:
         return build(), [], tasks
     except Exception as exc:  # noqa: BLE001 - the scenarios that needed them fail, no more
+        reraise_interruption(exc)
         reason = f"building the shared candidates failed: {failure_reason(exc)}"
         return None, [task_row(t, {"status": "error", "error": reason}, None)
                       for t in tasks if t.shared_key is not None], \
@@ -943,7 +947,7 @@ def worker_context(preload: tuple[str, ...] = WORKER_PRELOAD
     scenarios) and serves every later pool of this process, with the modules of that
     first call. It starts with SIGINT blocked, so Ctrl-C does not break its imports
     (INTERRUPTS_MODULE, imported last, unblocks it); a Ctrl-C meanwhile reaches this
-    thread once it is unblocked here."""
+    process as usual, once this thread unblocks it or at once in another thread."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(preload))
     saved = {k: os.environ.get(k) for k in WORKER_THREADS}

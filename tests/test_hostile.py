@@ -438,34 +438,47 @@ def test_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interruption(
         monkeypatch, capsys):
     """Was: Ctrl-C while a command imported an extension module on first use came out
     as 'internal error: ImportError: initialization failed' (exit 1); and Ctrl-C while
-    the CLI itself was being imported, as a KeyboardInterrupt traceback."""
+    the CLI itself was being imported, as a KeyboardInterrupt traceback. The handlers
+    are the command's only while it runs; a later genuine error is an internal error; a
+    Ctrl-C the process started with ignored stays ignored."""
     import signal
     import sys
-    import threading
 
     import solver
     import solver.cli
     import solver.loading
 
-    def load_instance(*args, **kwargs):  # as an extension module's import does
+    def interrupted_import(*args, **kwargs):  # as an extension module's import does
         try:
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(5)
         except KeyboardInterrupt:
             raise ImportError("initialization failed") from None
 
-    monkeypatch.setattr(solver.loading, "load_instance", load_instance)
-    monkeypatch.setattr(solver.cli, "_interrupted", threading.Event())
-    monkeypatch.setattr(sys, "argv", ["clusterplan", "validate", str(TINY)])
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    def run(load_instance) -> tuple[int, str]:
+        monkeypatch.setattr(solver.loading, "load_instance", load_instance)
         with pytest.raises(SystemExit) as ended:
             solver.cli.main()
+        return ended.value.code, capsys.readouterr().err
+
+    monkeypatch.setattr(sys, "argv", ["clusterplan", "validate", str(TINY)])
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    code, err = run(interrupted_import)
+    assert code == 130 and "interrupted" in err and "internal error" not in err
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a genuine bug")
+    code, err = run(broken)
+    assert code == 1 and "internal error: RuntimeError: a genuine bug" in err
+
+    seen = []
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell's background job starts
+    try:
+        run(lambda *a, **k: seen.append(signal.getsignal(signal.SIGINT)) or broken())
     finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-    err = capsys.readouterr().err
-    assert ended.value.code == 130 and "interrupted" in err and "internal error" not in err
+        signal.signal(signal.SIGINT, before[0])
+    assert seen == [signal.SIG_IGN]
 
     class Interrupting:  # Ctrl-C while `solver.cli` is imported
         def find_spec(self, name, path=None, target=None):

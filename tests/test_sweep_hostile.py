@@ -437,6 +437,24 @@ def test_ctrl_c_ends_a_sweep_with_one_line(tmp_path, backend):
     assert not (tmp_path / "table.parquet").exists()
 
 
+def test_an_interruption_a_library_turned_into_its_own_error_stops_the_sweep(
+        tmp_path, monkeypatch):
+    """Was: a Ctrl-C that a library raised on as its own error (an interrupted import:
+    ImportError, the KeyboardInterrupt its cause) became the scenario's error row and
+    the sweep went on."""
+    def solve(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("initialization failed") from exc
+
+    monkeypatch.setattr(solver.sweeps, "solve", solve)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(SMALL, {"limits.it_power_mw": "3:5:2"}, out=tmp_path)
+    assert not (tmp_path / "table.parquet").exists()
+    assert not list(tmp_path.glob("scenarios/*.json"))
+
+
 def test_unreachable_scheduler_exits_5_quickly(tmp_path, monkeypatch):
     assert solver.sweeps.SCHEDULER_TIMEOUT_S <= 10
     monkeypatch.setattr(solver.sweeps, "SCHEDULER_TIMEOUT_S", 1.0)
