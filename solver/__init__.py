@@ -43,11 +43,11 @@ def cli_main() -> None:
 
     from solver.interruption import handling
 
-    with handling():
-        try:
+    try:
+        with handling():
             from solver.cli import main
-        except KeyboardInterrupt:
-            sys.stderr.write("interrupted (output files are written as whole sets: none "
-                             "is half-written)\n")
-            sys.exit(130)
-        main()
+            main()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted (output files are written as whole sets: none is "
+                         "half-written)\n")
+        sys.exit(130)

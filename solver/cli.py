@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
-from solver.interruption import caused_by_interruption, handling
+from solver.interruption import handling
 
 app = typer.Typer(
     name="clusterplan",
@@ -117,11 +117,9 @@ def main() -> None:
         if exc.code == INTERRUPTED_EXIT:
             interrupted()
         raise
-    except KeyboardInterrupt:  # outside click's own handling (typer building the command)
+    except KeyboardInterrupt:  # outside click's own, or an error that came from one
         interrupted()
     except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
-        if caused_by_interruption(exc):
-            interrupted()
         stderr.print("[bold red]internal error:[/]", escape(f"{type(exc).__name__}: {exc}"),
                      highlight=False)
         sys.exit(1)

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from solver.deadline import Deadline, time_limit_in
 from solver.errors import ClusterplanError, InvalidInstance
+from solver.interruption import reraise_interruption
 
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
@@ -66,6 +67,7 @@ def run(action: Callable[[], Any], deadline: Deadline | None = None) -> Any:
             stderr.print(f"  - {safe(problem)}", highlight=False)
         raise typer.Exit(exc.exit_code) from None
     except Exception as exc:
+        reraise_interruption(exc)  # not the error it was turned into
         error = exc if isinstance(exc, ClusterplanError) else time_limit_in(exc)
         if error is None:  # not clusterplan's: the last resort (solver.cli.main)
             raise

@@ -447,6 +447,7 @@ def test_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interruption(
     import solver
     import solver.cli
     import solver.loading
+    from solver.interruption import caused_by_interruption
 
     def interrupted_import(*args, **kwargs):  # as an extension module's import does
         try:
@@ -466,6 +467,7 @@ def test_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interruption(
     code, err = run(interrupted_import)
     assert code == 130 and "interrupted" in err and "internal error" not in err
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    assert not caused_by_interruption(RuntimeError("after the command"))
 
     def broken(*args, **kwargs):
         raise RuntimeError("a genuine bug")
@@ -480,16 +482,26 @@ def test_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interruption(
         signal.signal(signal.SIGINT, before[0])
     assert seen == [signal.SIG_IGN]
 
-    class Interrupting:  # Ctrl-C while `solver.cli` is imported
+    class Interrupting:  # Ctrl-C while `solver.cli` is imported, raised on as it is
+        def __init__(self, wrapped: bool):  # or as an extension module's import does
+            self.wrapped = wrapped
+
         def find_spec(self, name, path=None, target=None):
-            if name == "solver.cli":
+            if name != "solver.cli":
+                return None
+            try:
                 raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                if self.wrapped:
+                    raise ImportError("initialization failed") from None
+                raise
 
     monkeypatch.delitem(sys.modules, "solver.cli")
-    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
-    with pytest.raises(SystemExit) as ended:
-        solver.cli_main()
-    assert ended.value.code == 130 and "interrupted" in capsys.readouterr().err
+    for wrapped in (False, True):
+        monkeypatch.setattr(sys, "meta_path", [Interrupting(wrapped), *sys.meta_path])
+        with pytest.raises(SystemExit) as ended:
+            solver.cli_main()
+        assert ended.value.code == 130 and "interrupted" in capsys.readouterr().err
 
 
 def test_place_into_a_solves_folder_is_refused_before_any_work(tmp_path, tiny_design,
