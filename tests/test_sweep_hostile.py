@@ -341,8 +341,9 @@ def _pool_workers(root: psutil.Process) -> list[psutil.Process]:
 
 def test_process_workers_exit_with_their_coordinator(tmp_path):
     code = ("import sys; from solver.sweeps import sweep; sweep(sys.argv[1], "
-            "{'limits.it_power_mw': '2:7:60'}, out=sys.argv[2], backend='processes', "
-            "workers=2, share_candidates=False)")
+            "{'limits.it_power_mw': '2:7:40', 'limits.budget_usd': '1e8:2e8:20'}, "
+            "out=sys.argv[2], backend='processes', workers=2, share_candidates=False)")
+    # 800 scenarios (~12 s): still solving when it is killed, however fast they are
     coordinator = subprocess.Popen([sys.executable, "-c", code, str(SMALL), str(tmp_path)],
                                    env=os.environ | {"PYTHONPATH": os.getcwd()})
     try:
