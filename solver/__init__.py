@@ -41,13 +41,12 @@ def cli_main() -> None:
     imports (~0.3 s) is one line and exit 130 too, not a traceback."""
     import sys
 
-    from solver.interruption import handling
+    from solver.interruption import INTERRUPTED_EXIT, INTERRUPTED_NOTE, handling
 
     try:
         with handling():
             from solver.cli import main
             main()
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted (output files are written as whole sets: none is "
-                         "half-written)\n")
-        sys.exit(130)
+        sys.stderr.write(f"interrupted {INTERRUPTED_NOTE}\n")
+        sys.exit(INTERRUPTED_EXIT)

@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
-from solver.interruption import handling
+from solver.interruption import INTERRUPTED_EXIT, INTERRUPTED_NOTE, handling
 
 app = typer.Typer(
     name="clusterplan",
@@ -93,14 +93,9 @@ for _module in COMMAND_MODULES:
     importlib.import_module(f"solver.commands.{_module}").register(app)
 
 
-INTERRUPTED_EXIT = 130
-"""Exit code after Ctrl-C or SIGTERM (128 + SIGINT, the shell's convention)."""
-
-
 def interrupted() -> NoReturn:
     """The interruption's one line and exit 130."""
-    stderr.print("[bold red]interrupted[/] (output files are written as whole sets: none "
-                 "is half-written)", highlight=False)
+    stderr.print("[bold red]interrupted[/]", INTERRUPTED_NOTE, highlight=False)
     sys.exit(INTERRUPTED_EXIT)
 
 

@@ -19,6 +19,11 @@ import signal
 import threading
 from collections.abc import Iterator
 
+INTERRUPTED_EXIT = 130
+"""Exit code after Ctrl-C or SIGTERM (128 + SIGINT, the shell's convention)."""
+INTERRUPTED_NOTE = "(output files are written as whole sets: none is half-written)"
+"""What the command says after 'interrupted'."""
+
 _depth = 0
 """`handling` blocks open in the main thread."""
 _interrupted = False
