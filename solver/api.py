@@ -8,6 +8,10 @@
 ``reliability`` are the other commands' API (``sweep``, ``tornado``, ``pareto`` are in
 solver.sweeps and solver.analysis). Every CLI command parses its arguments, calls one of
 these and prints, so the API and the CLI give the same JSON.
+
+pandas (the tables), CP-SAT's placement and job mapping, and the phased build-out are
+imported by the stages that use them: a sweep's scenario (solved without details, not
+placed) imports none of them (solver.sweep_worker).
 """
 
 from __future__ import annotations
@@ -19,9 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyomo.core as pyo
 
 from models.design.candidates import (
@@ -58,11 +61,7 @@ from solver.diagnose import (
 )
 from solver.fabric_inputs import fabric_document
 from solver.forked import forked, gc_paused
-from solver.job_mapping import map_job
 from solver.perf_inputs import DEGREES, perf_document
-from solver.phased import solve_phased
-from solver.placement import PlacementResult, design_to_place, placed_media_lines
-from solver.placement import place as place_design
 from solver.prepare import prepare
 from solver.reliability_inputs import (
     DEFAULT_WORKLOAD,
@@ -88,6 +87,11 @@ from solver.results import (
 )
 from solver.schema import Instance
 from solver.schema.design_file import DesignFile
+
+if TYPE_CHECKING:  # imported where used (see the module's docstring)
+    import pandas as pd
+
+    from solver.placement import PlacementResult
 
 ExtraConstraints = Callable[[pyo.ConcreteModel, Inputs], None]
 
@@ -254,10 +258,13 @@ def report(inputs: Inputs, evaluators: Evaluators, full: DesignData, design: Cho
     that built ``full``, for the binding limits' next size; ``it_power_cap_w``,
     ``unplaced``: the design stage's held campus critical IT and the candidates placement
     refused, design_stage)."""
-    parts = inputs.config(design.config.key)
-    mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
-        exact.nodes + exact.spare_nodes)), exact.extra["perf"],
-        parts.nic.port_gbps) if details else None
+    mapping = None
+    if details:
+        from solver.job_mapping import map_job
+
+        parts = inputs.config(design.config.key)
+        mapping = map_job(parts.gpu, design_fabric(parts.fabric_spec(
+            exact.nodes + exact.spare_nodes)), exact.extra["perf"], parts.nic.port_gbps)
     summary = summary_document(inputs, design, exact, milp, verdict,
                                binding_limits(inputs, evaluators, design, full,
                                               it_power_cap_w, unplaced),
@@ -366,6 +373,9 @@ def place_stage(result: SolveResult, options: SolveOptions) -> SolveResult:
     """Place the solved design; the placed media and racks replace the design's estimates
     and the limits are re-checked on them (solver.report.with_placement). A failed
     placement keeps the design and says why in ``summary['placement']``."""
+    from solver.placement import design_to_place, placed_media_lines
+    from solver.placement import place as place_design
+
     placed = place_design(result.inputs, design_to_place(result.design, result.inputs),
                           options)
     if not placed.status.has_solution:
@@ -403,6 +413,8 @@ def solve(inst: Instance, *, place: bool = True, options: SolveOptions | None = 
     its summary has a ``periods`` list instead of one design (no placement).
     """
     if inst.periods:  # a phased build-out: what to buy in each period (solver.phased)
+        from solver.phased import solve_phased
+
         return solve_phased(inst, options, evaluators)
     start = time.perf_counter()
     options = options or SolveOptions()
@@ -496,6 +508,9 @@ def place(inst: Instance | Inputs, design: DesignToPlace | DesignFile | None = N
     design.json (``DesignFile``, solver.design_file.read_design_file) must belong to the
     instance; what follows from its decisions is re-derived from the instance
     (solver.design_file.placeable_design; InvalidInstance when it does not fit)."""
+    from solver.placement import PlacementResult
+    from solver.placement import place as place_design
+
     options = options or SolveOptions()
     if design is None:
         solved = solve(inst, options=options)

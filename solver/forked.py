@@ -1,6 +1,6 @@
 """Work in a forked process on the second core while this process goes on (the default
 solve: half of the candidate designs; bom.xlsx and floorplan.png beside the other
-outputs)."""
+outputs), and whether a process runs (`process_alive`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,17 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs (or is a zombie not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ import pandas as pd
 from solver.bom_xlsx import write_bom_xlsx
 from solver.errors import InvalidInstance
 from solver.floorplan import floorplan_png, import_pyplot
-from solver.forked import forked
+from solver.forked import forked, process_alive
 from solver.placement import CableRun, PlacementResult, Rack, cables_table
 from solver.report_html import between_pods, stacks_uri, write_report_html
 
@@ -150,17 +150,6 @@ def _remove_dead_stages(out_dir: Path) -> None:
         pid = stage.name.removeprefix(STAGE_PREFIX).split("-", 1)[0]
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(stage, ignore_errors=True)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs (or is a zombie not yet reaped)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _UMASK = os.umask(0o022)

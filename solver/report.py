@@ -1,12 +1,11 @@
 """The solve summary (the `--json` document, solver.results.SolveSummary), binding limits
-and pandas tables."""
+and pandas tables (pandas is imported by `tables` only: a sweep's workers, which solve
+without them, never import it, solver.sweep_worker)."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from models.design import prune
 from models.design.candidates import cold_spares, media_lines, next_size
@@ -43,6 +42,9 @@ from solver.results import (
     Throughput,
     Verification,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 OBJECTIVE_UNITS = {"max_effective_throughput": ("effective_tokens_per_s", "tokens/s"),
                    "min_capex": ("capex_usd", "USD"), "min_tco": ("tco_usd", "USD"),
@@ -497,6 +499,8 @@ def facility_terms(f: FacilityBuild | None, facility_capex_usd: float) -> list[d
 def tables(summary: SolveSummary) -> dict[str, pd.DataFrame]:
     """bom, power, cost and binding tables with unit-suffixed columns, all from
     ``summary`` (after placement: the placed, re-checked figures)."""
+    import pandas as pd
+
     bom = pd.DataFrame([row.to_dict() for row in summary.bom])
     p, c = summary.power, summary.cost
     power = pd.DataFrame([

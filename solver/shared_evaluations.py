@@ -46,7 +46,7 @@ from typing import TypeVar
 
 from models.design.evaluate import Memo
 from solver import mapped_pickle
-from solver.outputs import process_alive
+from solver.forked import process_alive
 
 T = TypeVar("T")
 MARKER = "clusterplan-shared-evaluations"

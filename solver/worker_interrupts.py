@@ -11,9 +11,9 @@ the signal itself printed a KeyboardInterrupt traceback.
   handler, which the processes it forks inherit (as without clusterplan: another pool
   of your process that uses the same server keeps Ctrl-C).
 - Each sweep worker then ignores SIGINT itself: a process-pool worker in its initializer
-  (solver.sweeps._watch_coordinator), a LocalCluster's Dask worker as it starts, through
+  (solver.sweep_worker.watch_coordinator), a LocalCluster's Dask worker as it starts, through
   this module as its Dask preload (`dask_setup`). Workers of a cluster you run yourself
-  (`dask worker --preload solver.sweeps`) keep Ctrl-C in their own terminal.
+  (`dask worker --preload solver.sweep_worker`) keep Ctrl-C in their own terminal.
 """
 
 import signal

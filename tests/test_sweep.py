@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from typer.testing import CliRunner
 
 from models.design.candidates import build_design_data
 from models.design.evaluate import default_evaluators
-from solver import load_instance, pareto, solve, sweep, sweeps, tornado
+from solver import load_instance, pareto, solve, sweep, sweep_worker, sweeps, tornado
 from solver.analysis import candidate_x, marginal_values, pareto_base
 from solver.backends import SolveOptions
 from solver.cli import app
@@ -29,14 +31,14 @@ COMPARED = ["status", "objective", "gpus", "switch", "tiers", "it_mw", "capex_us
 
 
 def single_solve(values: dict, instance: Path = SMALL) -> dict:
-    """The table row (sweeps.summary_row) of a single solve, without placement, of the
+    """The table row (sweep_worker.summary_row) of a single solve, without placement, of the
     scenario `values` of `instance`."""
     doc = read_document(instance)
     full = full_document(load_instance(instance))
     for path, value in values.items():
         set_path(doc, full, path, value)
     result = solve(instance_from_dict(doc), place=False)
-    return sweeps.summary_row(result.status, result.summary)
+    return sweep_worker.summary_row(result.status, result.summary)
 
 
 def assert_rows_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
@@ -165,9 +167,9 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
     doc = read_document(INSTANCES_DIR / "llama3-16k.toml")
     doc["limits"]["it_power_mw"] = doc["site"]["buildings"][0]["it_power_mw"] = 12.0
     shared = sweeps.Shared(doc, "llama", sweeps.resolved_sha256(doc, "llama"))
-    sweeps._CACHE.clear()
+    sweep_worker._CACHE.clear()
     whole = sweeps.shared_candidates(shared)
-    sweeps._CACHE.clear()
+    sweep_worker._CACHE.clear()
     started, computed = [], []
 
     def start(index, task, *args):
@@ -199,26 +201,56 @@ def test_workers_merge_the_parts_they_built_with_those_sent_into_one_build(
         assert [s[:2] for s in started] == [(0, "feasible_share"), (1, "feasible_share"),
                                             (0, "build_part"), (1, "build_part")]
         assert {s[2] for s in started[:2]} != {"MainThread"} and len(given) == parts
-        kept = sweeps._CACHE[shared.key]
+        kept = sweep_worker._CACHE[shared.key]
         assert set(kept.parts) == {0, 1}  # the "worker"'s
         assert gc.get_freeze_count() > frozen  # it froze them out of the collector
         assert kept.shares == ({0, 1, 2, 3} if slow_start else {0, 1, 2})
         files = [tmp_path / f"part-{i}" for i in range(parts)]
         for file, part in zip(files, given, strict=True):  # as process workers hand them
-            sweeps._handed(sweeps._taken(part), str(file))
+            sweep_worker._handed(sweep_worker._taken(part), str(file))
         # first worker 0, which keeps its own part only (given b"" for it, which does not
         # unpickle) and reads the others' from their files; then a worker that built no
         # part, given them all as bytes
         kept.parts = {0: kept.parts[0]}
         for taken in [(b"", *map(str, files[1:])), tuple(given)]:
-            merged = sweeps._received(sweeps.SharedParts(shared, taken))
+            merged = sweep_worker._received(sweep_worker.SharedParts(shared, taken))
             assert merged == whole
             assert list(merged.configs) == list(whole.configs)
             assert [k.key for k in merged.candidates] == [k.key for k in whole.candidates]
-            sweeps._CACHE.clear()  # next: a worker that built no part
+            sweep_worker._CACHE.clear()  # next: a worker that built no part
     finally:
-        sweeps._CACHE.clear()
+        sweep_worker._CACHE.clear()
         gc.unfreeze()
+
+
+WORKER_NEVER_IMPORTS = ("pandas", "pyarrow", "ortools", "matplotlib", "solver.sweeps",
+                        "solver.placement", "solver.job_mapping", "solver.phased")
+WORKER_SCENARIO = """
+import json, sys
+from pathlib import Path
+from solver import sweep_worker
+from solver.loading import read_instance_document
+
+doc = read_instance_document(Path({small!r}))
+shared = sweep_worker.Shared(doc, "small", "key")
+task = sweep_worker.Task("a", {{}}, doc, "small", 60.0, shared.key)
+row = sweep_worker.solve_task(task, sweep_worker.shared_candidates(shared))
+imported = sorted(m for m in {never!r} if m in sys.modules)
+from solver.sweeps import WORKER_PRELOAD
+print(json.dumps([row["status"], imported, WORKER_PRELOAD[0]]))
+"""
+
+
+def test_a_sweep_worker_never_imports_the_coordinators_libraries():
+    """A worker's fork server imports solver.sweep_worker (WORKER_PRELOAD), and a worker
+    solves its scenarios there without details: neither loads pandas, pyarrow, CP-SAT or
+    matplotlib (~0.4 s of CPU and ~80 MB per worker). Checked in a fresh interpreter
+    that imports what the fork server does and solves a scenario on shared candidates."""
+    code = WORKER_SCENARIO.format(small=str(SMALL.resolve()), never=WORKER_NEVER_IMPORTS)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    status, imported, preloaded = json.loads(run.stdout.splitlines()[-1])
+    assert (status, imported, preloaded) == ("optimal", [], "solver.sweep_worker")
 
 
 def test_workers_are_started_meanwhile_and_a_failure_here_stops_at_once():

@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 
 import solver.loading
 import solver.scenario
+import solver.sweep_worker
 import solver.sweeps
 from solver import sweep
 from solver.analysis import tornado
@@ -123,14 +124,14 @@ def test_source_digest_follows_every_source_file(tmp_path):
 
 def fail_on_five_mw(monkeypatch) -> None:
     """Make the sweep's solve raise (a stand-in for a bug) on scenarios of 5 MW."""
-    real_solve = solver.sweeps.solve
+    real_solve = solver.sweep_worker.solve
 
     def fails_on_five(inst, **kwargs):
         if inst.limits.it_power_mw == 5:
             raise ValueError("injected failure")
         return real_solve(inst, **kwargs)
 
-    monkeypatch.setattr(solver.sweeps, "solve", fails_on_five)
+    monkeypatch.setattr(solver.sweep_worker, "solve", fails_on_five)
 
 
 def test_odd_radix_is_refused_before_any_solve(tmp_path):
@@ -397,7 +398,7 @@ def test_sweep_workers_ignore_ctrl_c_and_other_pools_keep_it():
     with ProcessPoolExecutor(1, mp_context=context) as pool:
         assert pool.submit(_own_sigint).result()[1] == "handled"
     with ProcessPoolExecutor(1, mp_context=context,
-                             initializer=solver.sweeps._watch_coordinator,
+                             initializer=solver.sweep_worker.watch_coordinator,
                              initargs=(os.getpid(),)) as pool:
         assert pool.submit(_own_sigint).result()[1] == "ignored"
     cluster = solver.sweeps.local_cluster(1)
@@ -452,7 +453,7 @@ def test_an_interruption_a_library_turned_into_its_own_error_stops_the_sweep(
         except KeyboardInterrupt as exc:
             raise ImportError("initialization failed") from exc
 
-    monkeypatch.setattr(solver.sweeps, "solve", solve)
+    monkeypatch.setattr(solver.sweep_worker, "solve", solve)
     with pytest.raises(KeyboardInterrupt), handling():
         sweep(SMALL, {"limits.it_power_mw": "3:5:2"}, out=tmp_path / "cli")
     assert not (tmp_path / "cli" / "table.parquet").exists()
@@ -604,7 +605,7 @@ def test_a_scenario_that_spends_its_time_limit_fails_and_the_sweep_goes_on(tmp_p
     another stage (here a stand-in that never returns on 5 MW) hung the whole sweep. Now
     it is the scenario's whole budget: that scenario is a failed row naming the limit,
     the others are solved."""
-    real_solve = solver.sweeps.solve
+    real_solve = solver.sweep_worker.solve
 
     def stuck_on_five(inst, **kwargs):
         assert kwargs["options"].deadline.limit_s == 3.0  # the scenario's own budget
@@ -612,7 +613,7 @@ def test_a_scenario_that_spends_its_time_limit_fails_and_the_sweep_goes_on(tmp_p
             time.sleep(0.01)
         return real_solve(inst, **kwargs)
 
-    monkeypatch.setattr(solver.sweeps, "solve", stuck_on_five)
+    monkeypatch.setattr(solver.sweep_worker, "solve", stuck_on_five)
     start = time.monotonic()
     res = cli("sweep", str(SMALL), "--vary", "limits.it_power_mw=3,5,7", "--out",
               str(tmp_path), "--json", "--quiet", "--time-limit", "3")

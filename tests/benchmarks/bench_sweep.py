@@ -118,7 +118,7 @@ def external_cluster(workers: int, env: dict[str, str]) -> tuple[str, list[subpr
     procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port",
                                address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)]
     procs += [subprocess.Popen(["dask", "worker", address, "--nworkers", "1", "--nthreads",
-                                "1", "--no-dashboard", "--preload", "solver.sweeps"], **quiet)
+                                "1", "--no-dashboard", "--preload", "solver.sweep_worker"], **quiet)
               for _ in range(workers)]
     deadline = time.monotonic() + 120
     while True:
