@@ -129,6 +129,7 @@ from solver.scenario import (
     document_sha256,
     full_document,
     grid,
+    instance_sha256,
     make_scenarios,
     resolve_axes,
 )
@@ -177,7 +178,7 @@ T = TypeVar("T")
 
 def resolved_sha256(doc: dict[str, Any], source: str) -> str:
     """Hash of the instance `doc` resolves to (workload file and catalog read)."""
-    return document_sha256(full_document(instance_from_dict(doc, source)))
+    return instance_sha256(instance_from_dict(doc, source))
 
 def local_parts(workers: int) -> int:
     """Parts to build the shared candidates in with `workers` worker processes on this

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from solver import loading
 from solver.cli import app
 from solver.errors import InvalidInstance
 from solver.loading import DEFAULT_INSTANCE, INSTANCES_DIR, instance_from_dict, load_instance
+from solver.scenario import instance_sha256
+from solver.schema import Catalog
 
 runner = CliRunner()
 
@@ -178,3 +181,36 @@ def test_committed_json_schema_is_fresh():
     result = runner.invoke(app, ["schema"])
     committed = json.loads((INSTANCES_DIR / "instance.schema.json").read_text())
     assert json.loads(result.stdout) == committed
+
+
+def test_instances_share_what_validates_once_and_it_equals_validating_anew(tmp_path):
+    """A sweep validates an instance per scenario, so solver.loading validates the shipped
+    catalog once per parse and a workload file once per text: instances share them, equal
+    to a validation from scratch, and their hash (solver.scenario.instance_sha256) is the
+    same however they were made. A catalog override, and a workload file edited in place
+    (same size, same modification time), give new ones."""
+    doc = loading.read_instance_document(DEFAULT_INSTANCE)
+    first, again = instance_from_dict(doc), instance_from_dict(doc)
+    assert first.catalog is again.catalog and first.workload is again.workload
+    assert first.catalog == Catalog.model_validate(loading.raw_catalog())
+    loading._SHIPPED_CATALOG.clear()
+    anew = instance_from_dict(doc)
+    assert anew.catalog is not first.catalog and anew == first
+    assert instance_sha256(anew) == instance_sha256(first)
+    dearer = instance_from_dict(doc | {"catalog": {"gpu": {"h100-sxm": {
+        "node_price_usd": 400_000}}}})
+    assert dearer.catalog.gpu["h100-sxm"].node_price_usd == 400_000
+    assert instance_sha256(dearer) != instance_sha256(first)
+    assert instance_sha256(instance_from_dict(doc)) == instance_sha256(first)
+
+    workload = tmp_path / "workload.toml"
+    text = (loading.WORKLOADS_DIR / f"{doc['workload']}.toml").read_text()
+    workload.write_text(text)
+    stat = workload.stat()
+    own = instance_from_dict(doc | {"workload": str(workload)})
+    assert own.workload == first.workload
+    layers = f"layers = {first.workload.layers}"
+    workload.write_text(text.replace(layers, layers[:-1] + "9", 1))
+    os.utime(workload, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    edited = instance_from_dict(doc | {"workload": str(workload)})
+    assert edited.workload.layers % 10 == 9 and instance_sha256(edited) != instance_sha256(own)

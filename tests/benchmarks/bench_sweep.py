@@ -1,5 +1,6 @@
 """Benchmark: the 100-scenario sweep of the default instance (10 power x 10 budget levels)
-on every back-end, in one run.
+on every back-end, in one run; and the validation of a 10,000-scenario grid (ids
+included), which every back-end runs serially before it starts (`validation_seconds`).
 
 Rows: local (one process), processes (2 workers), Dask LocalCluster with 1 and 2 worker
 processes, and a Dask cluster of separate OS processes (`dask scheduler` and two
@@ -51,6 +52,7 @@ import psutil
 
 from solver import sweeps
 from solver.loading import DEFAULT_INSTANCE
+from solver.scenario import full_document, grid, make_scenarios, resolve_axes
 
 ROOT = Path(__file__).resolve().parents[2]
 VARY = {"limits.it_power_mw": "100:190:10", "limits.budget_usd": "4e9:8.5e9:10"}
@@ -233,6 +235,21 @@ def sweep_processes(count: int, backend: str, workers: int, grid: dict[str, str]
     return [pd.read_parquet(t) for _, t in results], [w for w, _ in results], cpu
 
 
+VALIDATED = {"limits.it_power_mw": "100:190:100", "limits.budget_usd": "4e9:8.5e9:100"}
+"""The grid whose validation is timed: 10,000 scenarios."""
+
+
+def validation_seconds() -> tuple[int, float]:
+    """Scenarios of VALIDATED and the seconds `make_scenarios` takes to validate them and
+    compute their ids (serial, in the coordinator, before any back-end starts)."""
+    base = sweeps.load_base(DEFAULT_INSTANCE)
+    assignments = grid(resolve_axes(full_document(base.instance), VALIDATED, 10_000))
+    start = time.perf_counter()
+    scenarios = make_scenarios(base.doc, base.instance, assignments, base.source,
+                               {"time_limit_s": 60.0})
+    return len(scenarios), time.perf_counter() - start
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=",".join(ROWS), help="comma-separated rows")
@@ -284,6 +301,9 @@ def main() -> None:
             for i, w in enumerate(walls[row]))
         print(f"{row:<18}{wall:>9.1f}{speed:>10}{statistics.median(cpus[row]):>8.1f}  "
               f"{rounds:<40} {same[row]}")
+    count, seconds = validation_seconds()
+    print(f"validating a {count:,}-scenario grid (ids included): {seconds:.1f} s, "
+          f"{seconds / count * 1e3:.2f} ms per scenario")
     if not all(same.values()):
         raise SystemExit("back-ends disagree")
 
