@@ -11,7 +11,7 @@ these and prints, so the API and the CLI give the same JSON.
 
 pandas (the tables), CP-SAT's placement and job mapping, and the phased build-out are
 imported by the stages that use them: a sweep's scenario (solved without details, not
-placed) imports none of them (solver.sweep_worker).
+placed) imports none of them unless it is a phased build-out (solver.sweep_worker).
 """
 
 from __future__ import annotations

@@ -121,14 +121,15 @@ def _parsed_catalog() -> dict[str, Any]:
     paths = [CATALOG_DIR / f"{kind}.toml" for kind in (*CATALOG_KINDS, "facility",
                                                         "reliability")]
     state = tuple((str(p), *_file_state(p)) for p in paths)
-    if state not in _RAW_CATALOG:
-        raw: dict[str, Any] = {kind: _keyed_items(read_document(CATALOG_DIR / f"{kind}.toml"))
-                               for kind in CATALOG_KINDS}
+    raw = _RAW_CATALOG.get(state)
+    if raw is None:
+        raw = {kind: _keyed_items(read_document(CATALOG_DIR / f"{kind}.toml"))
+               for kind in CATALOG_KINDS}
         raw["facility"] = {"id": "default", **read_document(CATALOG_DIR / "facility.toml")}
         raw["reliability"] = read_document(CATALOG_DIR / "reliability.toml")
         _RAW_CATALOG.clear()
         _RAW_CATALOG[state] = raw
-    return _RAW_CATALOG[state]
+    return raw
 
 
 _RAW_CATALOG: dict[tuple, dict[str, Any]] = {}
@@ -144,23 +145,35 @@ def _file_state(path: Path) -> tuple[int, int]:
     return st.st_mtime_ns, st.st_size
 
 
-def _shipped_catalog(raw: dict[str, Any]) -> Catalog | dict[str, Any]:
-    """`raw`, the shipped catalog as parsed (`_parsed_catalog`, no override applied),
-    validated once per parse: a sweep validates an instance per scenario, and the
-    catalog was ~95% of that (1.1 of 1.2 ms). The models are frozen, so instances share
-    it. `raw` itself when it does not validate (the instance's validation then reports
-    its problems, with their paths)."""
-    if _SHIPPED_CATALOG.get("raw") is not raw:
-        try:
-            catalog = Catalog.model_validate(raw)
-        except ValidationError:
-            return raw
-        _SHIPPED_CATALOG.clear()
-        _SHIPPED_CATALOG.update(raw=raw, catalog=catalog)
-    return _SHIPPED_CATALOG["catalog"]
+def _catalog(overrides: Any) -> tuple[Catalog | dict[str, Any], list[str]]:
+    """The shipped catalog with an instance's `overrides` applied (`apply_overrides`) and
+    validated, with the overrides' problems. A sweep validates an instance per scenario,
+    and the catalog was ~95% of that (1.1 of 1.2 ms), so the last one is kept, by the
+    parse of the files and the overrides (as JSON: 1 and 1.0 and true differ), and
+    instances share it (the models are frozen). The catalog as data when it does not
+    validate (the instance's validation then reports its problems, with their paths) or
+    has problems of its own."""
+    raw = _parsed_catalog()
+    try:
+        key = json.dumps(overrides, sort_keys=True, allow_nan=True)
+    except (TypeError, ValueError):  # not plain data: validated, never kept
+        key = None
+    kept = _LAST_CATALOG.get("last")
+    if key is not None and kept is not None and kept[0] is raw and kept[1] == key:
+        return kept[2], []
+    catalog, problems = apply_overrides(raw, overrides) if overrides != {} else (raw, [])
+    if problems:
+        return catalog, problems
+    try:
+        valid = Catalog.model_validate(catalog)
+    except ValidationError:
+        return catalog, []
+    if key is not None:
+        _LAST_CATALOG["last"] = raw, key, valid  # one assignment: threads see all or none
+    return valid, []
 
 
-_SHIPPED_CATALOG: dict[str, Any] = {}
+_LAST_CATALOG: dict[str, tuple[dict[str, Any], str, Catalog]] = {}
 
 
 def load_catalog() -> Catalog:
@@ -290,11 +303,7 @@ def instance_from_dict(data: dict[str, Any], source: str = "instance") -> Instan
     """Validate a parsed instance document; every problem is reported at once. `data` is
     not changed (only its top-level keys are replaced, in a copy)."""
     data = dict(data)
-    overrides = data.pop("catalog", {})
-    if overrides == {}:
-        catalog, problems = _shipped_catalog(_parsed_catalog()), []
-    else:  # apply_overrides copies the shared parse where an override changes it
-        catalog, problems = apply_overrides(_parsed_catalog(), overrides)
+    catalog, problems = _catalog(data.pop("catalog", {}))
     workload = data.get("workload")
     if isinstance(workload, str):
         try:

@@ -90,31 +90,33 @@ def code_version() -> str:
     return f"{version}+{source_digest(roots)[:16]}"
 
 
-def instance_sha256(instance: Instance) -> str:
+def resolved_instance_sha256(instance: Instance) -> str:
     """Hash of the resolved instance: of its document (`full_document`), the catalog in it
-    hashed on its own once per catalog object. Instances validated without catalog
-    overrides share the shipped one (solver.loading), and a sweep hashes an instance per
-    scenario: the catalog was ~75% of it."""
+    hashed on its own once per catalog object (instances validated with the same
+    overrides share one, solver.loading), as a sweep hashes an instance per scenario:
+    the catalog was ~75% of it. (Not solver.prepare.instance_sha256, the hash of the
+    instance's file that design.json records.)"""
     rest = instance.model_dump(mode="json", exclude={"catalog"})
     return document_sha256({**rest, "catalog": _catalog_sha256(instance.catalog)})
 
 
 def _catalog_sha256(catalog: Catalog) -> str:
-    kept = _CATALOG_SHA256.get("catalog")
-    if kept is not catalog:
-        _CATALOG_SHA256.update(catalog=catalog,
-                               sha256=document_sha256(catalog.model_dump(mode="json")))
-    return _CATALOG_SHA256["sha256"]
+    kept = _CATALOG_SHA256.get("last")
+    if kept is not None and kept[0] is catalog:
+        return kept[1]
+    sha256 = document_sha256(catalog.model_dump(mode="json"))
+    _CATALOG_SHA256["last"] = catalog, sha256  # one assignment: threads see all or none
+    return sha256
 
 
-_CATALOG_SHA256: dict[str, Any] = {}
+_CATALOG_SHA256: dict[str, tuple[Catalog, str]] = {}
 
 
 def scenario_id(instance: Instance, values: dict[str, Any],
                 settings: dict[str, Any] | None = None) -> str:
     """Stable id of a scenario: a hash of the resolved instance (workload and catalog in
     effect included), the values it sets, the solve `settings` and `code_version()`."""
-    text = json.dumps({"instance": instance_sha256(instance),
+    text = json.dumps({"instance": resolved_instance_sha256(instance),
                        "values": values, "settings": settings or {},
                        "code": code_version()}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -7,9 +7,10 @@ This module, and all it imports, leaves out what a worker never uses: pandas and
 pyarrow (tables are the coordinator's), CP-SAT's placement and job mapping (a scenario
 is solved without details, SolveOptions.details), matplotlib. The fork server that
 process workers and a LocalCluster's Dask workers are forked from imports this module
-(solver.sweeps.WORKER_PRELOAD): 0.6 s of CPU and 75 MB instead of solver.sweeps' 1.0 s
-and 155 MB, on the way to every worker's first task; `tests/test_sweep.py` checks that
-a worker never imports them.
+(solver.sweeps.WORKER_PRELOAD): ~0.45 s of CPU and ~75 MB, where solver.sweeps took
+~1.0 s and ~155 MB, on the way to every worker's first task (a phased build-out's
+scenario still imports pandas, solver.phased); `tests/test_sweep.py` checks that a
+worker never imports them.
 """
 
 from __future__ import annotations

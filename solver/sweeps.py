@@ -29,7 +29,7 @@ machine a file, written by its builder, whose arrays the readers map rather than
 solver.mapped_pickle; to a user's Dask cluster a Dask future, moved between workers by
 Dask), and each worker merges its own part with the others' when its first
 scenario needs them (the same data as one build), keeping the result under
-`Shared.key` (`_kept`). Files go to memory (`scratch_folder`).
+`Shared.key` (solver.sweep_worker). Files go to memory (`scratch_folder`).
 Every scenario then refines the candidates near its optimum, and most scenarios need
 most of the same exact evaluations, and the perf model's feasible sets under them:
 workers on this machine share them through a folder (solver.shared_evaluations), each
@@ -44,8 +44,8 @@ once it has merged the parts. Each part carries its limit columns, which the mer
 batches of shrinking size (`batches`), one round trip per batch; rows come back as each
 batch finishes and are written at once. `--backend processes` and the Dask LocalCluster
 fork their workers from a fork server that has only imported what a worker runs
-(solver.sweep_worker: clusterplan's solve without pandas, CP-SAT or matplotlib, ~0.5 s
-of CPU where all of solver.sweeps took ~1.0 s; and, for Dask, distributed), started
+(solver.sweep_worker: clusterplan's solve without pandas, CP-SAT or matplotlib,
+~0.45 s of CPU where all of solver.sweeps took ~1.0 s; and, for Dask, distributed), started
 while the scenarios are validated (`worker_context`: no import per worker, and no lock
 copied from the coordinator's threads; the LocalCluster itself starts in a thread
 meanwhile, `started_cluster`); the workers of a user's Dask cluster import it while the
@@ -129,9 +129,9 @@ from solver.scenario import (
     document_sha256,
     full_document,
     grid,
-    instance_sha256,
     make_scenarios,
     resolve_axes,
+    resolved_instance_sha256,
 )
 from solver.schema import Instance
 from solver.schema.site import Hall
@@ -178,7 +178,7 @@ T = TypeVar("T")
 
 def resolved_sha256(doc: dict[str, Any], source: str) -> str:
     """Hash of the instance `doc` resolves to (workload file and catalog read)."""
-    return instance_sha256(instance_from_dict(doc, source))
+    return resolved_instance_sha256(instance_from_dict(doc, source))
 
 def local_parts(workers: int) -> int:
     """Parts to build the shared candidates in with `workers` worker processes on this

@@ -16,8 +16,8 @@ from solver import loading
 from solver.cli import app
 from solver.errors import InvalidInstance
 from solver.loading import DEFAULT_INSTANCE, INSTANCES_DIR, instance_from_dict, load_instance
-from solver.scenario import instance_sha256
-from solver.schema import Catalog
+from solver.scenario import resolved_instance_sha256
+from solver.schema import Catalog, Instance
 
 runner = CliRunner()
 
@@ -184,24 +184,33 @@ def test_committed_json_schema_is_fresh():
 
 
 def test_instances_share_what_validates_once_and_it_equals_validating_anew(tmp_path):
-    """A sweep validates an instance per scenario, so solver.loading validates the shipped
-    catalog once per parse and a workload file once per text: instances share them, equal
-    to a validation from scratch, and their hash (solver.scenario.instance_sha256) is the
-    same however they were made. A catalog override, and a workload file edited in place
-    (same size, same modification time), give new ones."""
+    """A sweep validates an instance per scenario, so solver.loading keeps the last
+    catalog it validated (by the files' parse and the overrides) and a workload file's
+    validation (by its text): instances share them, equal to a validation from scratch,
+    and their hash (solver.scenario.resolved_instance_sha256) is the same however they
+    were made. Other overrides, and a workload file edited in place (same size, same
+    modification time), give new ones."""
     doc = loading.read_instance_document(DEFAULT_INSTANCE)
     first, again = instance_from_dict(doc), instance_from_dict(doc)
     assert first.catalog is again.catalog and first.workload is again.workload
     assert first.catalog == Catalog.model_validate(loading.raw_catalog())
-    loading._SHIPPED_CATALOG.clear()
+    loading._LAST_CATALOG.clear()
     anew = instance_from_dict(doc)
     assert anew.catalog is not first.catalog and anew == first
-    assert instance_sha256(anew) == instance_sha256(first)
-    dearer = instance_from_dict(doc | {"catalog": {"gpu": {"h100-sxm": {
-        "node_price_usd": 400_000}}}})
+    assert resolved_instance_sha256(anew) == resolved_instance_sha256(first)
+
+    def priced(price) -> Instance:
+        return instance_from_dict(doc | {"catalog": {"gpu": {"h100-sxm": {
+            "node_price_usd": price}}}})
+    dearer = priced(400_000)
+    assert priced(400_000).catalog is dearer.catalog  # the same overrides: kept
     assert dearer.catalog.gpu["h100-sxm"].node_price_usd == 400_000
-    assert instance_sha256(dearer) != instance_sha256(first)
-    assert instance_sha256(instance_from_dict(doc)) == instance_sha256(first)
+    assert resolved_instance_sha256(dearer) != resolved_instance_sha256(first)
+    assert priced(400_000.5).catalog.gpu["h100-sxm"].node_price_usd == 400_000.5
+    assert resolved_instance_sha256(instance_from_dict(doc)) == resolved_instance_sha256(first)
+    with pytest.raises(InvalidInstance, match="node_price_usd"):
+        priced("a lot")
+    assert priced(400_000) == dearer
 
     workload = tmp_path / "workload.toml"
     text = (loading.WORKLOADS_DIR / f"{doc['workload']}.toml").read_text()
@@ -213,4 +222,5 @@ def test_instances_share_what_validates_once_and_it_equals_validating_anew(tmp_p
     workload.write_text(text.replace(layers, layers[:-1] + "9", 1))
     os.utime(workload, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     edited = instance_from_dict(doc | {"workload": str(workload)})
-    assert edited.workload.layers % 10 == 9 and instance_sha256(edited) != instance_sha256(own)
+    assert edited.workload.layers % 10 == 9
+    assert resolved_instance_sha256(edited) != resolved_instance_sha256(own)
