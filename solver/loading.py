@@ -161,7 +161,7 @@ def _catalog(overrides: Any) -> tuple[Catalog | dict[str, Any], list[str]]:
     kept = _LAST_CATALOG.get("last")
     if key is not None and kept is not None and kept[0] is raw and kept[1] == key:
         return kept[2], []
-    catalog, problems = apply_overrides(raw, overrides) if overrides != {} else (raw, [])
+    catalog, problems = apply_overrides(raw, overrides)
     if problems:
         return catalog, problems
     try:
