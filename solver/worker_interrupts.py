@@ -14,8 +14,14 @@ the signal itself printed a KeyboardInterrupt traceback.
   (solver.sweep_worker.watch_coordinator), a LocalCluster's Dask worker as it starts, through
   this module as its Dask preload (`dask_setup`). Workers of a cluster you run yourself
   (`dask worker --preload solver.sweep_worker`) keep Ctrl-C in their own terminal.
+- Your process then closes the LocalCluster while its workers are solving: each worker
+  cancels the batch it runs, and Dask logged a warning for it ("Async instruction for
+  <Task cancelled ...> ended with CancelledError", which Dask says happens only as a
+  worker closes). A LocalCluster worker leaves that one warning out
+  (`ClosingCancellations`); any other of Dask's messages it still prints.
 """
 
+import logging
 import signal
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -23,6 +29,14 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+class ClosingCancellations(logging.Filter):
+    """Leaves out Dask's warning that a running task was cancelled as its worker closed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().endswith("ended with CancelledError")
+
+
 def dask_setup(worker) -> None:
     """Dask's preload hook, in a LocalCluster worker's main thread as it starts."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("distributed.worker.state_machine").addFilter(ClosingCancellations())
