@@ -52,10 +52,27 @@ def read_document(path: Path) -> dict[str, Any]:
     return parse_document(path, read_text(path))
 
 
+MAX_DOCUMENT_BYTES = 16 * 2**20
+"""Largest instance, workload or catalog file read [bytes] (the shipped ones are a few kB)."""
+
+
 def read_text(path: Path) -> str:
-    """The text of a file; InvalidInstance naming it when it cannot be read."""
+    """The text of a file; InvalidInstance naming it when it cannot be read, is not a
+    regular file (a folder, a device such as /dev/zero, a pipe that would wait for a
+    writer) or is larger than MAX_DOCUMENT_BYTES."""
     try:
-        return path.read_text(encoding="utf-8")
+        if path.is_dir():
+            raise InvalidInstance([f"{path}: a folder, not a file"], str(path))
+        if path.exists() and not path.is_file():
+            raise InvalidInstance([f"{path}: not a regular file (a device, pipe or socket)"],
+                                  str(path))
+        with path.open("rb") as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise InvalidInstance([f"{path}: larger than {MAX_DOCUMENT_BYTES // 2**20} MB, "
+                                   "too large for an instance, workload or catalog file"],
+                                  str(path))
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise InvalidInstance([f"{path}: no such file"], str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -3,6 +3,8 @@ independence of a size's figures from where its ladder ends (sweeps reuse ladder
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from models.design.candidates import build_design_data, links_of
@@ -297,3 +299,23 @@ def test_sizes_below_min_gpus_are_not_built_and_the_others_are_unchanged():
     assert ([on_full.candidates[i].key for i in buildable_index(on_full)]
             == [cut.candidates[i].key for i in buildable_index(cut)])
     assert buildable_index(cut).size
+
+
+def test_the_budget_bounds_the_size_ladders_whatever_the_objective():
+    """Was: only max_effective_throughput bounded its ladders by the budget; a min-capex
+    instance whose power limit was typed in kW (2 MW -> 2,000 MW) built ladders up to
+    that power, ran to its time limit and took gigabytes for the same design."""
+    from models.design.candidates import max_nodes
+
+    doc = read_document(INSTANCES_DIR / "tiny" / "min-capex.toml")
+    assert doc["objective"]["kind"] != "max_effective_throughput"
+    big = copy.deepcopy(doc)
+    big["limits"]["it_power_mw"] = 2000.0
+    for building in big["site"]["buildings"]:
+        building["it_power_mw"] = 2000.0
+    inputs = prepare(instance_from_dict(big))
+    for p in inputs.configs:
+        assert max_nodes(inputs, p) * p.gpu.node_price_usd <= inputs.limits.budget_usd
+    small, large = solve(instance_from_dict(doc)), solve(instance_from_dict(big))
+    assert large.status == small.status == "optimal"
+    assert large.design.candidate.key == small.design.candidate.key

@@ -135,6 +135,37 @@ def test_cli_unreadable_files_exit_3(tmp_path, name, text, needle):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("kind, needle", [
+    ("folder", "a folder, not a file"), ("device", "not a regular file"),
+    ("pipe", "not a regular file"), ("huge", "larger than 16 MB")])
+def test_cli_refuses_what_is_not_an_instance_file_at_once(tmp_path, kind, needle):
+    """Was: /dev/zero was read until the machine ran out of memory, and a named pipe
+    waited for a writer forever."""
+    if kind == "folder":
+        path = tmp_path
+    elif kind == "device":
+        path = Path("/dev/zero")
+    elif kind == "pipe":
+        path = tmp_path / "pipe.toml"
+        os.mkfifo(path)
+    else:
+        path = write(tmp_path, "huge.toml", "# " + "x" * 2**24 + "\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 3
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_building_of_more_than_10_gw_is_refused_naming_it(tmp_path):
+    """Was: a building's power typed in kW as MW (1e8) generated 4 million halls and ran
+    the solve out of memory."""
+    text = (INSTANCES_DIR / "tiny" / "min-capex.toml").read_text().replace(
+        'it_power_mw = 2.0 }', 'it_power_mw = 1e8 }')
+    result = runner.invoke(app, ["validate", str(write(tmp_path, "kw.toml", text))])
+    assert result.exit_code == 3
+    assert "site.buildings.0.it_power_mw" in result.output
+
+
 def test_cli_invalid_instance_exit_3_names_field(tmp_path):
     text = DEFAULT_INSTANCE.read_text().replace("it_power_mw = 150.0", "it_power_mw = -150.0")
     result = runner.invoke(app, ["solve", str(write(tmp_path, "bad.toml", text)), "--json"])

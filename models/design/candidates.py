@@ -89,19 +89,20 @@ def lengths_m(inputs: Inputs, p: ConfigParts, fabric: Fabric) -> dict[str, float
 
 
 def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int:
-    """Largest training node count any limit could allow (network ignored: an upper bound).
+    """Largest training node count the power and budget limits and max_gpus could allow
+    (network ignored: an upper bound; the MILP holds capex, or TCO, within the budget
+    whatever the objective).
 
     relax_limits (diagnosis): power and budget are ignored up to 4x their size or the
     min_gpus requirement, so the elastic model can say how much more they need."""
     fac = inputs.facility
     per_node_w = node_power_w(p) * (1 + fac.non_server_it_fraction)
     cap = inputs.limits.it_power_mw * 1e6 / per_node_w
-    if inputs.objective.kind == "max_effective_throughput":
-        # the facility without its shell (>= 0): a lower bound on the cost per node
-        per_node_usd = (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd
-                        + facility_cost(fac, p.redundancy, p.cooling, per_node_w,
-                                        0).capex_usd)
-        cap = min(cap, inputs.limits.budget_usd / per_node_usd)
+    # whatever the objective, capex (<= TCO) <= budget: the node, its NICs and the
+    # facility without its shell (>= 0) are a lower bound on the cost per node
+    per_node_usd = (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd
+                    + facility_cost(fac, p.redundancy, p.cooling, per_node_w, 0).capex_usd)
+    cap = min(cap, inputs.limits.budget_usd / per_node_usd)
     if relax_limits:
         cap = max(4 * cap, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node))
     if inputs.limits.max_gpus is not None:

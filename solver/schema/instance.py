@@ -40,9 +40,16 @@ class Limits(StrictModel):
         return self
 
 
+MAX_BUILDING_MW = 10_000.0
+"""Most critical IT power one building may have [MW] (400 generated halls of 25 MW): twice
+the largest AI campuses announced (~5 GW); a kW figure typed as MW stops here, before
+its millions of generated halls take the machine's memory."""
+
+
 class Building(StrictModel):
     name: Slug
-    it_power_mw: PositiveFloat
+    it_power_mw: Annotated[float, Field(gt=0, le=MAX_BUILDING_MW, allow_inf_nan=False,
+                                         strict=True)]
     """Critical IT power this building can supply [MW]."""
     max_racks: PositiveInt | None = None
     """Rack positions available (space limit)."""
