@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from solver.deadline import Deadline, time_limit_in
+from solver.deadline import MAX_TIME_LIMIT_S, Deadline, time_limit_in
 from solver.errors import ClusterplanError, InvalidInstance
 from solver.interruption import reraise_interruption
 
@@ -26,7 +26,7 @@ COMMAND_TIME_LIMIT_S = 900.0
 """Default wall-clock budget of a whole solve or place [s]: generous, so that the default
 instance's placement (up to 10x its 30 s of deterministic time on a loaded machine) fits."""
 TimeLimitOpt = Annotated[float, typer.Option(
-    "--time-limit", min=0.1, max=1e7,
+    "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S,
     help="Wall-clock budget of the whole command [s]: every stage (loading, candidates, "
          "MILP, diagnosis, placement, output files); exit 5 when spent.")]
 

@@ -27,6 +27,10 @@ from collections.abc import Iterator
 
 from solver.errors import NoSolution
 
+MAX_TIME_LIMIT_S = 1e7
+"""Longest --time-limit a command or a sweep's scenario takes [s] (~116 days; beyond,
+the deadline's clock arithmetic overflows the platform's time_t)."""
+
 
 class TimeLimitReached(NoSolution):
     """The command's wall-clock budget is spent (exit 5, no solution within the limits)."""

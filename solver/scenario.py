@@ -216,14 +216,28 @@ def parse_scalar(text: str) -> Any:
 
 
 def _typed(values: list[Any], base: Any) -> list[Any]:
-    """Numbers as the base field's type: int fields get rounded ints, float fields floats."""
+    """Numbers as the base field's type (float fields floats, int fields ints: a range's
+    points rounded), each value once, in order."""
     numeric = [isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in values]
     if isinstance(base, float):
-        return [float(v) if num else v for v, num in zip(values, numeric, strict=True)]
-    if isinstance(base, bool) or not isinstance(base, int):
-        return [float(v) if isinstance(v, np.floating) else v for v in values]
-    return [int(round(float(v))) if isinstance(v, int | float) and not isinstance(v, bool)
-            else v for v in values]
+        typed = [float(v) if num else v for v, num in zip(values, numeric, strict=True)]
+    elif isinstance(base, bool) or not isinstance(base, int):
+        typed = [float(v) if isinstance(v, np.floating) else v for v in values]
+    else:
+        typed = [int(round(float(v))) if num else v
+                 for v, num in zip(values, numeric, strict=True)]
+    return list(dict.fromkeys(typed))
+
+
+def _whole(path: str, values: list[Any], base: Any) -> list[Any]:
+    """`values` as listed for `path`; InvalidInstance when a number is not whole and the
+    field (its value `base`) is an integer."""
+    if isinstance(base, int) and not isinstance(base, bool):
+        broken = [v for v in values if isinstance(v, float | np.floating)
+                  and not float(v).is_integer()]
+        if broken:
+            raise InvalidInstance([f"{path}: a whole number (got {broken[0]!r})"])
+    return values
 
 
 def parse_spec(path: str, spec: str | list[Any] | Any, base: Any,
@@ -232,9 +246,9 @@ def parse_spec(path: str, spec: str | list[Any] | Any, base: Any,
     instance's current value (for relative ranges and integer fields). A range of more
     than `max_points` points is refused (UsageError) before it is generated."""
     if isinstance(spec, list | tuple):
-        return _typed(list(spec), base)
+        return _typed(_whole(path, list(spec), base), base)
     if not isinstance(spec, str):
-        return _typed([spec], base)
+        return _typed(_whole(path, [spec], base), base)
     text = spec.strip()
     rel = _RELATIVE.match(text)
     if rel:
@@ -258,7 +272,7 @@ def parse_spec(path: str, spec: str | list[Any] | Any, base: Any,
     values = [parse_scalar(p) for p in text.split(",") if p.strip()]
     if not values:
         raise InvalidInstance([f"{path}: no values in '{text}'"])
-    return _typed(values, base)
+    return _typed(_whole(path, values, base), base)
 
 
 def _check_points(path: str, n: int, max_points: int | None) -> None:

@@ -109,6 +109,7 @@ import pandas as pd
 
 from models.design.candidates import config_groups
 from models.design.limits import shared_paths
+from solver.deadline import MAX_TIME_LIMIT_S
 from solver.errors import InvalidInstance, NoSolution, UsageError
 from solver.forked import gc_paused, process_alive
 from solver.interruption import reraise_interruption
@@ -500,8 +501,9 @@ def check_run_options(backend: str, workers: int, scheduler: str | None,
             or not 1 <= workers <= MAX_WORKERS:
         raise UsageError(f"--workers: a whole number from 1 to {MAX_WORKERS} (got {workers!r})")
     if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) \
-            or not math.isfinite(time_limit_s) or time_limit_s <= 0:
-        raise UsageError(f"--time-limit: a positive number of seconds (got {time_limit_s!r})")
+            or not 0 < time_limit_s <= MAX_TIME_LIMIT_S:
+        raise UsageError(f"--time-limit: a positive number of seconds, at most "
+                         f"{MAX_TIME_LIMIT_S:g} (got {time_limit_s!r})")
 
 
 def check_scenario_count(count: int, max_scenarios: int) -> None:

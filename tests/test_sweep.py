@@ -59,6 +59,38 @@ def test_specs():
         parse_spec("p", "±10%:3", None)
 
 
+def test_an_integer_field_takes_whole_numbers_and_each_value_once():
+    """Was: 1.5 for an integer field became 2, beside a 2 of the list (two rows of one
+    scenario), and a range of 5 points over 1..3 gave 1, 2, 2, 2, 3."""
+    assert parse_spec("p", "1:3:5", 7) == [1, 2, 3]
+    assert parse_spec("p", "2.0,3", 7) == [2, 3]
+    assert parse_spec("p", "4,4,5", 1.0) == [4.0, 5.0]
+    assert parse_spec("p", [1, 1.0], 7) == [1]
+    for spec in ("1.5,2", [1.5], 2.5):
+        with pytest.raises(InvalidInstance, match="p: a whole number"):
+            parse_spec("p", spec, 7)
+    assert parse_spec("p", "1.5,2", 1.0) == [1.5, 2.0]
+
+
+def test_a_path_given_twice_to_vary_is_refused(tmp_path):
+    """Was: the last --vary of a path silently replaced the first."""
+    result = CliRunner().invoke(app, ["sweep", str(SMALL), "--vary", "limits.it_power_mw=4,5",
+                                      "--vary", "limits.it_power_mw=6,7", "--out",
+                                      str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--vary limits.it_power_mw: given twice" in result.output
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_time_limit_beyond_the_clock_is_refused(tmp_path):
+    """Was: --time-limit 1e10 failed every scenario with an OverflowError row, exit 0."""
+    with pytest.raises(sweeps.UsageError, match="--time-limit"):
+        sweep(SMALL, {"limits.it_power_mw": "4"}, out=tmp_path, time_limit_s=1e10)
+    result = CliRunner().invoke(app, ["sweep", str(SMALL), "--vary", "limits.it_power_mw=4",
+                                      "--time-limit", "1e10", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+
+
 def test_paths_resolve_catalog_lists_and_dotted_ids():
     full = full_document(load_instance(SMALL))
     assert get_path(full, "catalog.gpu.h100-sxm.node_price_usd") == 292400.0

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from solver.cli_common import JsonFlag, emit_json, run, stderr, stdout
+from solver.deadline import MAX_TIME_LIMIT_S
 
 InstanceArg = Annotated[Path | None, typer.Argument(
     help="Instance file; default: the shipped instances/h100-100k.toml.")]
@@ -20,7 +21,8 @@ SchedulerOpt = Annotated[str | None, typer.Option(
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1,
                                          help="Worker processes (processes, local Dask).")]
 TimeLimitOpt = Annotated[float, typer.Option(
-    "--time-limit", min=0.1, help="Wall-clock budget of each scenario, every stage [s].")]
+    "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S,
+    help="Wall-clock budget of each scenario, every stage [s].")]
 NameOpt = Annotated[str | None, typer.Option(
     "--name", help="Sweep name: one folder name inside the results folder.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
@@ -68,7 +70,8 @@ def register(app: typer.Typer) -> None:
         scheduler: SchedulerOpt = None,
         workers: Annotated[int | None, typer.Option("--workers", min=1, help=(
             "Worker processes (processes, local Dask; default 2)."))] = None,
-        time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.1, help=(
+        time_limit: Annotated[float | None, typer.Option(
+            "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help=(
             "Wall-clock budget of each scenario, every stage [s] (default 60)."))] = None,
         name: NameOpt = None, quiet: QuietOpt = False,
         max_scenarios: MaxScenariosOpt = 10_000, as_json: JsonFlag = False,
@@ -85,8 +88,13 @@ def register(app: typer.Typer) -> None:
         def body():
             spec: dict[str, Any] = read_sweep_file(file) if file is not None else {}
             axes = dict(spec.get("vary", {}))
+            given: set[str] = set()  # a --vary replaces the file's axis of its path
             for text in vary or []:
                 path, values = parse_vary(text)
+                if path in given:
+                    raise UsageError(f"--vary {path}: given twice; list all its values in "
+                                     "one --vary (PATH=a,b,c)")
+                given.add(path)
                 axes[path] = values
             if not axes:
                 raise UsageError("--vary: give at least one PATH=SPEC (or --file)")
