@@ -38,20 +38,23 @@ def is_design_file(path: Path) -> bool:
     instance; unreadable or malformed JSON is refused (exit 3)."""
     if path.suffix.lower() != ".json":
         return False
-    doc = _read(path)
+    doc = read_design_document(path)
     return isinstance(doc, dict) and "design" in doc and "instance" in doc
 
 
-def read_design_file(path: Path) -> DesignFile:
-    """The design file, validated: every problem named with its field and bound (exit 3)."""
+def read_design_file(path: Path, doc: Any = None) -> DesignFile:
+    """The design file (its document `doc` when already read, `read_design_document`),
+    validated: every problem named with its field and bound (exit 3)."""
     source = f"design {path}"
     try:
-        return DesignFile.model_validate(_read(path))
+        return DesignFile.model_validate(read_design_document(path) if doc is None else doc)
     except ValidationError as err:
         raise InvalidInstance(format_validation_error(err), source) from None
 
 
-def _read(path: Path) -> Any:
+def read_design_document(path: Path) -> Any:
+    """The JSON document of `path`, numbers as JSON allows them (no NaN or Infinity);
+    unreadable or malformed JSON is refused (exit 3)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"), parse_constant=_non_finite)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:

@@ -329,7 +329,32 @@ def test_report_command_rebuilds_from_design_json(cli, default_solve_run, tmp_pa
     bad = tmp_path / "bad.json"
     bad.write_text('{"status": "optimal"}')
     out = cli("report", bad)
-    assert out.exit_code == 3 and "design: missing" in out.output
+    assert out.exit_code == 3 and "'design' is a required property" in out.output
+
+
+@pytest.mark.parametrize("damage, field", [
+    (lambda d: d.update(bom="x"), "bom: 'x' is not of type 'array'"),
+    (lambda d: d.update(cost=None), "cost: None is not of type 'object'"),
+    (lambda d: d["design"].update(media=None), "design.media: None is not of type"),
+    (lambda d: d.update(power={}), "power: 'it_mw' is a required property"),
+    (lambda d: d["design"].update(gpus="many"), "design.gpus: 'many' is not of type"),
+    (lambda d: d["design"].update(gpus=-5), "design.gpus: Input should be greater"),
+    (lambda d: d["design"].update(tiers=9), "design.tiers: Input should be less"),
+    (lambda d: d.update(status="infeasible"), "status: 'infeasible': not a solved design"),
+])
+def test_report_refuses_a_damaged_design_json_naming_the_field(
+        cli, default_solve_run, tmp_path, damage, field):
+    """Was: a damaged section ended in an internal error (exit 1) beside an empty output
+    folder, and nonsense counts were reported as they were."""
+    folder, doc = default_solve_run
+    damaged = json.loads((folder / "design.json").read_text())
+    damage(damaged)
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps(damaged))
+    out = cli("report", path, "--out", tmp_path / "out")
+    assert out.exit_code == 3, out.output
+    assert field in out.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_writer_in_a_second_process_reports_its_work_and_its_failure(tmp_path):

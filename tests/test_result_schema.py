@@ -101,3 +101,14 @@ def test_api_and_cli_give_the_same_json(cli, default_solve_json):
 @pytest.mark.parametrize("command", sorted(SCHEMA["$defs"]))
 def test_every_command_has_a_schema(command):
     assert SCHEMA["$defs"][command]
+
+
+def test_an_infeasible_solve_prints_its_own_document_only(cli, instances_dir, tmp_path):
+    text = (instances_dir / "tiny" / "min-capex.toml").read_text().replace(
+        "it_power_mw = 2.0\n", "it_power_mw = 0.01\n", 1)
+    path = tmp_path / "infeasible.toml"
+    path.write_text(text)
+    result = cli("solve", path, "--no-place", "--json", "--out", tmp_path / "out")
+    assert result.exit_code == 4
+    doc = json.loads(result.stdout)  # one document: a second would not parse
+    assert doc["status"] == "infeasible" and valid("solve", doc) == []

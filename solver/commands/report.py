@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,22 +10,30 @@ import typer
 from solver.cli_common import JsonFlag, emit_json, run, stderr
 from solver.errors import InvalidInstance
 
-REQUIRED = ("status", "instance", "design", "power", "cost", "throughput", "bom", "binding")
-"""Sections of a solved design.json the report reads."""
+MAX_PROBLEMS = 20
+"""Problems of a damaged design.json listed (the first, by field)."""
 
 
 def read_design(path: Path) -> dict:
-    """A solved design.json; invalid input names what is missing (exit 3)."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInstance([f"{path}: {exc}"], "design") from None
-    if not isinstance(doc, dict):
-        raise InvalidInstance([f"{path}: not a JSON object"], "design")
-    missing = [k for k in REQUIRED if k not in doc]
-    if missing:
-        raise InvalidInstance([f"{k}: missing (not a solved design.json of clusterplan "
-                               "solve)" for k in missing], "design")
+    """A solved design.json, checked before anything is written: the solve document's
+    schema (solver.schema.result.SOLVED: every section the report reads, with its
+    types) and the design's decisions within their bounds (as `place` reads them,
+    solver.schema.design_file). Invalid input names each field (exit 3)."""
+    import jsonschema
+
+    from solver.design_file import read_design_document, read_design_file
+    from solver.schema.result import SOLVED
+
+    doc = read_design_document(path)
+    if isinstance(doc, dict) and doc.get("status") not in ("optimal", "feasible"):
+        raise InvalidInstance([f"status: {doc.get('status')!r}: not a solved design "
+                               "(a report needs status optimal or feasible)"], "design")
+    errors = sorted(jsonschema.Draft202012Validator(SOLVED).iter_errors(doc),
+                    key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise InvalidInstance([f"{'.'.join(str(p) for p in e.absolute_path) or '(top)'}: "
+                               f"{e.message}" for e in errors[:MAX_PROBLEMS]], "design")
+    read_design_file(path, doc)  # the decisions within their bounds, as `place` reads them
     return doc
 
 
