@@ -69,7 +69,7 @@ def example(
         "--out", help="File to write (default ./<name>.toml; never overwritten).")] = None,
 ) -> None:
     """Write a shipped instance to a file for editing (no NAME: list the shipped ones)."""
-    from solver.errors import UsageError
+    from solver.errors import InvalidInstance, UsageError
     from solver.loading import shipped_instances
 
     def body():
@@ -83,7 +83,11 @@ def example(
         target = out or Path(shipped[name].name)
         if target.exists():
             raise UsageError(f"--out: {target} exists; not overwritten")
-        target.write_text(shipped[name].read_text(encoding="utf-8"), encoding="utf-8")
+        try:
+            target.write_text(shipped[name].read_text(encoding="utf-8"), encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInstance([f"--out: cannot write {target} ({exc.strerror or exc})"],
+                                  "--out") from None
         stderr.print(f"wrote {target}", highlight=False)
 
     run(body)

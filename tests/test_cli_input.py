@@ -56,3 +56,13 @@ def test_the_script_freezes_what_it_leaves_for_the_collector():
     assert out.returncode == 0, out.stderr
     frozen = int(out.stdout.strip().splitlines()[-1].split()[-1])
     assert frozen > 1000
+
+
+def test_absurd_threads_and_an_unwritable_example_are_refused(tmp_path):
+    """Was: --threads 50000 aborted the process with no message (exit 134), and an
+    example written into a missing folder was an internal error (exit 1)."""
+    res = runner.invoke(app, ["solve", "--threads", "50000", "--no-place"])
+    assert res.exit_code == 2 and "--threads" in res.output
+    res = runner.invoke(app, ["example", "tiny/min-capex", "--out",
+                              str(tmp_path / "missing" / "x.toml")])
+    assert res.exit_code == 3 and "--out: cannot write" in res.output

@@ -26,6 +26,9 @@ from solver.deadline import Deadline
 from solver.errors import Infeasible, NoSolution
 from solver.results import Status
 
+MAX_THREADS = 1024
+"""Most --threads (HiGHS's and CP-SAT's): 50,000 aborted the process with no message."""
+
 
 def render(result) -> None:
     """Readable rich tables of a solve on stdout."""
@@ -150,7 +153,8 @@ def register(app: typer.Typer) -> None:
         placement_gap: PlacementGapOpt = SolveOptions.placement_gap,
         gap: Annotated[float, typer.Option("--gap", min=0.0, max=1.0,
                                            help="Relative MIP gap.")] = 1e-6,
-        threads: Annotated[int, typer.Option("--threads", min=1, help="Solver threads.")] = 1,
+        threads: Annotated[int, typer.Option("--threads", min=1, max=MAX_THREADS,
+                                             help="Solver threads.")] = 1,
         no_place: Annotated[bool, typer.Option(
             "--no-place", help="Skip the rack placement stage.")] = False,
         as_json: JsonFlag = False,
