@@ -226,7 +226,19 @@ def _typed(values: list[Any], base: Any) -> list[Any]:
     else:
         typed = [int(round(float(v))) if num else v
                  for v, num in zip(values, numeric, strict=True)]
-    return list(dict.fromkeys(typed))
+    return _once(typed)
+
+
+def _once(values: list[Any]) -> list[Any]:
+    """`values` without repeats, in order; a value is its type and its JSON (True is not
+    1, and lists or tables, which a sweep file may vary, are compared by content)."""
+    seen, once = set(), []
+    for v in values:
+        key = (type(v).__name__, json.dumps(v, sort_keys=True, default=repr))
+        if key not in seen:
+            seen.add(key)
+            once.append(v)
+    return once
 
 
 def _whole(path: str, values: list[Any], base: Any) -> list[Any]:

@@ -70,6 +70,8 @@ def test_an_integer_field_takes_whole_numbers_and_each_value_once():
         with pytest.raises(InvalidInstance, match="p: a whole number"):
             parse_spec("p", spec, 7)
     assert parse_spec("p", "1.5,2", 1.0) == [1.5, 2.0]
+    assert parse_spec("p", "1,true", 1.0) == [1.0, True]  # True is not 1
+    assert parse_spec("p", [["a"], ["a"], ["b"]], ["x"]) == [["a"], ["b"]]  # a sweep file's
 
 
 def test_a_path_given_twice_to_vary_is_refused(tmp_path):
