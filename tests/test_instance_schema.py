@@ -166,6 +166,16 @@ def test_a_building_of_more_than_10_gw_is_refused_naming_it(tmp_path):
     assert "site.buildings.0.it_power_mw" in result.output
 
 
+def test_a_workload_of_absurd_size_is_refused_naming_it(tmp_path):
+    """Was: layers = 1e20 passed validation, then the checkpoint storage's network needed
+    more than any fabric and the solve ended in an internal error."""
+    text = (INSTANCES_DIR / "tiny" / "min-capex.toml").read_text().replace(
+        "layers = 1\n", "layers = 99999999999999999999\n", 1)
+    result = runner.invoke(app, ["validate", str(write(tmp_path, "huge.toml", text))])
+    assert result.exit_code == 3
+    assert "workload: 1.2e+27 parameters, more than 1e+15" in result.output
+
+
 def test_cli_invalid_instance_exit_3_names_field(tmp_path):
     text = DEFAULT_INSTANCE.read_text().replace("it_power_mw = 150.0", "it_power_mw = -150.0")
     result = runner.invoke(app, ["solve", str(write(tmp_path, "bad.toml", text)), "--json"])

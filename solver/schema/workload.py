@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from models.perf.calibration import PROFILES
-from models.perf.flops import Schedule
+from models.perf.flops import Schedule, arch_of
 from solver.schema.base import Bool
 from solver.schema.catalog import PositiveInt, StrictModel
 
@@ -29,6 +29,12 @@ class MoE(StrictModel):
         if self.top_k > self.experts:
             raise ValueError(f"top_k {self.top_k} exceeds experts {self.experts}")
         return self
+
+
+MAX_PARAMETERS = 1e15
+"""Largest model a workload may describe [parameters]: ~500x the largest trained today
+(~2e12); a mistyped size (layers = 1e20) made the checkpoint storage's network larger
+than any fabric, an internal error deep in the solve."""
 
 
 class Workload(StrictModel):
@@ -94,4 +100,7 @@ class Workload(StrictModel):
             raise ValueError(f"mtp_layers {self.mtp_layers} exceeds layers {self.layers}")
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(f"heads {self.heads} is not divisible by kv_heads {self.kv_heads}")
+        if (params := arch_of(self).params_total) > MAX_PARAMETERS:
+            raise ValueError(f"{params:.3g} parameters, more than {MAX_PARAMETERS:.0e}: check "
+                             "layers, hidden and the experts")
         return self
