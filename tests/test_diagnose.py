@@ -236,3 +236,19 @@ def test_a_requirement_and_the_best_reached_read_in_the_stated_order():
     assert above(0.9996, 0.99955, 3) == ("0.99960", "0.99955")
     assert above(0.95, 0.9, 3) == ("0.950", "0.900")
     assert (given(0.999999999), given(0.749), given(2.0)) == ("0.999999999", "0.749", "2")
+
+
+@pytest.mark.parametrize("name, budget, need", [("min-capex", 3e6, 2000e6),
+                                               ("min-tco", 5e6, 3000e6)])
+def test_a_cost_objectives_budget_is_named_when_it_cannot_buy_the_requirement(
+        name, budget, need):
+    """Was (for a stop): with the budget bounding a cost objective's ladder in the
+    diagnosis too, the requirement was called out of reach (the best design reaching
+    1.5e9 tokens/s) where the budget was what stood in the way."""
+    doc = read_document(Path("instances/tiny") / f"{name}.toml")
+    doc["limits"]["budget_usd"] = budget
+    doc["objective"]["required_tokens_per_s"] = need
+    result = solve(instance_from_dict(doc))
+    assert result.status == "infeasible"
+    assert any(d.startswith(f"limits.budget_usd {budget:,.0f} cannot buy")
+               for d in result.summary["diagnosis"]), result.summary["diagnosis"]

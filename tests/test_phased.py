@@ -341,3 +341,19 @@ def test_min_capex_meets_demand_and_impossible_demand_exits_4(cli, tmp_path):
     out = cli("solve", path, "--out", tmp_path / "out")
     assert out.exit_code == 4
     assert not (tmp_path / "out").exists()
+
+
+def test_a_phased_cost_objective_with_facility_parts_keeps_its_optimum():
+    """Was (for a stop): the budget bounded a min-capex ladder by the facility's cost
+    from parts, but a phased build-out charges build_usd_per_mw, here the lower: one
+    quarter's feasible build-out was called infeasible."""
+    doc = read_instance_document(INSTANCES_DIR / "tiny" / "min-capex.toml")
+    doc["name"] = "tiny-phased-parts"
+    doc["limits"]["budget_usd"] = 12.5e6
+    del doc["objective"]["required_tokens_per_s"]
+    doc["catalog"]["facility"] = doc["catalog"].get("facility", {}) | {
+        "facility_cost_mode": "parts", "build_usd_per_mw": 1e6}
+    doc["periods"] = [{"name": "p1", "start": "2025-01-01", "end": "2025-04-01",
+                       "budget_usd": 12.5e6, "demand_tokens": 5e15}]
+    result = solve(instance_from_dict(doc))
+    assert result.status == "optimal" and result.summary["verified"]

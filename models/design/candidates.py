@@ -94,15 +94,20 @@ def max_nodes(inputs: Inputs, p: ConfigParts, relax_limits: bool = False) -> int
     whatever the objective).
 
     relax_limits (diagnosis): power and budget are ignored up to 4x their size or the
-    min_gpus requirement, so the elastic model can say how much more they need."""
+    min_gpus requirement, so the elastic model can say how much more they need (the budget
+    only when it is the objective's own limit, max_effective_throughput: a cost objective's
+    ladder reaches 4x the power, where a required throughput may need it)."""
     fac = inputs.facility
     per_node_w = node_power_w(p) * (1 + fac.non_server_it_fraction)
     cap = inputs.limits.it_power_mw * 1e6 / per_node_w
-    # whatever the objective, capex (<= TCO) <= budget: the node, its NICs and the
-    # facility without its shell (>= 0) are a lower bound on the cost per node
-    per_node_usd = (p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd
-                    + facility_cost(fac, p.redundancy, p.cooling, per_node_w, 0).capex_usd)
-    cap = min(cap, inputs.limits.budget_usd / per_node_usd)
+    if not relax_limits or inputs.objective.kind == "max_effective_throughput":
+        # whatever the objective, capex (<= TCO) <= budget: the node, its NICs and the
+        # facility without its shell (>= 0; from parts, or at build_usd_per_mw as a phased
+        # build-out charges it: the lower) bound the cost per node from below
+        facility_usd = min(facility_cost(fac, p.redundancy, p.cooling, per_node_w, 0).capex_usd,
+                           fac.build_usd_per_mw * per_node_w / 1e6)
+        per_node_usd = p.gpu.node_price_usd + p.gpu.nics_per_node * p.nic.price_usd + facility_usd
+        cap = min(cap, inputs.limits.budget_usd / per_node_usd)
     if relax_limits:
         cap = max(4 * cap, math.ceil(inputs.limits.min_gpus / p.gpu.gpus_per_node))
     if inputs.limits.max_gpus is not None:
