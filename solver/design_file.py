@@ -29,7 +29,7 @@ from models.placement.assemble import DesignToPlace
 from models.placement.economics import cost_usd_per_hour, lost_hours_per_interruption
 from models.power_cost import it_power_w, power_cost
 from solver.errors import InvalidInstance
-from solver.loading import format_validation_error
+from solver.loading import format_validation_error, read_text
 from solver.schema.design_file import DesignDecisions, DesignFile
 
 
@@ -54,10 +54,11 @@ def read_design_file(path: Path, doc: Any = None) -> DesignFile:
 
 def read_design_document(path: Path) -> Any:
     """The JSON document of `path`, numbers as JSON allows them (no NaN or Infinity);
-    unreadable or malformed JSON is refused (exit 3)."""
+    unreadable, oversized (solver.loading.read_text) or malformed JSON is refused (exit 3)."""
+    text = read_text(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_non_finite)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return json.loads(text, parse_constant=_non_finite)
+    except (ValueError, RecursionError) as exc:
         raise InvalidInstance([f"{path}: {exc}"], "design") from None
 
 

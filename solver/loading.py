@@ -53,26 +53,25 @@ def read_document(path: Path) -> dict[str, Any]:
 
 
 MAX_DOCUMENT_BYTES = 16 * 2**20
-"""Largest instance, workload or catalog file read [bytes] (the shipped ones are a few kB)."""
+"""Largest instance, workload, catalog or design file read [bytes] (the shipped ones are a
+few kB, a design.json tens of kB)."""
 
 
 def read_text(path: Path) -> str:
-    """The text of a file; InvalidInstance naming it when it cannot be read, is not a
-    regular file (a folder, a device such as /dev/zero, a pipe that would wait for a
-    writer) or is larger than MAX_DOCUMENT_BYTES."""
+    """The text of a file, its line endings made \\n (as Python's text mode reads them);
+    InvalidInstance naming it when it is a folder, cannot be read, or holds more than
+    MAX_DOCUMENT_BYTES (/dev/zero is read no further). A pipe is read as a file (a shell's
+    `<(...)`), and, like `cat`, waits for its writer."""
     try:
         if path.is_dir():
             raise InvalidInstance([f"{path}: a folder, not a file"], str(path))
-        if path.exists() and not path.is_file():
-            raise InvalidInstance([f"{path}: not a regular file (a device, pipe or socket)"],
-                                  str(path))
         with path.open("rb") as handle:
             data = handle.read(MAX_DOCUMENT_BYTES + 1)
         if len(data) > MAX_DOCUMENT_BYTES:
             raise InvalidInstance([f"{path}: larger than {MAX_DOCUMENT_BYTES // 2**20} MB, "
-                                   "too large for an instance, workload or catalog file"],
-                                  str(path))
-        return data.decode("utf-8")
+                                   "too large for an instance, workload, catalog or design "
+                                   "file"], str(path))
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise InvalidInstance([f"{path}: no such file"], str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:

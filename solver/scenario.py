@@ -166,6 +166,16 @@ def path_keys(full: dict[str, Any], path: str) -> list[Any]:
     return keys
 
 
+def _field(full: dict[str, Any], path: str) -> tuple[Any, ...]:
+    """The field `path` names, as its keys with list indices counted from the front."""
+    node, keys = full, []
+    for key in path_keys(full, path):
+        key = key % len(node) if isinstance(node, list) else key
+        keys.append(key)
+        node = node[key]
+    return tuple(keys)
+
+
 def get_path(full: dict[str, Any], path: str) -> Any:
     node = full
     for key in path_keys(full, path):
@@ -312,11 +322,17 @@ def grid(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 def resolve_axes(full: dict[str, Any], vary: dict[str, Any],
                  max_points: int | None = None) -> dict[str, list[Any]]:
-    """{path: spec} -> {path: values}; every bad path or spec is reported at once."""
-    axes, problems = {}, []
+    """{path: spec} -> {path: values}; every bad path or spec is reported at once, and so
+    are two paths of one field (`site.buildings[0]` and `site.buildings[hall-a]`: the
+    last would silently win)."""
+    axes, problems, fields = {}, [], {}
     for path, spec in vary.items():
         try:
             axes[path] = parse_spec(path, spec, get_path(full, path), max_points)
+            field = _field(full, path)
+            if field in fields:
+                problems.append(f"{path}: the same field as {fields[field]}; vary it once")
+            fields.setdefault(field, path)
         except InvalidInstance as exc:
             problems += exc.problems
     if problems:

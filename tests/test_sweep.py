@@ -82,6 +82,13 @@ def test_a_path_given_twice_to_vary_is_refused(tmp_path):
     assert result.exit_code == 2
     assert "--vary limits.it_power_mw: given twice" in result.output
     assert not list(tmp_path.iterdir())
+    result = CliRunner().invoke(app, [
+        "sweep", str(SMALL), "--vary", "site.buildings[0].it_power_mw=5,7",
+        "--vary", "site.buildings[hall-a].it_power_mw=6", "--out", str(tmp_path)])
+    assert result.exit_code == 3
+    assert ("site.buildings[hall-a].it_power_mw: the same field as "
+            "site.buildings[0].it_power_mw") in result.output
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_time_limit_beyond_the_clock_is_refused(tmp_path):
