@@ -268,6 +268,8 @@ def parse_spec(path: str, spec: str | list[Any] | Any, base: Any,
     instance's current value (for relative ranges and integer fields). A range of more
     than `max_points` points is refused (UsageError) before it is generated."""
     if isinstance(spec, list | tuple):
+        if not spec:
+            raise InvalidInstance([f"{path}: no values (an empty list)"])
         return _typed(_whole(path, list(spec), base), base)
     if not isinstance(spec, str):
         return _typed(_whole(path, [spec], base), base)

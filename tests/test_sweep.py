@@ -581,3 +581,18 @@ def test_building_binds_when_the_next_size_is_past_the_budget():
     assert building["scalable_units"] == 1 and building["limit"] - building["value"] < 0.708 / 2
     assert {n for n, b in rows.items() if b["binding"]} == {
         "limits.budget_usd", "site.buildings[b0].it_power_mw"}
+
+
+def test_empty_values_are_refused_not_read_as_absent(tmp_path):
+    """Was: a sweep file's empty [vary] list ran 0 scenarios with exit 0, and an empty
+    --backend or --name fell back to the default."""
+    sweep_file = tmp_path / "empty.toml"
+    sweep_file.write_text(f'instance = "{SMALL.resolve()}"\n[vary]\n"limits.it_power_mw" = []\n')
+    result = CliRunner().invoke(app, ["sweep", "--file", str(sweep_file), "--out",
+                                      str(tmp_path / "a")])
+    assert result.exit_code == 3 and "limits.it_power_mw: no values" in result.output
+    for flag in ("--backend", "--name"):
+        result = CliRunner().invoke(app, ["sweep", str(SMALL), "--vary", "limits.it_power_mw=4",
+                                          flag, "", "--out", str(tmp_path / "b")])
+        assert result.exit_code == 2 and f"{flag}:" in result.output
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

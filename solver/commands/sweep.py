@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
         vary: Annotated[list[str] | None, typer.Option(
             "--vary", help="PATH=SPEC: lo:hi:n, a,b,c or ±p%:n; repeat for a grid.")] = None,
         file: Annotated[Path | None, typer.Option(
-            "--file", help="Sweep file (TOML) with instance, name and a [vary] table.")] = None,
+            "--file", help="Sweep file (TOML) with instance, name and a \\[vary] table.")] = None,
         out: OutOpt = None, backend: Annotated[str | None, typer.Option(
             "--backend", help="local | processes | dask (default local).")] = None,
         scheduler: SchedulerOpt = None,
@@ -99,10 +99,13 @@ def register(app: typer.Typer) -> None:
             if not axes:
                 raise UsageError("--vary: give at least one PATH=SPEC (or --file)")
             target = instance if instance is not None else spec.get("instance")
-            options = _run_options(out, backend or spec.get("backend", "local"), scheduler,
-                                   workers or spec.get("workers", 2),
-                                   time_limit or spec.get("time_limit_s", 60.0),
-                                   name or spec.get("name"), quiet or as_json)
+            def given(flag: Any, key: str, default: Any = None) -> Any:
+                """A flag as given (an empty one too), else the sweep file's value."""
+                return flag if flag is not None else spec.get(key, default)
+            options = _run_options(out, given(backend, "backend", "local"), scheduler,
+                                   given(workers, "workers", 2),
+                                   given(time_limit, "time_limit_s", 60.0),
+                                   given(name, "name"), quiet or as_json)
             table = run_sweep(target, axes, max_scenarios=max_scenarios, **options)
             doc = _contract(table.attrs)
             _print_warnings(table.attrs)
