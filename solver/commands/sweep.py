@@ -88,13 +88,13 @@ def register(app: typer.Typer) -> None:
         def body():
             spec: dict[str, Any] = read_sweep_file(file) if file is not None else {}
             axes = dict(spec.get("vary", {}))
-            given: set[str] = set()  # a --vary replaces the file's axis of its path
+            varied: set[str] = set()  # a --vary replaces the file's axis of its path
             for text in vary or []:
                 path, values = parse_vary(text)
-                if path in given:
+                if path in varied:
                     raise UsageError(f"--vary {path}: given twice; list all its values in "
                                      "one --vary (PATH=a,b,c)")
-                given.add(path)
+                varied.add(path)
                 axes[path] = values
             if not axes:
                 raise UsageError("--vary: give at least one PATH=SPEC (or --file)")
